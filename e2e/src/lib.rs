@@ -1,0 +1,1 @@
+//! Helpers shared by Oxbow's end-to-end suites.
