@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Smoke test of the e2e Kubernetes control plane (e2e/k8s): a real API server, controller
+# manager and scheduler, kwok nodes in three zones, and the pod runner (the kubelet stand-in).
+#   up -> namespace -> 3-replica StatefulSet spread over zone-a/b/c, Ready, each pod's process
+#   serving its ConfigMap on its loopback pod IP -> scale to 1 -> the StatefulSet controller
+#   deletes 2 pods and the runner stops their processes -> the garbage collector removes the
+#   last pod with its StatefulSet -> down (always, via trap).
+# Every wait is on a condition (kubectl wait, rollout status, or a bounded poll of a check).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+K8S="$PWD/e2e/k8s"
+export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
+export PATH="$OXBOW_CACHE/k8s/bin:$PATH"
+# A private cluster state, so that a developer's own `e2e/k8s/up` is never touched.
+OXBOW_K8S_STATE="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-k8s-smoke.XXXXXX")"
+export OXBOW_K8S_STATE
+RUNNER=""
+trap '[ -z "$RUNNER" ] || kill "$RUNNER" 2>/dev/null; "$K8S/down"' EXIT
+
+passed=0
+ok() { passed=$((passed + 1)); echo "ok $passed - $*"; }
+fail() {
+  echo "not ok - $*" >&2
+  kubectl get nodes,pods -A -o wide >&2 || true
+  tail -n 30 "$OXBOW_K8S_STATE/pod-runner.log" >&2 || true
+  echo "k8s-smoke: $passed passed, 1 failed"
+  exit 1
+}
+# until_true SECONDS CMD...: polls a check until it holds (for states kubectl cannot wait on).
+until_true() {
+  local deadline=$(( $(date +%s) + $1 )); shift
+  until "$@"; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep 0.2   # poll interval
+  done
+}
+
+KUBECONFIG="$("$K8S/up" | tail -n 1)"
+export KUBECONFIG
+version="$(kubectl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')"
+ok "control plane up: kube-apiserver $version"
+
+zones="$(kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.labels.topology\.kubernetes\.io/zone}{"\n"}{end}' | sort | tr '\n' ' ')"
+[ "$zones" = "zone-a zone-b zone-c " ] || fail "node zones: $zones"
+node_ips="$(kubectl get nodes -o jsonpath='{.items[*].status.addresses[?(@.type=="InternalIP")].address}')"
+for ip in $node_ips; do case "$ip" in 127.*) ;; *) fail "node IP $ip outside 127.0.0.0/8" ;; esac; done
+ok "3 kwok nodes in zone-a/b/c, node IPs $node_ips"
+
+NS=oxbow-smoke
+kubectl create namespace "$NS" >/dev/null
+kubectl -n "$NS" wait --for=create serviceaccount/default --timeout=60s >/dev/null
+ok "namespace $NS with its default service account"
+
+"$K8S/pod-runner" --selector app=smoke --namespace "$NS" >"$OXBOW_K8S_STATE/pod-runner.log" 2>&1 &
+RUNNER=$!
+kubectl -n "$NS" apply -f "$K8S/smoke/statefulset.yaml" >/dev/null
+kubectl -n "$NS" rollout status statefulset/smoke --timeout=120s >/dev/null || fail "rollout of 3 replicas"
+kubectl -n "$NS" wait --for=condition=Ready pod -l app=smoke --timeout=60s >/dev/null
+[ "$(kubectl -n "$NS" get pods -l app=smoke -o name | wc -l)" = 3 ] || fail "3 pods"
+ok "StatefulSet smoke: 3 pods scheduled and Ready"
+
+pod_zones="$(for n in $(kubectl -n "$NS" get pods -l app=smoke -o jsonpath='{.items[*].spec.nodeName}'); do
+  kubectl get node "$n" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}{"\n"}'; done | sort | tr '\n' ' ')"
+[ "$pod_zones" = "zone-a zone-b zone-c " ] || fail "pods spread over zones: $pod_zones"
+ok "the scheduler spread the pods over zones: $pod_zones"
+
+declare -A IP
+for p in smoke-0 smoke-1 smoke-2; do
+  IP[$p]="$(kubectl -n "$NS" get pod "$p" -o jsonpath='{.status.podIP}')"
+  case "${IP[$p]}" in 127.*) ;; *) fail "pod IP of $p is ${IP[$p]}, outside 127.0.0.0/8" ;; esac
+done
+ok "pod IPs in 127.0.0.0/8: ${IP[*]}"
+
+serves() { curl -fsS --max-time 2 "http://$1:8080/index.html" 2>/dev/null | grep -q 'served from the ConfigMap'; }
+for p in smoke-0 smoke-1 smoke-2; do
+  until_true 60 serves "${IP[$p]}" || fail "$p's process does not serve its ConfigMap on ${IP[$p]}:8080"
+done
+paths="$(curl -fsS "http://${IP[smoke-0]}:8080/paths.txt")"
+case "$paths" in *"$OXBOW_K8S_STATE"*/volumes/data/data*) ;; *) fail "mount path not rewritten: $paths" ;; esac
+ok "the pod runner runs each pod's process on its pod IP with its ConfigMap and rewritten mounts"
+
+kubectl -n "$NS" scale statefulset/smoke --replicas=1 >/dev/null
+kubectl -n "$NS" wait --for=delete pod/smoke-1 pod/smoke-2 --timeout=120s >/dev/null || fail "scale-down deletes 2 pods"
+deletes="$(kubectl -n "$NS" get events --field-selector reason=SuccessfulDelete,involvedObject.kind=StatefulSet -o name | wc -l)"
+[ "$deletes" -ge 2 ] || fail "SuccessfulDelete events from the StatefulSet controller: $deletes"
+kubectl -n "$NS" rollout status statefulset/smoke --timeout=60s >/dev/null
+[ "$(kubectl -n "$NS" get pods -l app=smoke -o name)" = "pod/smoke-0" ] || fail "only smoke-0 remains"
+ok "scaled to 1: the StatefulSet controller deleted smoke-1 and smoke-2"
+
+stopped() { ! curl -sS --max-time 2 "http://$1:8080/" >/dev/null 2>&1; }
+until_true 30 stopped "${IP[smoke-1]}" || fail "smoke-1's process still serves"
+until_true 30 stopped "${IP[smoke-2]}" || fail "smoke-2's process still serves"
+serves "${IP[smoke-0]}" || fail "smoke-0's process stopped"
+ok "the pod runner stopped the deleted pods' processes; smoke-0 still serves"
+
+kubectl -n "$NS" delete statefulset/smoke --wait=true >/dev/null
+kubectl -n "$NS" wait --for=delete pod/smoke-0 --timeout=120s >/dev/null || fail "garbage collection of smoke-0"
+until_true 30 stopped "${IP[smoke-0]}" || fail "smoke-0's process still serves"
+ok "the garbage collector deleted the StatefulSet's last pod"
+
+echo "k8s-smoke: $passed passed, 0 failed"
