@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Smoke test of the e2e Kubernetes control plane (e2e/k8s): a real API server, controller
 # manager and scheduler, kwok nodes in three zones, and the pod runner (the kubelet stand-in).
-#   up -> namespace -> 3-replica StatefulSet spread over zone-a/b/c, Ready, each pod's process
-#   serving its ConfigMap on its loopback pod IP -> scale to 1 -> the StatefulSet controller
-#   deletes 2 pods and the runner stops their processes -> the garbage collector removes the
-#   last pod with its StatefulSet -> down (always, via trap).
+#   up -> namespace -> 3-replica StatefulSet with volume claims, spread over zone-a/b/c,
+#   Ready, each pod's process serving its ConfigMap on its loopback pod IP -> scale to 1 ->
+#   the StatefulSet controller deletes 2 pods and the runner stops their processes -> the
+#   garbage collector removes the last pod with its StatefulSet -> down (always, via trap).
 # Every wait is on a condition (kubectl wait, rollout status, or a bounded poll of a check).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -75,7 +75,8 @@ kubectl -n "$NS" apply -f "$K8S/smoke/statefulset.yaml" >/dev/null
 kubectl -n "$NS" rollout status statefulset/smoke --timeout=120s >/dev/null || fail "rollout of 3 replicas"
 kubectl -n "$NS" wait --for=condition=Ready pod -l app=smoke --timeout=60s >/dev/null
 [ "$(kubectl -n "$NS" get pods -l app=smoke -o name | wc -l)" = 3 ] || fail "3 pods"
-ok "StatefulSet smoke: 3 pods scheduled and Ready"
+[ "$(kubectl -n "$NS" get pvc -o jsonpath='{.items[*].status.phase}')" = "Bound Bound Bound" ] || fail "3 bound claims"
+ok "StatefulSet smoke: 3 claims bound, 3 pods scheduled and Ready"
 
 pod_zones="$(for n in $(kubectl -n "$NS" get pods -l app=smoke -o jsonpath='{.items[*].spec.nodeName}'); do
   kubectl get node "$n" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}{"\n"}'; done | sort | tr '\n' ' ')"
@@ -97,8 +98,8 @@ local_only && for p in smoke-0 smoke-1 smoke-2; do
 done
 if local_only; then
   paths="$(curl -fsS "http://${IP[smoke-0]}:8080/paths.txt")"
-  case "$paths" in *"$OXBOW_K8S_STATE"*/volumes/data/data*) ;; *) fail "mount path not rewritten: $paths" ;; esac
-  ok "the pod runner runs each pod's process on its pod IP with its ConfigMap and rewritten mounts"
+  case "$paths" in *"$OXBOW_K8S_STATE/volumes/$NS/data-smoke-0/data"*) ;; *) fail "mount path not rewritten: $paths" ;; esac
+  ok "the pod runner runs each pod's process on its pod IP with its ConfigMap and its volume"
 fi
 
 kubectl -n "$NS" scale statefulset/smoke --replicas=1 >/dev/null
