@@ -123,4 +123,26 @@ kubectl -n "$NS" wait --for=delete pod/smoke-0 --timeout=120s >/dev/null || fail
 ! local_only || until_true 30 stopped "${IP[smoke-0]}" || fail "smoke-0's process still serves"
 ok "the garbage collector deleted the StatefulSet's last pod"
 
+# helm against the real API server: CRD registration, schema + CEL validation, RBAC.
+helm install smoke "$K8S/smoke/chart" --namespace "$NS" --wait --timeout 60s >/dev/null
+kubectl wait --for=condition=Established crd/widgets.smoke.oxbow.dev --timeout=60s >/dev/null
+ok "helm $(helm version --short) installed a chart: CRD established"
+
+widget() { printf 'apiVersion: smoke.oxbow.dev/v1alpha1\nkind: Widget\nmetadata: {name: %s}\nspec: %s\n' "$1" "$2"; }
+widget good '{replicas: 3, maxReplicas: 5}' | kubectl -n "$NS" apply -f - >/dev/null || fail "valid Widget"
+out="$(widget too-many '{replicas: 9, maxReplicas: 5}' | kubectl -n "$NS" apply -f - 2>&1)" && fail "CEL rule not enforced"
+case "$out" in *"replicas must not exceed maxReplicas"*) ;; *) fail "CEL rejection: $out" ;; esac
+out="$(widget typo '{replicas: 1, replicaz: 2}' | kubectl -n "$NS" apply --validate=strict -f - 2>&1)" && fail "unknown field accepted"
+case "$out" in *'unknown field "spec.replicaz"'*) ;; *) fail "strict field validation: $out" ;; esac
+kubectl -n "$NS" scale widget/good --replicas=4 >/dev/null || fail "scale subresource"
+ok "the API server validates the CRD schema and its CEL rule; /scale works"
+
+token="$(kubectl -n "$NS" create token smoke-reader)"
+reader() { kubectl --token="$token" -n "$NS" "$@"; }
+reader get widget good >/dev/null || fail "the reader ServiceAccount cannot read widgets"
+out="$(widget sneaky '{replicas: 1}' | reader apply -f - 2>&1)" && fail "RBAC allowed a create"
+case "$out" in *Forbidden*|*forbidden*) ;; *) fail "RBAC rejection: $out" ;; esac
+reader get pods >/dev/null 2>&1 && fail "RBAC allowed listing pods"
+ok "RBAC: the chart's ServiceAccount token reads widgets and is forbidden the rest"
+
 echo "k8s-smoke: $passed passed, 0 failed"
