@@ -1,0 +1,116 @@
+// Command differential plays one scenario against Apache Kafka and against Oxbow and
+// compares what a client observes: assigned offsets, error codes, returned records, list-
+// offsets answers, config values, committed group offsets. Every difference must be fixed or
+// listed in e2e/peers/KNOWN-DIFFERENCES.md (a line "- `observation.key`: reason"; `*` matches
+// within a key).
+//
+//	differential -kafka 127.0.0.1:9092 -oxbow 127.0.0.1:9192 [-known FILE] [-out DIR]
+//	differential -bootstrap 127.0.0.1:9092                  (one broker: observations as JSON)
+//	differential -compare kafka.json oxbow.json [-known FILE]
+//
+// The scenario (scenario.go): create a topic (and again, and with 0 partitions), produce
+// keyed batches with headers and explicit timestamps, list offsets (earliest, latest, max
+// timestamp, by time), consume from earliest / a timestamp / latest, describe configs,
+// commit and fetch group offsets, delete records (and fetch below the new log start),
+// produce to an unknown partition, over the size limit and with a bad CRC, and ask
+// metadata for an unknown topic.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+func main() {
+	bootstrap := flag.String("bootstrap", "", "run the scenario against one broker and print its observations")
+	kafka := flag.String("kafka", "", "Apache Kafka's bootstrap address")
+	oxbow := flag.String("oxbow", "", "Oxbow's bootstrap address")
+	compare := flag.Bool("compare", false, "compare two observation files given as arguments")
+	known := flag.String("known", "", "KNOWN-DIFFERENCES.md (default: beside this program's source)")
+	out := flag.String("out", "", "directory to write kafka.json and oxbow.json into")
+	flag.Parse()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var err error
+	switch {
+	case *bootstrap != "":
+		err = printObservations(ctx, *bootstrap)
+	case *compare:
+		if flag.NArg() != 2 {
+			err = fmt.Errorf("-compare needs two files: kafka.json oxbow.json")
+			break
+		}
+		err = compareFiles(flag.Arg(0), flag.Arg(1), *known)
+	case *kafka != "" && *oxbow != "":
+		err = runBoth(ctx, *kafka, *oxbow, *known, *out)
+	default:
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "differential: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func printObservations(ctx context.Context, bootstrap string) error {
+	obs, err := runScenario(ctx, bootstrap)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(obs)
+}
+
+func runBoth(ctx context.Context, kafka, oxbow, known, out string) error {
+	reference, err := runScenario(ctx, kafka)
+	if err != nil {
+		return fmt.Errorf("against Kafka (%s): %w", kafka, err)
+	}
+	candidate, err := runScenario(ctx, oxbow)
+	if err != nil {
+		return fmt.Errorf("against Oxbow (%s): %w", oxbow, err)
+	}
+	if out != "" {
+		for name, obs := range map[string]Observations{"kafka.json": reference, "oxbow.json": candidate} {
+			data, err := json.MarshalIndent(obs, "", "  ")
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return report(normalize(reference), normalize(candidate), known)
+}
+
+func compareFiles(kafkaFile, oxbowFile, known string) error {
+	load := func(path string) (map[string]string, error) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		var obs Observations
+		if err := json.Unmarshal(data, &obs); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return normalize(obs), nil
+	}
+	reference, err := load(kafkaFile)
+	if err != nil {
+		return err
+	}
+	candidate, err := load(oxbowFile)
+	if err != nil {
+		return err
+	}
+	return report(reference, candidate, known)
+}
