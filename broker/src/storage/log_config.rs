@@ -1,0 +1,293 @@
+//! Per-partition log configuration, named and defaulted as Kafka's topic configs.
+//!
+//! Broker-wide defaults come from the broker config (`log.segment.bytes`, …); a topic's
+//! own configs (`segment.bytes`, …) override them through [`LogConfig::with_topic_configs`].
+
+use std::collections::BTreeMap;
+
+pub const DEFAULT_SEGMENT_BYTES: u64 = 1024 * 1024 * 1024;
+pub const DEFAULT_SEGMENT_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+pub const DEFAULT_SEGMENT_INDEX_BYTES: u64 = 10 * 1024 * 1024;
+pub const DEFAULT_INDEX_INTERVAL_BYTES: u64 = 4096;
+pub const DEFAULT_RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+pub const DEFAULT_RETENTION_BYTES: i64 = -1;
+pub const DEFAULT_DELETE_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
+/// Kafka's `message.max.bytes` default: 1 MiB of records plus the 12-byte log overhead.
+pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 1024 * 1024 + 12;
+/// Kafka's default for `flush.messages` and `flush.ms`: never force an fsync.
+pub const NEVER_FLUSH: i64 = i64::MAX;
+pub const DEFAULT_MIN_INSYNC_REPLICAS: i32 = 1;
+/// Smallest segment Kafka accepts for `segment.bytes`.
+pub const MIN_SEGMENT_BYTES: u64 = 14;
+
+/// What happens to old data: deleted by retention, compacted by key, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    pub delete: bool,
+    pub compact: bool,
+}
+
+impl CleanupPolicy {
+    pub const DELETE: Self = Self {
+        delete: true,
+        compact: false,
+    };
+    pub const COMPACT: Self = Self {
+        delete: false,
+        compact: true,
+    };
+
+    pub fn parse(value: &str) -> Option<Self> {
+        let mut policy = Self {
+            delete: false,
+            compact: false,
+        };
+        for part in value.split(',').map(str::trim) {
+            match part {
+                "delete" => policy.delete = true,
+                "compact" => policy.compact = true,
+                _ => return None,
+            }
+        }
+        (policy.delete || policy.compact).then_some(policy)
+    }
+
+    pub fn as_kafka_value(&self) -> &'static str {
+        match (self.delete, self.compact) {
+            (true, true) => "compact,delete",
+            (false, true) => "compact",
+            _ => "delete",
+        }
+    }
+}
+
+/// Whose clock stamps record timestamps: the producer's or the broker's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampType {
+    CreateTime,
+    LogAppendTime,
+}
+
+/// Configuration of one partition log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    pub segment_bytes: u64,
+    pub segment_ms: i64,
+    pub segment_index_bytes: u64,
+    pub index_interval_bytes: u64,
+    pub retention_ms: i64,
+    pub retention_bytes: i64,
+    pub cleanup_policy: CleanupPolicy,
+    pub delete_retention_ms: i64,
+    pub max_message_bytes: u64,
+    pub flush_messages: i64,
+    pub flush_ms: i64,
+    pub message_timestamp_type: TimestampType,
+    pub min_insync_replicas: i32,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+            segment_ms: DEFAULT_SEGMENT_MS,
+            segment_index_bytes: DEFAULT_SEGMENT_INDEX_BYTES,
+            index_interval_bytes: DEFAULT_INDEX_INTERVAL_BYTES,
+            retention_ms: DEFAULT_RETENTION_MS,
+            retention_bytes: DEFAULT_RETENTION_BYTES,
+            cleanup_policy: CleanupPolicy::DELETE,
+            delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            flush_messages: NEVER_FLUSH,
+            flush_ms: NEVER_FLUSH,
+            message_timestamp_type: TimestampType::CreateTime,
+            min_insync_replicas: DEFAULT_MIN_INSYNC_REPLICAS,
+        }
+    }
+}
+
+/// A topic config that cannot be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LogConfigError {
+    #[error("unknown topic config `{key}`")]
+    UnknownKey { key: String },
+    #[error("invalid value `{value}` for topic config `{key}`: {reason}")]
+    InvalidValue {
+        key: String,
+        value: String,
+        reason: &'static str,
+    },
+}
+
+/// Every topic-level config key the log understands, in Kafka's spelling.
+pub const TOPIC_CONFIG_KEYS: &[&str] = &[
+    "cleanup.policy",
+    "delete.retention.ms",
+    "flush.messages",
+    "flush.ms",
+    "index.interval.bytes",
+    "max.message.bytes",
+    "message.timestamp.type",
+    "min.insync.replicas",
+    "retention.bytes",
+    "retention.ms",
+    "segment.bytes",
+    "segment.index.bytes",
+    "segment.ms",
+];
+
+impl LogConfig {
+    /// This config with a topic's configs applied on top; every key is checked.
+    pub fn with_topic_configs<'a>(
+        &self,
+        configs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, LogConfigError> {
+        let mut config = self.clone();
+        for (key, value) in configs {
+            config.set(key, value)?;
+        }
+        Ok(config)
+    }
+
+    /// Applies one topic config.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), LogConfigError> {
+        let invalid = |reason| LogConfigError::InvalidValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            reason,
+        };
+        let int = |min: i64| -> Result<i64, LogConfigError> {
+            let parsed: i64 = value
+                .trim()
+                .parse()
+                .map_err(|_| invalid("not an integer"))?;
+            if parsed < min {
+                return Err(invalid(if min == 0 {
+                    "must not be negative"
+                } else if min == 1 {
+                    "must be at least 1"
+                } else {
+                    "below the allowed minimum"
+                }));
+            }
+            Ok(parsed)
+        };
+        match key {
+            "segment.bytes" => self.segment_bytes = int(MIN_SEGMENT_BYTES as i64)? as u64,
+            "segment.ms" => self.segment_ms = int(1)?,
+            "segment.index.bytes" => {
+                self.segment_index_bytes = int(OFFSET_INDEX_MIN_BYTES)? as u64;
+            }
+            "index.interval.bytes" => self.index_interval_bytes = int(0)? as u64,
+            "retention.ms" => self.retention_ms = int(-1)?,
+            "retention.bytes" => self.retention_bytes = int(-1)?,
+            "delete.retention.ms" => self.delete_retention_ms = int(0)?,
+            "max.message.bytes" => self.max_message_bytes = int(0)? as u64,
+            "flush.messages" => self.flush_messages = int(1)?,
+            "flush.ms" => self.flush_ms = int(0)?,
+            "min.insync.replicas" => {
+                let parsed = int(1)?;
+                self.min_insync_replicas =
+                    i32::try_from(parsed).map_err(|_| invalid("too large"))?;
+            }
+            "cleanup.policy" => {
+                self.cleanup_policy = CleanupPolicy::parse(value)
+                    .ok_or_else(|| invalid("expected delete, compact or compact,delete"))?;
+            }
+            "message.timestamp.type" => {
+                self.message_timestamp_type = match value.trim() {
+                    "CreateTime" => TimestampType::CreateTime,
+                    "LogAppendTime" => TimestampType::LogAppendTime,
+                    _ => return Err(invalid("expected CreateTime or LogAppendTime")),
+                };
+            }
+            _ => {
+                return Err(LogConfigError::UnknownKey {
+                    key: key.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Every topic config with its current value, in Kafka's spelling (DescribeConfigs).
+    pub fn to_topic_configs(&self) -> BTreeMap<&'static str, String> {
+        BTreeMap::from([
+            (
+                "cleanup.policy",
+                self.cleanup_policy.as_kafka_value().to_string(),
+            ),
+            ("delete.retention.ms", self.delete_retention_ms.to_string()),
+            ("flush.messages", self.flush_messages.to_string()),
+            ("flush.ms", self.flush_ms.to_string()),
+            (
+                "index.interval.bytes",
+                self.index_interval_bytes.to_string(),
+            ),
+            ("max.message.bytes", self.max_message_bytes.to_string()),
+            (
+                "message.timestamp.type",
+                match self.message_timestamp_type {
+                    TimestampType::CreateTime => "CreateTime",
+                    TimestampType::LogAppendTime => "LogAppendTime",
+                }
+                .to_string(),
+            ),
+            ("min.insync.replicas", self.min_insync_replicas.to_string()),
+            ("retention.bytes", self.retention_bytes.to_string()),
+            ("retention.ms", self.retention_ms.to_string()),
+            ("segment.bytes", self.segment_bytes.to_string()),
+            ("segment.index.bytes", self.segment_index_bytes.to_string()),
+            ("segment.ms", self.segment_ms.to_string()),
+        ])
+    }
+}
+
+/// An index must hold at least one entry of the larger (time index) kind.
+const OFFSET_INDEX_MIN_BYTES: i64 = 12;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_configs_override_defaults_and_reject_bad_values() {
+        let config = LogConfig::default()
+            .with_topic_configs([
+                ("retention.ms", "1000"),
+                ("cleanup.policy", "compact,delete"),
+            ])
+            .unwrap();
+        assert_eq!(config.retention_ms, 1000);
+        assert_eq!(
+            config.cleanup_policy,
+            CleanupPolicy {
+                delete: true,
+                compact: true
+            }
+        );
+        assert!(matches!(
+            LogConfig::default().with_topic_configs([("segment.bytes", "-5")]),
+            Err(LogConfigError::InvalidValue { .. })
+        ));
+        assert!(matches!(
+            LogConfig::default().with_topic_configs([("no.such.key", "1")]),
+            Err(LogConfigError::UnknownKey { .. })
+        ));
+        assert!(
+            LogConfig::default()
+                .with_topic_configs([("cleanup.policy", "shred")])
+                .is_err()
+        );
+        let round_trip = LogConfig::default()
+            .with_topic_configs(
+                config
+                    .to_topic_configs()
+                    .iter()
+                    .map(|(k, v)| (*k, v.as_str()))
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap();
+        assert_eq!(round_trip, config);
+    }
+}

@@ -1,0 +1,272 @@
+//! The `LogManager`: every partition log of the broker across its `log.dirs`.
+//!
+//! Each log directory holds partition directories `<topic>-<partition>/`. A new
+//! partition goes to the directory holding the fewest partitions. Start-up loads every
+//! partition in parallel; a partition that fails to load is reported and skipped, the
+//! healthy ones are served. A directory that fails I/O is taken offline: its partitions
+//! answer with a storage error and nothing there is retried (fatal, not transient).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::checkpoint::{CheckpointError, take_clean_shutdown_marker, write_clean_shutdown_marker};
+use super::clock::Clock;
+use super::log::{LoadReport, Log, LogError};
+use super::log_config::LogConfig;
+use super::{LogDirHealth, TopicPartition};
+
+/// Failures of the log manager itself.
+#[derive(Debug, thiserror::Error)]
+pub enum LogManagerError {
+    #[error("no log directory is configured")]
+    NoLogDirs,
+    #[error("cannot create log directory {path}: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("every log directory is offline")]
+    AllDirsOffline,
+    #[error("partition {0} already exists")]
+    AlreadyExists(TopicPartition),
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+/// What start-up found.
+#[derive(Debug, Default)]
+pub struct StartupReport {
+    pub loaded: Vec<(TopicPartition, LoadReport)>,
+    pub failed: Vec<(PathBuf, LogError)>,
+    pub offline_dirs: Vec<(PathBuf, String)>,
+    /// Log directories that had not been shut down cleanly.
+    pub unclean_dirs: Vec<PathBuf>,
+}
+
+/// All partition logs of this broker.
+#[derive(Debug)]
+pub struct LogManager {
+    dirs: Vec<Arc<LogDirHealth>>,
+    logs: RwLock<HashMap<TopicPartition, Arc<Log>>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl LogManager {
+    /// Opens every log directory and loads every partition in it. `config_for` gives
+    /// each partition's configuration (broker defaults plus its topic's overrides).
+    pub fn open(
+        log_dirs: &[PathBuf],
+        config_for: &(dyn Fn(&TopicPartition) -> LogConfig + Sync),
+        clock: Arc<dyn Clock>,
+    ) -> Result<(Self, StartupReport), LogManagerError> {
+        if log_dirs.is_empty() {
+            return Err(LogManagerError::NoLogDirs);
+        }
+        let mut report = StartupReport::default();
+        let mut dirs = Vec::new();
+        let mut work = Vec::new();
+        for path in log_dirs {
+            let health = Arc::new(LogDirHealth::new(path.clone()));
+            let scan = std::fs::create_dir_all(path)
+                .map_err(|e| e.to_string())
+                .and_then(|()| {
+                    take_clean_shutdown_marker(path).map_err(|e: CheckpointError| e.to_string())
+                })
+                .and_then(|clean| {
+                    partition_dirs(path)
+                        .map(|p| (clean, p))
+                        .map_err(|e| e.to_string())
+                });
+            match scan {
+                Ok((clean, partitions)) => {
+                    if !clean && !partitions.is_empty() {
+                        report.unclean_dirs.push(path.clone());
+                    }
+                    for (dir, tp) in partitions {
+                        work.push((dir, tp, clean, Arc::clone(&health)));
+                    }
+                }
+                Err(error) => {
+                    tracing::error!(dir = %path.display(), %error, "Log directory is unusable; taking it offline");
+                    health.set_offline();
+                    report.offline_dirs.push((path.clone(), error));
+                }
+            }
+            dirs.push(health);
+        }
+        if dirs.iter().all(|d| d.is_offline()) {
+            return Err(LogManagerError::AllDirsOffline);
+        }
+        let results = load_in_parallel(work, config_for, &clock);
+        let mut logs = HashMap::new();
+        for (dir, tp, result) in results {
+            match result {
+                Ok((log, load)) => {
+                    if load.recovered_segments > 0 {
+                        tracing::warn!(topic_partition = %tp, segments = load.recovered_segments, truncated_bytes = load.truncated_bytes, "Recovered partition after an unclean stop");
+                    }
+                    report.loaded.push((tp.clone(), load));
+                    logs.insert(tp, Arc::new(log));
+                }
+                Err(error) => {
+                    tracing::error!(partition_dir = %dir.display(), %error, "Partition failed to load; serving the others");
+                    report.failed.push((dir, error));
+                }
+            }
+        }
+        Ok((
+            Self {
+                dirs,
+                logs: RwLock::new(logs),
+                clock,
+            },
+            report,
+        ))
+    }
+
+    pub fn get(&self, topic_partition: &TopicPartition) -> Option<Arc<Log>> {
+        self.logs.read().get(topic_partition).cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Log>> {
+        self.logs.read().values().cloned().collect()
+    }
+
+    pub fn log_dirs(&self) -> &[Arc<LogDirHealth>] {
+        &self.dirs
+    }
+
+    /// Creates a new partition log in the online directory with the fewest partitions.
+    pub fn create(
+        &self,
+        topic_partition: TopicPartition,
+        config: LogConfig,
+    ) -> Result<Arc<Log>, LogManagerError> {
+        let mut logs = self.logs.write();
+        if logs.contains_key(&topic_partition) {
+            return Err(LogManagerError::AlreadyExists(topic_partition));
+        }
+        let dir = self
+            .dirs
+            .iter()
+            .filter(|d| !d.is_offline())
+            .min_by_key(|d| {
+                logs.values()
+                    .filter(|l| l.dir().starts_with(d.path()))
+                    .count()
+            })
+            .ok_or(LogManagerError::AllDirsOffline)?;
+        let log = Arc::new(Log::create(
+            dir.path(),
+            topic_partition.clone(),
+            config,
+            Arc::clone(&self.clock),
+            Arc::clone(dir),
+        )?);
+        logs.insert(topic_partition, Arc::clone(&log));
+        Ok(log)
+    }
+
+    /// Removes a partition and its files.
+    pub fn delete(&self, topic_partition: &TopicPartition) -> Result<bool, LogManagerError> {
+        let removed = self.logs.write().remove(topic_partition);
+        match removed {
+            Some(log) => {
+                log.delete()?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// One pass of background work: flush sealed segments and logs whose `flush.ms` is
+    /// due, apply retention, compact compacted logs. Errors are logged per partition.
+    pub fn run_maintenance(&self) {
+        for log in self.all() {
+            let tp = log.topic_partition().clone();
+            let outcome = log
+                .flush_sealed()
+                .and_then(|()| log.flush_if_due().map(|_| ()))
+                .and_then(|()| log.apply_retention().map(|_| ()))
+                .and_then(|()| log.compact().map(|_| ()));
+            if let Err(error) = outcome {
+                tracing::warn!(topic_partition = %tp, %error, "Log maintenance failed");
+            }
+        }
+    }
+
+    /// Clean shutdown: close every log (flush, trim indexes, checkpoints), then mark each
+    /// healthy directory as cleanly shut down.
+    pub fn shutdown(&self) -> Result<(), LogManagerError> {
+        let mut first_error = None;
+        for log in self.all() {
+            if let Err(error) = log.close() {
+                tracing::error!(topic_partition = %log.topic_partition(), %error, "Failed to close log");
+                first_error.get_or_insert(error);
+            }
+        }
+        for dir in &self.dirs {
+            if dir.is_offline() {
+                continue;
+            }
+            if let Err(error) = write_clean_shutdown_marker(dir.path()) {
+                tracing::error!(dir = %dir.path().display(), %error, "Failed to write the clean-shutdown marker");
+            }
+        }
+        match first_error {
+            Some(error) => Err(error.into()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Partition directories in a log directory, with the partition each names. Directories
+/// with other names (deleted partitions, stray files) are skipped.
+fn partition_dirs(log_dir: &Path) -> std::io::Result<Vec<(PathBuf, TopicPartition)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(log_dir)? {
+        let entry = entry?;
+        if !entry.file_type()?.is_dir() {
+            continue;
+        }
+        let name = entry.file_name();
+        if let Some(tp) = name.to_str().and_then(TopicPartition::from_dir_name) {
+            found.push((entry.path(), tp));
+        }
+    }
+    Ok(found)
+}
+
+type LoadResult = (PathBuf, TopicPartition, Result<(Log, LoadReport), LogError>);
+
+fn load_in_parallel(
+    work: Vec<(PathBuf, TopicPartition, bool, Arc<LogDirHealth>)>,
+    config_for: &(dyn Fn(&TopicPartition) -> LogConfig + Sync),
+    clock: &Arc<dyn Clock>,
+) -> Vec<LoadResult> {
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(work.len().max(1));
+    let queue = parking_lot::Mutex::new(work);
+    let results = parking_lot::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().pop();
+                    let Some((dir, tp, clean, health)) = next else {
+                        break;
+                    };
+                    let config = config_for(&tp);
+                    let loaded =
+                        Log::open(&dir, tp.clone(), config, Arc::clone(clock), health, clean);
+                    results.lock().push((dir, tp, loaded));
+                }
+            });
+        }
+    });
+    results.into_inner()
+}

@@ -1,0 +1,253 @@
+//! Fixed-width index entries in a preallocated file mapped with memmap2.
+//!
+//! This is the only module of the broker with `unsafe` code. The file is an array of
+//! entries, each a whole number of big-endian 32-bit words; entries `0..len` are valid
+//! and everything after them is preallocated zeroes. One writer appends entries while
+//! any number of readers look them up without taking a lock:
+//!
+//! - every word is read and written through an [`AtomicU32`] placed on the mapping, so a
+//!   reader racing a writer sees old or new words, never undefined behaviour;
+//! - the writer stores the words of entry `len` and then publishes `len + 1` with
+//!   `Release`; readers load `len` with `Acquire` and only read entries below it.
+//!
+//! Crash behaviour: the file length says nothing about how many entries are valid
+//! while the segment is active (the tail is zero-filled preallocation), so after an
+//! unclean stop the owner rebuilds the index from the log. On seal and on clean close
+//! the file is trimmed to exactly `len` entries, so a sealed index's length is its count.
+#![allow(unsafe_code)]
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+use memmap2::{MmapOptions, MmapRaw};
+use parking_lot::Mutex;
+
+const WORD: usize = 4;
+
+/// Failures of an index file.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexFileError {
+    #[error("cannot open index file {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot resize index file {path} to {bytes} bytes: {source}")]
+    Resize {
+        path: PathBuf,
+        bytes: u64,
+        source: std::io::Error,
+    },
+    #[error("cannot map index file {path}: {source}")]
+    Map {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot sync index file {path}: {source}")]
+    Sync {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("index file {path} is full ({capacity} entries)")]
+    Full { path: PathBuf, capacity: usize },
+}
+
+/// A file of `WORDS`-word entries; see the module documentation for the layout.
+#[derive(Debug)]
+pub struct MappedEntries<const WORDS: usize> {
+    path: PathBuf,
+    file: File,
+    /// `None` when the file has zero length (a sealed, empty index): nothing to map.
+    map: Option<MmapRaw>,
+    /// Entries the file can hold; lowered to `len` when the file is trimmed, so that no
+    /// word past the end of the file is ever touched.
+    capacity: AtomicUsize,
+    len: AtomicUsize,
+    writer: Mutex<()>,
+}
+
+impl<const WORDS: usize> MappedEntries<WORDS> {
+    pub const ENTRY_BYTES: usize = WORDS * WORD;
+
+    /// Opens (creating if missing) an index file holding `valid_entries` valid entries and
+    /// sizes it to `capacity_bytes` (rounded down to whole entries).
+    pub fn open(
+        path: &Path,
+        valid_entries: usize,
+        capacity_bytes: u64,
+    ) -> Result<Self, IndexFileError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|source| IndexFileError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let capacity = (capacity_bytes as usize / Self::ENTRY_BYTES).max(valid_entries);
+        let bytes = (capacity * Self::ENTRY_BYTES) as u64;
+        file.set_len(bytes)
+            .map_err(|source| IndexFileError::Resize {
+                path: path.to_path_buf(),
+                bytes,
+                source,
+            })?;
+        let map = Self::map(path, &file, bytes)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+            map,
+            capacity: AtomicUsize::new(capacity),
+            len: AtomicUsize::new(valid_entries),
+            writer: Mutex::new(()),
+        })
+    }
+
+    /// Entries in an existing file whose length is exactly its entry count (a trimmed index).
+    pub fn entries_in_trimmed_file(path: &Path) -> Option<usize> {
+        let bytes = std::fs::metadata(path).ok()?.len() as usize;
+        (bytes % Self::ENTRY_BYTES == 0).then_some(bytes / Self::ENTRY_BYTES)
+    }
+
+    fn map(path: &Path, file: &File, bytes: u64) -> Result<Option<MmapRaw>, IndexFileError> {
+        if bytes == 0 {
+            return Ok(None);
+        }
+        MmapOptions::new()
+            .len(bytes as usize)
+            .map_raw(file)
+            .map(Some)
+            .map_err(|source| IndexFileError::Map {
+                path: path.to_path_buf(),
+                source,
+            })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.len() >= self.capacity.load(Ordering::Acquire)
+    }
+
+    fn word(&self, word_index: usize) -> Option<&AtomicU32> {
+        let map = self.map.as_ref()?;
+        if word_index >= self.capacity.load(Ordering::Acquire) * WORDS {
+            return None;
+        }
+        // SAFETY: the mapping is at least `capacity * WORDS` words long and lives as long as `self`;
+        // `word_index` is below that bound, and the mapping is page-aligned so every word
+        // offset is 4-byte aligned. All accesses to mapped words go through `AtomicU32`,
+        // so concurrent readers and the single writer never race non-atomically. The
+        // file is only shrunk (`trim`) to a length that still covers every published
+        // entry, and readers never read past the published length.
+        Some(unsafe { &*(map.as_ptr().add(word_index * WORD) as *const AtomicU32) })
+    }
+
+    /// Reads entry `index` if it is published.
+    pub fn get(&self, index: usize) -> Option<[u32; WORDS]> {
+        if index >= self.len() {
+            return None;
+        }
+        let mut entry = [0u32; WORDS];
+        for (i, slot) in entry.iter_mut().enumerate() {
+            *slot = u32::from_be(self.word(index * WORDS + i)?.load(Ordering::Relaxed));
+        }
+        Some(entry)
+    }
+
+    /// Appends an entry and publishes it.
+    pub fn push(&self, entry: [u32; WORDS]) -> Result<(), IndexFileError> {
+        let _writer = self.writer.lock();
+        let index = self.len.load(Ordering::Relaxed);
+        let capacity = self.capacity.load(Ordering::Acquire);
+        if index >= capacity {
+            return Err(IndexFileError::Full {
+                path: self.path.clone(),
+                capacity,
+            });
+        }
+        for (i, value) in entry.iter().enumerate() {
+            let word = self
+                .word(index * WORDS + i)
+                .ok_or_else(|| IndexFileError::Full {
+                    path: self.path.clone(),
+                    capacity,
+                })?;
+            word.store(value.to_be(), Ordering::Relaxed);
+        }
+        self.len.store(index + 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Forgets entries from `len` on (they are zeroed so a crash leaves no stale tail).
+    pub fn truncate(&self, len: usize) {
+        let _writer = self.writer.lock();
+        let current = self.len.load(Ordering::Relaxed);
+        if len >= current {
+            return;
+        }
+        self.len.store(len, Ordering::Release);
+        for word_index in len * WORDS..current * WORDS {
+            if let Some(word) = self.word(word_index) {
+                word.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Binary search: the index of the last entry for which `is_at_or_before` holds, given
+    /// that the predicate holds for a prefix of the entries.
+    pub fn last_where(&self, is_at_or_before: impl Fn(&[u32; WORDS]) -> bool) -> Option<usize> {
+        let (mut low, mut high) = (0usize, self.len());
+        while low < high {
+            let middle = low + (high - low) / 2;
+            match self.get(middle) {
+                Some(entry) if is_at_or_before(&entry) => low = middle + 1,
+                _ => high = middle,
+            }
+        }
+        low.checked_sub(1)
+    }
+
+    /// Flushes the mapping and the file to disk.
+    pub fn sync(&self) -> Result<(), IndexFileError> {
+        if let Some(map) = &self.map {
+            map.flush().map_err(|source| IndexFileError::Sync {
+                path: self.path.clone(),
+                source,
+            })?;
+        }
+        self.file.sync_all().map_err(|source| IndexFileError::Sync {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Shrinks the file to exactly the published entries (on seal and clean close). The
+    /// mapping is kept: every published entry is still inside the file.
+    pub fn trim(&self) -> Result<(), IndexFileError> {
+        let _writer = self.writer.lock();
+        let len = self.len.load(Ordering::Relaxed);
+        self.capacity.store(len, Ordering::Release);
+        let bytes = (len * Self::ENTRY_BYTES) as u64;
+        self.file
+            .set_len(bytes)
+            .map_err(|source| IndexFileError::Resize {
+                path: self.path.clone(),
+                bytes,
+                source,
+            })
+    }
+}
