@@ -185,55 +185,34 @@ impl Log {
             let below_recovery_point = bases
                 .get(i + 1)
                 .is_some_and(|next| *next <= checkpoint.recovery_point);
+            // Opened with room for index entries so that recovery can rebuild them; the
+            // indexes of sealed segments are trimmed again below.
             let (segment, indexes_trusted) =
-                LogSegment::open_files(dir, base, &config, is_last).map_err(segment_error)?;
+                LogSegment::open_files(dir, base, &config, true).map_err(segment_error)?;
             let trusted = indexes_trusted && (clean || below_recovery_point);
+            let mut cut = 0;
             if !(trusted && segment.load_tail().map_err(segment_error)?) {
-                let cut = segment
+                cut = segment
                     .recover(config.index_interval_bytes)
                     .map_err(segment_error)?;
                 report.recovered_segments += 1;
                 report.truncated_bytes += cut;
-                if !is_last {
-                    // Kafka's rule: sealed segments are only trimmed by compaction, so a
-                    // sealed segment that needed trimming holds its log's torn end.
-                    if cut > 0 {
-                        tracing::warn!(%topic_partition, base, cut, "Truncated a corrupt sealed segment; dropping the segments after it");
-                        segments.insert(base, Arc::new(segment));
-                        for later in bases.iter().skip(i + 1) {
-                            let (dropped, _) = LogSegment::open_files(dir, *later, &config, false)
-                                .map_err(segment_error)?;
-                            dropped.delete_files().map_err(segment_error)?;
-                        }
-                        break;
-                    }
-                }
-            }
-            if !is_last {
-                segment
-                    .offset_index()
-                    .trim()
-                    .map_err(|e| segment_error(e.into()))?;
-                segment
-                    .time_index()
-                    .trim()
-                    .map_err(|e| segment_error(e.into()))?;
             }
             segments.insert(base, Arc::new(segment));
-        }
-        // The active segment is the last one; make sure it was opened for appends.
-        let active = match segments.pop_last() {
-            Some((base, last)) if bases.last() == Some(&base) => last,
-            Some((base, _sealed)) => {
-                let (segment, _) =
-                    LogSegment::open_files(dir, base, &config, true).map_err(segment_error)?;
-                if !segment.load_tail().map_err(segment_error)? {
-                    segment
-                        .recover(config.index_interval_bytes)
+            if cut > 0 && !is_last {
+                // Sealed segments are only ever trimmed by compaction, so a sealed segment
+                // with a torn or corrupt batch is where the valid log ends (Kafka's rule).
+                tracing::warn!(%topic_partition, base, cut, "Truncated a corrupt sealed segment; dropping the segments after it");
+                for later in bases.iter().skip(i + 1) {
+                    let (dropped, _) = LogSegment::open_files(dir, *later, &config, false)
                         .map_err(segment_error)?;
+                    dropped.delete_files().map_err(segment_error)?;
                 }
-                Arc::new(segment)
+                break;
             }
+        }
+        let active = match segments.pop_last() {
+            Some((_, last)) => last,
             None => {
                 let (segment, _) =
                     LogSegment::open_files(dir, checkpoint.log_start_offset, &config, true)
@@ -241,6 +220,16 @@ impl Log {
                 Arc::new(segment)
             }
         };
+        for sealed in segments.values() {
+            sealed
+                .offset_index()
+                .trim()
+                .map_err(|e| segment_error(e.into()))?;
+            sealed
+                .time_index()
+                .trim()
+                .map_err(|e| segment_error(e.into()))?;
+        }
         segments.insert(active.base_offset(), Arc::clone(&active));
         report.segments = segments.len();
         let first_base = segments.keys().next().copied().unwrap_or(0);
