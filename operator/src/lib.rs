@@ -5,7 +5,28 @@
 //! calls to the cluster's Kafka admin API. Decisions that need no Kubernetes client
 //! live in pure modules so they can be tested exhaustively.
 //!
+//! ```text
+//!   Cluster ──▶ cluster::reconcile ──▶ validate ─▶ build (pure) ─▶ apply (SSA) ─▶ status
+//!   Topic   ──▶ topic::reconcile   ──▶ validate ─▶ admin (Kafka) ─▶ plan (pure) ─▶ status
+//! ```
+//!
 //! Modules:
+//! - [`crd`]: the `Cluster` and `Topic` types, status conditions, generated CRD YAML.
+//! - [`cluster`]: the Cluster reconciler, its object builders and broker config rendering.
+//! - [`admin`]: the Kafka admin client the Topic reconciler uses.
+//! - [`context`]: what reconciles share: client, settings, events, back-off.
+//! - [`leader`]: leader election with a Lease.
+//! - [`rack`]: the `rack-init` step of a broker pod (node zone → `broker.rack`).
+//! - [`metrics`]: operator metrics and the `/metrics`, `/healthz`, `/readyz` server.
+//! - [`topic`]: the Topic reconciler and its pure plan.
 //! - [`placement`]: rack-aware replica assignment (pure functions, no I/O).
 
+pub mod admin;
+pub mod cluster;
+pub mod context;
+pub mod crd;
+pub mod leader;
+pub mod metrics;
 pub mod placement;
+pub mod rack;
+pub mod topic;

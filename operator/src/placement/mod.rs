@@ -19,8 +19,13 @@ pub struct BrokerSlot {
 /// Why a placement cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlacementError {
-    #[error("replication factor {replication_factor} is larger than the {brokers} available brokers")]
-    ReplicationFactorTooLarge { replication_factor: usize, brokers: usize },
+    #[error(
+        "replication factor {replication_factor} is larger than the {brokers} available brokers"
+    )]
+    ReplicationFactorTooLarge {
+        replication_factor: usize,
+        brokers: usize,
+    },
     #[error("replication factor must be at least 1, got {0}")]
     ReplicationFactorZero(usize),
     #[error("broker id {0} is listed twice")]
@@ -64,7 +69,11 @@ pub fn assign_replicas(
         let round = (start + partition) / broker_count;
         // The shift moves followers by one more broker every round so that the
         // followers of successive rounds do not pile onto the same brokers.
-        let shift = if broker_count > 1 { 1 + round % (broker_count - 1) } else { 0 };
+        let shift = if broker_count > 1 {
+            1 + round % (broker_count - 1)
+        } else {
+            0
+        };
         let mut replicas = vec![ordered[leader_index].id];
         let mut used_racks: BTreeSet<&str> = BTreeSet::from([rack_of(&ordered[leader_index])]);
         let mut candidate = leader_index;

@@ -5,7 +5,10 @@ fn brokers(racks: &[&str]) -> Vec<BrokerSlot> {
     racks
         .iter()
         .enumerate()
-        .map(|(id, rack)| BrokerSlot { id: id as i32, rack: Some((*rack).to_string()) })
+        .map(|(id, rack)| BrokerSlot {
+            id: id as i32,
+            rack: Some((*rack).to_string()),
+        })
         .collect()
 }
 
@@ -14,8 +17,15 @@ fn three_zones_put_every_partition_in_three_zones() {
     let brokers = brokers(&["a", "b", "c", "a", "b", "c"]);
     let assignment = assign_replicas(&brokers, 12, 3, 0).unwrap();
     for replicas in &assignment {
-        let zones: BTreeSet<_> = replicas.iter().map(|id| &brokers[*id as usize].rack).collect();
-        assert_eq!(zones.len(), 3, "replicas {replicas:?} not spread over zones");
+        let zones: BTreeSet<_> = replicas
+            .iter()
+            .map(|id| &brokers[*id as usize].rack)
+            .collect();
+        assert_eq!(
+            zones.len(),
+            3,
+            "replicas {replicas:?} not spread over zones"
+        );
     }
 }
 
@@ -24,11 +34,20 @@ fn rejects_impossible_requests() {
     let brokers = brokers(&["a", "b"]);
     assert_eq!(
         assign_replicas(&brokers, 1, 3, 0),
-        Err(PlacementError::ReplicationFactorTooLarge { replication_factor: 3, brokers: 2 })
+        Err(PlacementError::ReplicationFactorTooLarge {
+            replication_factor: 3,
+            brokers: 2
+        })
     );
-    assert_eq!(assign_replicas(&brokers, 1, 0, 0), Err(PlacementError::ReplicationFactorZero(0)));
+    assert_eq!(
+        assign_replicas(&brokers, 1, 0, 0),
+        Err(PlacementError::ReplicationFactorZero(0))
+    );
     let twice = vec![brokers[0].clone(), brokers[0].clone()];
-    assert_eq!(assign_replicas(&twice, 1, 1, 0), Err(PlacementError::DuplicateBroker(0)));
+    assert_eq!(
+        assign_replicas(&twice, 1, 1, 0),
+        Err(PlacementError::DuplicateBroker(0))
+    );
 }
 
 proptest! {

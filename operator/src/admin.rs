@@ -1,0 +1,548 @@
+//! A small Kafka admin client over one TCP connection, used by the Topic reconciler.
+//!
+//! `kafka-protocol` encodes and decodes every message; this module adds framing
+//! (4-byte size prefix), correlation ids and version negotiation: the first request on a
+//! connection is ApiVersions, and each later request uses the highest version both the
+//! broker and `kafka-protocol` support. Requests go one at a time.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
+use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsRequest, CreatePartitionsTopic,
+};
+use kafka_protocol::messages::create_topics_request::{
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
+};
+use kafka_protocol::messages::delete_topics_request::{DeleteTopicState, DeleteTopicsRequest};
+use kafka_protocol::messages::describe_configs_request::{
+    DescribeConfigsRequest, DescribeConfigsResource,
+};
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
+};
+use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
+use kafka_protocol::messages::{ApiKey, BrokerId, RequestHeader, ResponseHeader, TopicName};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Largest response frame accepted (a Metadata answer of a big cluster fits easily).
+const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+/// Time limit of one request, including connecting.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// `timeout_ms` sent with topic operations.
+const OPERATION_TIMEOUT_MS: i32 = 30_000;
+/// Kafka's ConfigResource type for topics.
+const RESOURCE_TOPIC: i8 = 2;
+/// IncrementalAlterConfigs operations.
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
+/// DescribeConfigs sources meaning "set on this topic".
+const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+/// Kafka error codes the reconciler reacts to.
+pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+pub const TOPIC_ALREADY_EXISTS: i16 = 36;
+pub const INVALID_PARTITIONS: i16 = 37;
+pub const INVALID_REPLICATION_FACTOR: i16 = 38;
+pub const INVALID_CONFIG: i16 = 40;
+const UNSUPPORTED_VERSION: i16 = 35;
+
+/// What went wrong talking to the cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("connecting to {address} failed: {source}")]
+    Connect {
+        address: String,
+        source: std::io::Error,
+    },
+    #[error("{api} request to {address} failed: {source}")]
+    Io {
+        api: &'static str,
+        address: String,
+        source: std::io::Error,
+    },
+    #[error("{api} request to {address} timed out")]
+    Timeout { api: &'static str, address: String },
+    #[error("encoding or decoding {api} failed: {message}")]
+    Codec { api: &'static str, message: String },
+    #[error("the broker supports no version of {api} that this client speaks")]
+    Unsupported { api: &'static str },
+    #[error("{api} answered error code {code} ({name}){}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    Kafka {
+        api: &'static str,
+        code: i16,
+        name: &'static str,
+        message: Option<String>,
+    },
+    #[error("{api} answered with a frame of {size} bytes")]
+    BadFrame { api: &'static str, size: i64 },
+}
+
+impl AdminError {
+    /// The Kafka error code, when the broker answered with one.
+    pub fn kafka_code(&self) -> Option<i16> {
+        match self {
+            AdminError::Kafka { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+/// Name of a Kafka error code, for messages.
+pub fn error_name(code: i16) -> &'static str {
+    match code {
+        0 => "NONE",
+        3 => "UNKNOWN_TOPIC_OR_PARTITION",
+        7 => "REQUEST_TIMED_OUT",
+        17 => "INVALID_TOPIC_EXCEPTION",
+        29 => "TOPIC_AUTHORIZATION_FAILED",
+        35 => "UNSUPPORTED_VERSION",
+        36 => "TOPIC_ALREADY_EXISTS",
+        37 => "INVALID_PARTITIONS",
+        38 => "INVALID_REPLICATION_FACTOR",
+        39 => "INVALID_REPLICA_ASSIGNMENT",
+        40 => "INVALID_CONFIG",
+        41 => "NOT_CONTROLLER",
+        42 => "INVALID_REQUEST",
+        44 => "POLICY_VIOLATION",
+        _ => "UNKNOWN",
+    }
+}
+
+fn check(api: &'static str, code: i16, message: Option<&StrBytes>) -> Result<(), AdminError> {
+    if code == 0 {
+        return Ok(());
+    }
+    Err(AdminError::Kafka {
+        api,
+        code,
+        name: error_name(code),
+        message: message.map(|m| m.to_string()),
+    })
+}
+
+/// A topic as the cluster describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicDescription {
+    pub name: String,
+    pub topic_id: String,
+    /// Replica lists by partition index (first = preferred leader).
+    pub partitions: BTreeMap<i32, PartitionDescription>,
+}
+
+/// One partition as the cluster describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionDescription {
+    pub leader: i32,
+    pub replicas: Vec<i32>,
+    pub in_sync_replicas: Vec<i32>,
+}
+
+/// A broker as Metadata lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerDescription {
+    pub id: i32,
+    pub rack: Option<String>,
+}
+
+/// Metadata about one topic and the brokers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterView {
+    pub brokers: Vec<BrokerDescription>,
+    /// `None` when the topic does not exist.
+    pub topic: Option<TopicDescription>,
+}
+
+/// One connection to a broker.
+#[derive(Debug)]
+pub struct AdminClient {
+    address: String,
+    stream: TcpStream,
+    correlation_id: i32,
+    versions: BTreeMap<i16, (i16, i16)>,
+}
+
+impl AdminClient {
+    /// Connects to `address` (`host:port`) and negotiates API versions.
+    pub async fn connect(address: &str) -> Result<Self, AdminError> {
+        let stream = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect(address))
+            .await
+            .map_err(|_| AdminError::Timeout {
+                api: "Connect",
+                address: address.to_string(),
+            })?
+            .map_err(|source| AdminError::Connect {
+                address: address.to_string(),
+                source,
+            })?;
+        let _ = stream.set_nodelay(true);
+        let mut client = Self {
+            address: address.to_string(),
+            stream,
+            correlation_id: 0,
+            versions: BTreeMap::new(),
+        };
+        client.negotiate().await?;
+        Ok(client)
+    }
+
+    async fn negotiate(&mut self) -> Result<(), AdminError> {
+        let request = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("oxbow-operator"))
+            .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+        // A broker that does not know v3 answers in v0 with UNSUPPORTED_VERSION and its list.
+        let response: ApiVersionsResponse = match self.call_version(&request, 3).await {
+            Ok(response) => response,
+            Err(AdminError::Codec { .. }) => self.call_version(&request, 0).await?,
+            Err(other) => return Err(other),
+        };
+        if response.error_code != 0 && response.error_code != UNSUPPORTED_VERSION {
+            check("ApiVersions", response.error_code, None)?;
+        }
+        self.versions = response
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, (k.min_version, k.max_version)))
+            .collect();
+        Ok(())
+    }
+
+    fn version_for<R: Request>(&self) -> Result<i16, AdminError> {
+        let api = api_name(R::KEY);
+        let (min, max) = self
+            .versions
+            .get(&R::KEY)
+            .copied()
+            .ok_or(AdminError::Unsupported { api })?;
+        let version = max.min(R::VERSIONS.max);
+        if version < min.max(R::VERSIONS.min) {
+            return Err(AdminError::Unsupported { api });
+        }
+        Ok(version)
+    }
+
+    async fn call<R: Request>(&mut self, request: &R) -> Result<R::Response, AdminError> {
+        let version = self.version_for::<R>()?;
+        self.call_version(request, version).await
+    }
+
+    async fn call_version<R: Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> Result<R::Response, AdminError> {
+        let api = api_name(R::KEY);
+        let address = self.address.clone();
+        tokio::time::timeout(REQUEST_TIMEOUT, self.exchange(request, version))
+            .await
+            .map_err(|_| AdminError::Timeout { api, address })?
+    }
+
+    async fn exchange<R: Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> Result<R::Response, AdminError> {
+        let api = api_name(R::KEY);
+        let codec = |e: anyhow::Error| AdminError::Codec {
+            api,
+            message: e.to_string(),
+        };
+        let io = |source| AdminError::Io {
+            api,
+            address: self.address.clone(),
+            source,
+        };
+        self.correlation_id = self.correlation_id.wrapping_add(1);
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str("oxbow-operator")));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, R::header_version(version))
+            .map_err(codec)?;
+        request.encode(&mut body, version).map_err(codec)?;
+        let mut frame = BytesMut::with_capacity(body.len() + 4);
+        let size = i32::try_from(body.len()).map_err(|_| AdminError::Codec {
+            api,
+            message: "request too large".into(),
+        })?;
+        frame.put_i32(size);
+        frame.put_slice(&body);
+        self.stream.write_all(&frame).await.map_err(io)?;
+        let size = self.stream.read_i32().await.map_err(io)?;
+        let size_usize = usize::try_from(size)
+            .ok()
+            .filter(|s| *s >= 4 && *s <= MAX_RESPONSE_BYTES);
+        let Some(size_usize) = size_usize else {
+            return Err(AdminError::BadFrame {
+                api,
+                size: i64::from(size),
+            });
+        };
+        let mut buffer = vec![0_u8; size_usize];
+        self.stream.read_exact(&mut buffer).await.map_err(io)?;
+        let mut bytes = Bytes::from(buffer);
+        let response_header =
+            ResponseHeader::decode(&mut bytes, R::Response::header_version(version))
+                .map_err(codec)?;
+        if response_header.correlation_id != self.correlation_id {
+            return Err(AdminError::Codec {
+                api,
+                message: format!(
+                    "correlation id {} != {}",
+                    response_header.correlation_id, self.correlation_id
+                ),
+            });
+        }
+        let response = R::Response::decode(&mut bytes, version).map_err(codec)?;
+        if bytes.has_remaining() && R::KEY != ApiKey::ApiVersions as i16 {
+            tracing::debug!(
+                api,
+                remaining = bytes.remaining(),
+                "Response has trailing bytes"
+            );
+        }
+        Ok(response)
+    }
+
+    /// Lists the brokers and describes `topic` (without creating it).
+    pub async fn describe(&mut self, topic: &str) -> Result<ClusterView, AdminError> {
+        let request = MetadataRequest::default()
+            .with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(topic_name(topic))),
+            ]))
+            .with_allow_auto_topic_creation(false);
+        let response = self.call(&request).await?;
+        let brokers = response
+            .brokers
+            .iter()
+            .map(|b| BrokerDescription {
+                id: b.node_id.0,
+                rack: b.rack.as_ref().map(|r| r.to_string()),
+            })
+            .collect();
+        let mut described = None;
+        for entry in &response.topics {
+            let name = entry
+                .name
+                .as_ref()
+                .map(|n| n.0.to_string())
+                .unwrap_or_default();
+            if name != topic {
+                continue;
+            }
+            if entry.error_code == UNKNOWN_TOPIC_OR_PARTITION {
+                break;
+            }
+            check("Metadata", entry.error_code, None)?;
+            let partitions = entry
+                .partitions
+                .iter()
+                .map(|p| {
+                    (
+                        p.partition_index,
+                        PartitionDescription {
+                            leader: p.leader_id.0,
+                            replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
+                            in_sync_replicas: p.isr_nodes.iter().map(|b| b.0).collect(),
+                        },
+                    )
+                })
+                .collect();
+            described = Some(TopicDescription {
+                name,
+                topic_id: entry.topic_id.to_string(),
+                partitions,
+            });
+        }
+        Ok(ClusterView {
+            brokers,
+            topic: described,
+        })
+    }
+
+    /// Creates a topic; `assignment` (replicas per partition) replaces the count and factor when given.
+    pub async fn create_topic(
+        &mut self,
+        topic: &str,
+        partitions: i32,
+        replication_factor: i16,
+        assignment: Option<&[Vec<i32>]>,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), AdminError> {
+        let mut creatable = CreatableTopic::default()
+            .with_name(topic_name(topic))
+            .with_num_partitions(partitions)
+            .with_replication_factor(replication_factor)
+            .with_configs(
+                configs
+                    .iter()
+                    .map(|(k, v)| {
+                        CreatableTopicConfig::default()
+                            .with_name(StrBytes::from_string(k.clone()))
+                            .with_value(Some(StrBytes::from_string(v.clone())))
+                    })
+                    .collect(),
+            );
+        if let Some(assignment) = assignment {
+            creatable = creatable
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+                .with_assignments(
+                    assignment
+                        .iter()
+                        .zip(0..)
+                        .map(|(replicas, index)| {
+                            CreatableReplicaAssignment::default()
+                                .with_partition_index(index)
+                                .with_broker_ids(replicas.iter().map(|id| BrokerId(*id)).collect())
+                        })
+                        .collect(),
+                );
+        }
+        let request = CreateTopicsRequest::default()
+            .with_topics(vec![creatable])
+            .with_timeout_ms(OPERATION_TIMEOUT_MS);
+        let response = self.call(&request).await?;
+        for result in &response.topics {
+            check(
+                "CreateTopics",
+                result.error_code,
+                result.error_message.as_ref(),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Grows a topic to `count` partitions.
+    pub async fn create_partitions(&mut self, topic: &str, count: i32) -> Result<(), AdminError> {
+        let request = CreatePartitionsRequest::default()
+            .with_topics(vec![
+                CreatePartitionsTopic::default()
+                    .with_name(topic_name(topic))
+                    .with_count(count),
+            ])
+            .with_timeout_ms(OPERATION_TIMEOUT_MS);
+        let response = self.call(&request).await?;
+        for result in &response.results {
+            check(
+                "CreatePartitions",
+                result.error_code,
+                result.error_message.as_ref(),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Deletes a topic; a topic that does not exist counts as deleted.
+    pub async fn delete_topic(&mut self, topic: &str) -> Result<(), AdminError> {
+        let request = DeleteTopicsRequest::default()
+            .with_topic_names(vec![topic_name(topic)])
+            .with_topics(vec![
+                DeleteTopicState::default().with_name(Some(topic_name(topic))),
+            ])
+            .with_timeout_ms(OPERATION_TIMEOUT_MS);
+        let response = self.call(&request).await?;
+        for result in &response.responses {
+            if result.error_code != UNKNOWN_TOPIC_OR_PARTITION {
+                check(
+                    "DeleteTopics",
+                    result.error_code,
+                    result.error_message.as_ref(),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The configs set on the topic itself (dynamic topic configs), name to value.
+    pub async fn topic_configs(
+        &mut self,
+        topic: &str,
+    ) -> Result<BTreeMap<String, String>, AdminError> {
+        let request = DescribeConfigsRequest::default().with_resources(vec![
+            DescribeConfigsResource::default()
+                .with_resource_type(RESOURCE_TOPIC)
+                .with_resource_name(StrBytes::from_string(topic.to_string())),
+        ]);
+        let response = self.call(&request).await?;
+        let mut configs = BTreeMap::new();
+        for result in &response.results {
+            check(
+                "DescribeConfigs",
+                result.error_code,
+                result.error_message.as_ref(),
+            )?;
+            for entry in &result.configs {
+                if entry.config_source == SOURCE_DYNAMIC_TOPIC
+                    && let Some(value) = &entry.value
+                {
+                    configs.insert(entry.name.to_string(), value.to_string());
+                }
+            }
+        }
+        Ok(configs)
+    }
+
+    /// Sets `set` and removes `delete` on the topic, in one IncrementalAlterConfigs request.
+    pub async fn alter_topic_configs(
+        &mut self,
+        topic: &str,
+        set: &BTreeMap<String, String>,
+        delete: &[String],
+    ) -> Result<(), AdminError> {
+        let mut configs: Vec<AlterableConfig> = set
+            .iter()
+            .map(|(k, v)| {
+                AlterableConfig::default()
+                    .with_name(StrBytes::from_string(k.clone()))
+                    .with_config_operation(OP_SET)
+                    .with_value(Some(StrBytes::from_string(v.clone())))
+            })
+            .collect();
+        configs.extend(delete.iter().map(|k| {
+            AlterableConfig::default()
+                .with_name(StrBytes::from_string(k.clone()))
+                .with_config_operation(OP_DELETE)
+        }));
+        let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(RESOURCE_TOPIC)
+                .with_resource_name(StrBytes::from_string(topic.to_string()))
+                .with_configs(configs),
+        ]);
+        let response = self.call(&request).await?;
+        for result in &response.responses {
+            check(
+                "IncrementalAlterConfigs",
+                result.error_code,
+                result.error_message.as_ref(),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn topic_name(topic: &str) -> TopicName {
+    TopicName(StrBytes::from_string(topic.to_string()))
+}
+
+fn api_name(key: i16) -> &'static str {
+    match ApiKey::try_from(key) {
+        Ok(ApiKey::ApiVersions) => "ApiVersions",
+        Ok(ApiKey::Metadata) => "Metadata",
+        Ok(ApiKey::CreateTopics) => "CreateTopics",
+        Ok(ApiKey::DeleteTopics) => "DeleteTopics",
+        Ok(ApiKey::CreatePartitions) => "CreatePartitions",
+        Ok(ApiKey::DescribeConfigs) => "DescribeConfigs",
+        Ok(ApiKey::IncrementalAlterConfigs) => "IncrementalAlterConfigs",
+        _ => "Kafka",
+    }
+}

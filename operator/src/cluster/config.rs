@@ -1,0 +1,355 @@
+//! Broker configuration rendering: the flat YAML maps of Kafka property names the broker
+//! loads with `--config FILE` (later files override earlier ones).
+//!
+//! The ConfigMap holds one shared file and one file per broker:
+//!
+//! ```text
+//!   broker.yaml        shared: listeners' protocol map, quorum voters, log.dirs, metrics,
+//!                      then the user's overrides. Its hash is in the pod template, so a
+//!                      change rolls the brokers (one at a time).
+//!   NAME-<n>.yaml      per broker: node.id = n, process.roles, listeners,
+//!                      advertised.listeners (the pod's stable DNS name). Adding a broker
+//!                      adds a file without rolling the others.
+//!   /var/run/oxbow/rack.yaml   written at start-up by the `rack-init` init container:
+//!                      `broker.rack: <the node's zone>`.
+//! ```
+//!
+//! The broker is started as
+//! `oxbow --config /etc/oxbow/broker.yaml --config /etc/oxbow/$(POD_NAME).yaml [--config /var/run/oxbow/rack.yaml]`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::names::Names;
+use crate::crd::{ClusterSpec, ExternalType};
+
+/// Mount path of the ConfigMap in the broker container.
+pub const CONFIG_DIR: &str = "/etc/oxbow";
+/// Shared broker config file name (a ConfigMap key).
+pub const SHARED_CONFIG_FILE: &str = "broker.yaml";
+/// Directory of the rack file written by the init container.
+pub const RACK_DIR: &str = "/var/run/oxbow";
+/// Rack file name.
+pub const RACK_FILE: &str = "rack.yaml";
+/// Mount path of the data claim.
+pub const DATA_MOUNT: &str = "/var/lib/oxbow";
+/// `log.dirs` inside the data claim (a subdirectory, so `lost+found` stays out of the log).
+pub const LOG_DIR: &str = "/var/lib/oxbow/data";
+
+/// Keys the operator renders itself; a user override of one is refused.
+pub const MANAGED_KEYS: &[&str] = &[
+    "node.id",
+    "broker.id",
+    "process.roles",
+    "controller.quorum.voters",
+    "listeners",
+    "advertised.listeners",
+    "controller.listener.names",
+    "inter.broker.listener.name",
+    "listener.security.protocol.map",
+    "log.dirs",
+    "log.dir",
+    "broker.rack",
+    "metrics.listener",
+];
+
+/// Value type of a known config key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    Int,
+    Long,
+    Double,
+    Bool,
+    String,
+    List,
+    /// One of the listed values.
+    Enum(&'static [&'static str]),
+}
+
+const CLEANUP_POLICY: ConfigType =
+    ConfigType::Enum(&["delete", "compact", "delete,compact", "compact,delete"]);
+const COMPRESSION: ConfigType =
+    ConfigType::Enum(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"]);
+const TIMESTAMP_TYPE: ConfigType = ConfigType::Enum(&["CreateTime", "LogAppendTime"]);
+
+/// Broker config keys a Cluster may override, with their types (Kafka's names).
+pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
+    ("auto.create.topics.enable", ConfigType::Bool),
+    ("auto.leader.rebalance.enable", ConfigType::Bool),
+    ("compression.type", COMPRESSION),
+    ("default.replication.factor", ConfigType::Int),
+    ("delete.topic.enable", ConfigType::Bool),
+    ("group.initial.rebalance.delay.ms", ConfigType::Int),
+    ("group.max.session.timeout.ms", ConfigType::Int),
+    ("group.min.session.timeout.ms", ConfigType::Int),
+    ("leader.imbalance.check.interval.seconds", ConfigType::Long),
+    ("log.cleaner.enable", ConfigType::Bool),
+    ("log.cleaner.threads", ConfigType::Int),
+    ("log.cleanup.policy", CLEANUP_POLICY),
+    ("log.flush.interval.messages", ConfigType::Long),
+    ("log.flush.interval.ms", ConfigType::Long),
+    ("log.index.interval.bytes", ConfigType::Int),
+    ("log.message.timestamp.type", TIMESTAMP_TYPE),
+    ("log.retention.bytes", ConfigType::Long),
+    ("log.retention.check.interval.ms", ConfigType::Long),
+    ("log.retention.hours", ConfigType::Int),
+    ("log.retention.minutes", ConfigType::Int),
+    ("log.retention.ms", ConfigType::Long),
+    ("log.roll.hours", ConfigType::Int),
+    ("log.roll.ms", ConfigType::Long),
+    ("log.segment.bytes", ConfigType::Int),
+    ("message.max.bytes", ConfigType::Int),
+    ("min.insync.replicas", ConfigType::Int),
+    ("num.io.threads", ConfigType::Int),
+    ("num.network.threads", ConfigType::Int),
+    ("num.partitions", ConfigType::Int),
+    ("num.recovery.threads.per.data.dir", ConfigType::Int),
+    ("num.replica.fetchers", ConfigType::Int),
+    ("offsets.retention.minutes", ConfigType::Int),
+    ("offsets.topic.num.partitions", ConfigType::Int),
+    ("offsets.topic.replication.factor", ConfigType::Int),
+    ("replica.fetch.max.bytes", ConfigType::Int),
+    ("replica.lag.time.max.ms", ConfigType::Long),
+    ("socket.receive.buffer.bytes", ConfigType::Int),
+    ("socket.request.max.bytes", ConfigType::Int),
+    ("socket.send.buffer.bytes", ConfigType::Int),
+    ("transaction.state.log.min.isr", ConfigType::Int),
+    ("transaction.state.log.replication.factor", ConfigType::Int),
+    ("unclean.leader.election.enable", ConfigType::Bool),
+];
+
+/// Topic config keys a Topic may set, with their types (Kafka's names).
+pub const TOPIC_KEYS: &[(&str, ConfigType)] = &[
+    ("cleanup.policy", CLEANUP_POLICY),
+    ("compression.type", COMPRESSION),
+    ("delete.retention.ms", ConfigType::Long),
+    ("file.delete.delay.ms", ConfigType::Long),
+    ("flush.messages", ConfigType::Long),
+    ("flush.ms", ConfigType::Long),
+    ("index.interval.bytes", ConfigType::Int),
+    ("max.compaction.lag.ms", ConfigType::Long),
+    ("max.message.bytes", ConfigType::Int),
+    ("message.timestamp.type", TIMESTAMP_TYPE),
+    ("min.cleanable.dirty.ratio", ConfigType::Double),
+    ("min.compaction.lag.ms", ConfigType::Long),
+    ("min.insync.replicas", ConfigType::Int),
+    ("preallocate", ConfigType::Bool),
+    ("retention.bytes", ConfigType::Long),
+    ("retention.ms", ConfigType::Long),
+    ("segment.bytes", ConfigType::Int),
+    ("segment.index.bytes", ConfigType::Int),
+    ("segment.ms", ConfigType::Long),
+    ("unclean.leader.election.enable", ConfigType::Bool),
+];
+
+/// A config override that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config key `{key}` is managed by the operator")]
+    Managed { key: String },
+    #[error("config key `{key}` is not a known {scope} config")]
+    Unknown { key: String, scope: &'static str },
+    #[error("config key `{key}` has value `{value}`, expected {expected}")]
+    BadValue {
+        key: String,
+        value: String,
+        expected: String,
+    },
+}
+
+/// The string form Kafka uses for a value.
+pub fn value_string(value: &IntOrString) -> String {
+    match value {
+        IntOrString::Int(i) => i.to_string(),
+        IntOrString::String(s) => s.clone(),
+    }
+}
+
+/// Checks every entry of `config` against `known` and returns the normalised string values.
+pub fn validate_config(
+    config: &BTreeMap<String, IntOrString>,
+    known: &[(&str, ConfigType)],
+    scope: &'static str,
+    managed: &[&str],
+) -> Result<BTreeMap<String, String>, Vec<ConfigError>> {
+    let mut errors = Vec::new();
+    let mut out = BTreeMap::new();
+    for (key, value) in config {
+        if managed.contains(&key.as_str()) {
+            errors.push(ConfigError::Managed { key: key.clone() });
+            continue;
+        }
+        let Some((_, ty)) = known.iter().find(|(k, _)| k == key) else {
+            errors.push(ConfigError::Unknown {
+                key: key.clone(),
+                scope,
+            });
+            continue;
+        };
+        let text = value_string(value).trim().to_string();
+        match check_type(&text, *ty) {
+            Ok(()) => {
+                out.insert(key.clone(), text);
+            }
+            Err(expected) => errors.push(ConfigError::BadValue {
+                key: key.clone(),
+                value: text,
+                expected,
+            }),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+fn check_type(text: &str, ty: ConfigType) -> Result<(), String> {
+    let ok = match ty {
+        ConfigType::Int => text.parse::<i32>().is_ok(),
+        ConfigType::Long => text.parse::<i64>().is_ok(),
+        ConfigType::Double => text.parse::<f64>().is_ok_and(f64::is_finite),
+        ConfigType::Bool => matches!(text, "true" | "false"),
+        ConfigType::String => true,
+        ConfigType::List => !text.is_empty(),
+        ConfigType::Enum(values) => values.contains(&text),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(match ty {
+        ConfigType::Int => "a 32-bit integer".to_string(),
+        ConfigType::Long => "a 64-bit integer".to_string(),
+        ConfigType::Double => "a number".to_string(),
+        ConfigType::Bool => "true or false".to_string(),
+        ConfigType::String | ConfigType::List => "a non-empty value".to_string(),
+        ConfigType::Enum(values) => format!("one of {}", values.join(", ")),
+    })
+}
+
+/// Renders a flat YAML map (keys sorted, values as YAML scalars Kafka-style strings).
+pub fn render_yaml(entries: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    for (key, value) in entries {
+        out.push_str(key);
+        out.push_str(": ");
+        out.push_str(&yaml_scalar(value));
+        out.push('\n');
+    }
+    out
+}
+
+/// Quotes a value when YAML would read it as something other than the same text.
+fn yaml_scalar(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/@:,".contains(c))
+        && !value.starts_with(['-', ':', '@', ','])
+        && !value.contains(": ");
+    if plain {
+        value.to_string()
+    } else {
+        serde_json::Value::String(value.to_string()).to_string()
+    }
+}
+
+/// The shared `broker.yaml`: everything equal on all brokers, then the user's overrides.
+pub fn shared_config(
+    spec: &ClusterSpec,
+    names: &Names,
+    overrides: &BTreeMap<String, String>,
+) -> String {
+    let mut entries = BTreeMap::new();
+    let voters = (0..spec.controller_voters)
+        .map(|id| {
+            format!(
+                "{id}@{}:{}",
+                names.pod_dns(id),
+                spec.listeners.controller_port
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    entries.insert("controller.quorum.voters".to_string(), voters);
+    entries.insert(
+        "controller.listener.names".to_string(),
+        "CONTROLLER".to_string(),
+    );
+    entries.insert(
+        "inter.broker.listener.name".to_string(),
+        "PLAINTEXT".to_string(),
+    );
+    let mut protocols = String::from("PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+    if spec.listeners.external.is_some() {
+        protocols.push_str(",EXTERNAL:PLAINTEXT");
+    }
+    entries.insert("listener.security.protocol.map".to_string(), protocols);
+    entries.insert("log.dirs".to_string(), LOG_DIR.to_string());
+    entries.insert(
+        "metrics.listener".to_string(),
+        format!("0.0.0.0:{}", spec.metrics.port),
+    );
+    // Internal topics cannot have more replicas than brokers; a user override still wins.
+    let internal_rf = spec.replicas.clamp(1, 3).to_string();
+    entries.insert(
+        "offsets.topic.replication.factor".to_string(),
+        internal_rf.clone(),
+    );
+    entries.insert(
+        "transaction.state.log.replication.factor".to_string(),
+        internal_rf,
+    );
+    for (key, value) in overrides {
+        entries.insert(key.clone(), value.clone());
+    }
+    render_yaml(&entries)
+}
+
+/// The per-broker file: identity and addresses of broker `ordinal`.
+///
+pub fn broker_config(spec: &ClusterSpec, names: &Names, ordinal: i32) -> String {
+    let mut entries = BTreeMap::new();
+    let is_controller = ordinal < spec.controller_voters;
+    entries.insert("node.id".to_string(), ordinal.to_string());
+    entries.insert(
+        "process.roles".to_string(),
+        if is_controller {
+            "broker,controller"
+        } else {
+            "broker"
+        }
+        .to_string(),
+    );
+    let kafka_port = spec.listeners.kafka_port;
+    let mut listeners = vec![format!("PLAINTEXT://0.0.0.0:{kafka_port}")];
+    let mut advertised = vec![format!(
+        "PLAINTEXT://{}:{kafka_port}",
+        names.pod_dns(ordinal)
+    )];
+    if is_controller {
+        listeners.push(format!(
+            "CONTROLLER://0.0.0.0:{}",
+            spec.listeners.controller_port
+        ));
+    }
+    if let Some(external) = &spec.listeners.external {
+        listeners.push(format!("EXTERNAL://0.0.0.0:{}", external.port));
+        let host = external
+            .advertised_host
+            .clone()
+            .unwrap_or_else(|| names.external_service_dns(ordinal));
+        let port = match external.type_ {
+            ExternalType::NodePort => external
+                .node_port_base
+                .map_or(external.port, |base| base + ordinal),
+            ExternalType::LoadBalancer => external.port,
+        };
+        advertised.push(format!("EXTERNAL://{host}:{port}"));
+    }
+    entries.insert("listeners".to_string(), listeners.join(","));
+    entries.insert("advertised.listeners".to_string(), advertised.join(","));
+    render_yaml(&entries)
+}

@@ -1,0 +1,16 @@
+//! The Cluster reconciler: ConfigMap, Services, StatefulSet, PodDisruptionBudget and
+//! optional ServiceMonitor from a `Cluster`, then status.
+//!
+//! ```text
+//!   fetch ─▶ validate + build (pure, build.rs) ─▶ apply (SSA, ConfigMap before StatefulSet)
+//!         ─▶ delete orphans ─▶ roll outdated brokers one at a time ─▶ status conditions
+//! ```
+
+pub mod build;
+pub mod config;
+pub mod names;
+pub mod reconcile;
+pub mod status;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,405 @@
+//! The Cluster reconcile pipeline: fetch → build (pure) → apply → orphans → roll → status.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{self, Event as FinalizerEvent};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::build::{self, BuildError, Desired, service_monitor_resource};
+use super::names::{FIELD_MANAGER, Names};
+use super::status::{self, Observed};
+use crate::context::Context;
+use crate::crd::{Cluster, ClusterStatus};
+
+/// Finalizer that removes the cluster-scoped rack binding when a Cluster is deleted.
+pub const CLUSTER_FINALIZER: &str = "oxbow.dev/cluster";
+/// Controller name in metrics and logs.
+pub const CONTROLLER: &str = "cluster";
+/// Requeue interval while brokers are starting, scaling or rolling.
+const REQUEUE_BUSY: Duration = Duration::from_secs(10);
+/// Requeue interval of a healthy cluster (a periodic check against drift).
+const REQUEUE_IDLE: Duration = Duration::from_secs(300);
+
+/// A failed step of the Cluster pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the Cluster has no namespace")]
+    NoNamespace,
+    #[error("applying {kind} {name} failed: {source}")]
+    Apply {
+        kind: &'static str,
+        name: String,
+        source: kube::Error,
+    },
+    #[error("reading {what} failed: {source}")]
+    Fetch {
+        what: &'static str,
+        source: kube::Error,
+    },
+    #[error("deleting {kind} {name} failed: {source}")]
+    Delete {
+        kind: &'static str,
+        name: String,
+        source: kube::Error,
+    },
+    #[error("writing the status of Cluster {name} failed: {source}")]
+    Status { name: String, source: kube::Error },
+    #[error("finalizer step failed: {0}")]
+    Finalizer(#[source] Box<finalizer::Error<Error>>),
+}
+
+impl Error {
+    /// Bounded label for the errors metric.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Error::NoNamespace => "invalid",
+            Error::Apply { .. } => "apply",
+            Error::Fetch { .. } => "fetch",
+            Error::Delete { .. } => "delete",
+            Error::Status { .. } => "status",
+            Error::Finalizer(inner) => match inner.as_ref() {
+                finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => {
+                    e.category()
+                }
+                _ => "finalizer",
+            },
+        }
+    }
+}
+
+/// Entry point for the controller runtime.
+pub async fn reconcile(cluster: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let namespace = cluster.namespace().ok_or(Error::NoNamespace)?;
+    let api: Api<Cluster> = Api::namespaced(ctx.client.clone(), &namespace);
+    let result = finalizer::finalizer(&api, CLUSTER_FINALIZER, cluster, |event| async {
+        match event {
+            FinalizerEvent::Apply(cluster) => apply(&cluster, &ctx).await,
+            FinalizerEvent::Cleanup(cluster) => cleanup(&cluster, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)));
+    ctx.metrics.reconciled(CONTROLLER, started.elapsed());
+    result
+}
+
+/// Controller error policy: count the error and back off.
+pub fn error_policy(cluster: Arc<Cluster>, error: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(cluster = %cluster.name_any(), %error, "Cluster reconcile failed");
+    ctx.metrics.failed(CONTROLLER, error.category());
+    ctx.backoff(&key(&cluster))
+}
+
+fn key(cluster: &Cluster) -> String {
+    format!(
+        "cluster/{}/{}",
+        cluster.namespace().unwrap_or_default(),
+        cluster.name_any()
+    )
+}
+
+fn params() -> PatchParams {
+    PatchParams::apply(FIELD_MANAGER).force()
+}
+
+async fn apply_object<K>(api: &Api<K>, kind: &'static str, object: &K) -> Result<K, Error>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    let name = object.meta().name.clone().unwrap_or_default();
+    api.patch(&name, &params(), &Patch::Apply(object))
+        .await
+        .map_err(|source| Error::Apply { kind, name, source })
+}
+
+async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
+    let namespace = cluster.namespace().ok_or(Error::NoNamespace)?;
+    let names = Names::new(&cluster.name_any(), &namespace);
+    let reference = cluster.object_ref(&());
+    let generation = cluster.metadata.generation;
+    let desired = match build::build(cluster, &ctx.settings) {
+        Ok(desired) => desired,
+        Err(BuildError::InvalidConfig(message)) => {
+            ctx.event(&reference, true, "InvalidSpec", "Validate", message.clone())
+                .await;
+            let status = status::invalid(cluster, &names, "InvalidConfig", &message);
+            write_status(cluster, ctx, status).await?;
+            return Ok(Action::await_change());
+        }
+        Err(BuildError::MissingMetadata(what)) => {
+            tracing::warn!(cluster = %names.cluster, what, "Cluster lacks metadata");
+            return Ok(Action::await_change());
+        }
+    };
+    let client = ctx.client.clone();
+    let stateful_sets: Api<StatefulSet> = Api::namespaced(client.clone(), &namespace);
+    let previous = stateful_sets
+        .get_opt(&names.base())
+        .await
+        .map_err(|source| Error::Fetch {
+            what: "StatefulSet",
+            source,
+        })?;
+    let monitor_error = apply_all(&desired, ctx, &namespace).await?;
+    delete_orphans(&desired, ctx, &names).await?;
+    let previous_replicas = previous
+        .as_ref()
+        .and_then(|s| s.spec.as_ref())
+        .and_then(|s| s.replicas);
+    match previous_replicas {
+        None => {
+            ctx.event(
+                &reference,
+                false,
+                "Created",
+                "Create",
+                format!("Created {} brokers", cluster.spec.replicas),
+            )
+            .await;
+        }
+        Some(before) if before != cluster.spec.replicas => {
+            ctx.event(
+                &reference,
+                false,
+                "Scaled",
+                "Scale",
+                format!("Scaling from {before} to {} brokers", cluster.spec.replicas),
+            )
+            .await;
+        }
+        Some(_) => {}
+    }
+    let observed = observe(ctx, &names).await?;
+    if let Some(pod) = status::pod_to_roll(&observed, cluster.spec.replicas) {
+        let pods: Api<Pod> = Api::namespaced(client, &namespace);
+        pods.delete(&pod, &DeleteParams::default())
+            .await
+            .map_err(|source| Error::Delete {
+                kind: "Pod",
+                name: pod.clone(),
+                source,
+            })?;
+        ctx.event(
+            &reference,
+            false,
+            "RollingBroker",
+            "Restart",
+            format!("Restarted {pod} to apply a new configuration"),
+        )
+        .await;
+    }
+    let status = status::compute(
+        cluster,
+        &names,
+        &observed,
+        generation,
+        monitor_error.as_deref(),
+    );
+    let ready = status::is_ready(&status);
+    write_status(cluster, ctx, status).await?;
+    ctx.succeeded(&key(cluster));
+    Ok(Action::requeue(if ready {
+        REQUEUE_IDLE
+    } else {
+        REQUEUE_BUSY
+    }))
+}
+
+/// Applies every desired object, ConfigMap before the StatefulSet. Returns a message when
+/// the optional ServiceMonitor could not be applied (the Prometheus Operator's CRD missing).
+async fn apply_all(
+    desired: &Desired,
+    ctx: &Context,
+    namespace: &str,
+) -> Result<Option<String>, Error> {
+    let client = ctx.client.clone();
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    apply_object(&accounts, "ServiceAccount", &desired.service_account).await?;
+    if let Some(binding) = &desired.rack_binding {
+        let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+        apply_object(&bindings, "ClusterRoleBinding", binding).await?;
+    }
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    apply_object(&config_maps, "ConfigMap", &desired.config_map).await?;
+    let services: Api<Service> = Api::namespaced(client.clone(), namespace);
+    apply_object(&services, "Service", &desired.headless_service).await?;
+    apply_object(&services, "Service", &desired.bootstrap_service).await?;
+    for service in &desired.external_services {
+        apply_object(&services, "Service", service).await?;
+    }
+    let stateful_sets: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
+    apply_object(&stateful_sets, "StatefulSet", &desired.stateful_set).await?;
+    let budgets: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), namespace);
+    apply_object(
+        &budgets,
+        "PodDisruptionBudget",
+        &desired.pod_disruption_budget,
+    )
+    .await?;
+    if let Some(monitor) = &desired.service_monitor {
+        let monitors: Api<DynamicObject> =
+            Api::namespaced_with(client, namespace, &service_monitor_resource());
+        if let Err(Error::Apply { source, .. }) =
+            apply_object(&monitors, "ServiceMonitor", monitor).await
+        {
+            return Ok(Some(format!(
+                "ServiceMonitor could not be applied (is the Prometheus Operator installed?): {source}"
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// Deletes what this Cluster created earlier and no longer wants: external Services of
+/// removed brokers or a disabled external listener, a disabled ServiceMonitor, the rack binding.
+async fn delete_orphans(desired: &Desired, ctx: &Context, names: &Names) -> Result<(), Error> {
+    let client = ctx.client.clone();
+    let services: Api<Service> = Api::namespaced(client.clone(), &names.namespace);
+    let wanted: BTreeSet<String> = [&desired.headless_service, &desired.bootstrap_service]
+        .into_iter()
+        .chain(desired.external_services.iter())
+        .filter_map(|s| s.metadata.name.clone())
+        .collect();
+    let existing = services
+        .list(&ListParams::default().labels(&names.owned_selector()))
+        .await
+        .map_err(|source| Error::Fetch {
+            what: "Services",
+            source,
+        })?;
+    for service in existing {
+        let name = service.name_any();
+        if !wanted.contains(&name) {
+            delete_ignoring_missing(&services, "Service", &name).await?;
+            tracing::info!(service = %name, "Deleted orphaned Service");
+        }
+    }
+    if desired.service_monitor.is_none() {
+        let monitors: Api<DynamicObject> = Api::namespaced_with(
+            client.clone(),
+            &names.namespace,
+            &service_monitor_resource(),
+        );
+        // Without the Prometheus Operator's CRD there is nothing to delete.
+        let _ = monitors
+            .delete(&names.base(), &DeleteParams::default())
+            .await;
+    }
+    if desired.rack_binding.is_none() {
+        let bindings: Api<ClusterRoleBinding> = Api::all(client);
+        delete_ignoring_missing(&bindings, "ClusterRoleBinding", &names.rack_binding()).await?;
+    }
+    Ok(())
+}
+
+async fn delete_ignoring_missing<K>(
+    api: &Api<K>,
+    kind: &'static str,
+    name: &str,
+) -> Result<(), Error>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(source) => Err(Error::Delete {
+            kind,
+            name: name.to_string(),
+            source,
+        }),
+    }
+}
+
+/// Reads the StatefulSet, its pods and their nodes' racks.
+async fn observe(ctx: &Context, names: &Names) -> Result<Observed, Error> {
+    let client = ctx.client.clone();
+    let stateful_sets: Api<StatefulSet> = Api::namespaced(client.clone(), &names.namespace);
+    let stateful_set = stateful_sets
+        .get_opt(&names.base())
+        .await
+        .map_err(|source| Error::Fetch {
+            what: "StatefulSet",
+            source,
+        })?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &names.namespace);
+    let pods = pods
+        .list(&ListParams::default().labels(&names.selector_string()))
+        .await
+        .map_err(|source| Error::Fetch {
+            what: "Pods",
+            source,
+        })?
+        .items;
+    let nodes: Api<Node> = Api::all(client);
+    let mut node_labels = std::collections::BTreeMap::new();
+    for node_name in pods
+        .iter()
+        .filter_map(|p| p.spec.as_ref().and_then(|s| s.node_name.clone()))
+    {
+        if node_labels.contains_key(&node_name) {
+            continue;
+        }
+        // Racks in status are informative: a node that cannot be read leaves the rack empty.
+        if let Ok(Some(node)) = nodes.get_opt(&node_name).await {
+            node_labels.insert(node_name, node.metadata.labels.unwrap_or_default());
+        }
+    }
+    Ok(Observed {
+        stateful_set,
+        pods,
+        node_labels,
+    })
+}
+
+async fn write_status(
+    cluster: &Cluster,
+    ctx: &Context,
+    status: ClusterStatus,
+) -> Result<(), Error> {
+    if cluster.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let name = cluster.name_any();
+    let api: Api<Cluster> =
+        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let patch = serde_json::json!({ "status": status });
+    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| Error::Status {
+            name: name.clone(),
+            source,
+        })?;
+    Ok(())
+}
+
+/// Deletion: owned namespaced objects go by garbage collection (owner references); the
+/// cluster-scoped rack binding is deleted here. Claims stay unless `deleteClaims`.
+async fn cleanup(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
+    let names = Names::new(
+        &cluster.name_any(),
+        &cluster.namespace().unwrap_or_default(),
+    );
+    let bindings: Api<ClusterRoleBinding> = Api::all(ctx.client.clone());
+    delete_ignoring_missing(&bindings, "ClusterRoleBinding", &names.rack_binding()).await?;
+    ctx.event(
+        &cluster.object_ref(&()),
+        false,
+        "Deleted",
+        "Delete",
+        "Cluster deleted".to_string(),
+    )
+    .await;
+    Ok(Action::await_change())
+}

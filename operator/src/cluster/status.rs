@@ -1,0 +1,235 @@
+//! Cluster status from what was observed: pure functions, tested without a server.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Pod;
+
+use super::names::Names;
+use crate::crd::{BrokerStatus, Cluster, ClusterStatus, condition, merge_conditions, types};
+
+/// What the reconciler read back after applying.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    pub stateful_set: Option<StatefulSet>,
+    pub pods: Vec<Pod>,
+    /// Node name → labels, for the nodes the broker pods run on.
+    pub node_labels: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// Pod label the StatefulSet controller sets to the revision a pod was made from.
+const REVISION_LABEL: &str = "controller-revision-hash";
+
+fn ordinal(names: &Names, pod: &Pod) -> Option<i32> {
+    let name = pod.metadata.name.as_deref()?;
+    name.strip_prefix(&format!("{}-", names.cluster))?
+        .parse()
+        .ok()
+}
+
+fn is_pod_ready(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_none()
+        && pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|conditions| {
+                conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True")
+            })
+}
+
+fn update_revision(observed: &Observed) -> Option<&str> {
+    observed
+        .stateful_set
+        .as_ref()?
+        .status
+        .as_ref()?
+        .update_revision
+        .as_deref()
+}
+
+fn is_outdated(observed: &Observed, pod: &Pod) -> bool {
+    let Some(revision) = update_revision(observed) else {
+        return false;
+    };
+    pod.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(REVISION_LABEL))
+        .is_some_and(|r| r != revision)
+}
+
+/// The broker pod to restart next for a configuration change, if it is safe now: every
+/// broker exists and is ready, none is terminating. Highest ordinal first, one at a time
+/// (controller voters, the lowest ordinals, go last).
+pub fn pod_to_roll(observed: &Observed, replicas: i32) -> Option<String> {
+    let live = observed
+        .pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .count();
+    let all_ready = observed.pods.iter().all(is_pod_ready);
+    if usize::try_from(replicas).ok()? != live || !all_ready || live != observed.pods.len() {
+        return None;
+    }
+    observed
+        .pods
+        .iter()
+        .filter(|p| is_outdated(observed, p))
+        .max_by_key(|p| p.metadata.name.clone())
+        .and_then(|p| p.metadata.name.clone())
+}
+
+fn broker_entries(cluster: &Cluster, names: &Names, observed: &Observed) -> Vec<BrokerStatus> {
+    let mut entries: Vec<BrokerStatus> = (0..cluster.spec.replicas)
+        .map(|id| BrokerStatus {
+            id,
+            pod: names.pod(id),
+            rack: None,
+            state: "Missing".to_string(),
+        })
+        .collect();
+    for pod in &observed.pods {
+        let Some(id) = ordinal(names, pod) else {
+            continue;
+        };
+        let Some(entry) = entries.iter_mut().find(|e| e.id == id) else {
+            continue;
+        };
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.as_ref());
+        entry.rack = node
+            .and_then(|n| observed.node_labels.get(n))
+            .and_then(|labels| labels.get(&cluster.spec.rack.topology_key))
+            .cloned();
+        let phase = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or("Pending");
+        entry.state = if is_outdated(observed, pod) {
+            "Outdated"
+        } else if is_pod_ready(pod) {
+            "Ready"
+        } else if phase == "Running" {
+            "Running"
+        } else {
+            "Pending"
+        }
+        .to_string();
+    }
+    entries
+}
+
+/// The status after a successful apply.
+pub fn compute(
+    cluster: &Cluster,
+    names: &Names,
+    observed: &Observed,
+    generation: Option<i64>,
+    degraded_message: Option<&str>,
+) -> ClusterStatus {
+    let brokers = broker_entries(cluster, names, observed);
+    let sts_status = observed
+        .stateful_set
+        .as_ref()
+        .and_then(|s| s.status.clone())
+        .unwrap_or_default();
+    let ready_count = brokers.iter().filter(|b| b.state == "Ready").count();
+    let ready_replicas = i32::try_from(ready_count).unwrap_or(i32::MAX);
+    let outdated = brokers.iter().filter(|b| b.state == "Outdated").count();
+    let wanted = cluster.spec.replicas;
+    let (ready, reason, message) = if outdated > 0 {
+        (
+            false,
+            "Rolling",
+            format!("{outdated} brokers wait for a restart with the new configuration"),
+        )
+    } else if sts_status.replicas > wanted {
+        (
+            false,
+            "ScalingDown",
+            format!("{} brokers, scaling down to {wanted}", sts_status.replicas),
+        )
+    } else if ready_replicas < wanted {
+        (
+            false,
+            "BrokersNotReady",
+            format!("{ready_replicas} of {wanted} brokers ready"),
+        )
+    } else {
+        (true, "Ready", format!("{wanted} brokers ready"))
+    };
+    let existing = cluster
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    let degraded = match degraded_message {
+        Some(message) => condition(
+            types::DEGRADED,
+            true,
+            "ServiceMonitorUnavailable",
+            message,
+            generation,
+        ),
+        None => condition(types::DEGRADED, false, "AsExpected", "", generation),
+    };
+    let conditions = merge_conditions(
+        existing,
+        vec![
+            condition(types::READY, ready, reason, message.clone(), generation),
+            condition(
+                types::RECONCILING,
+                !ready,
+                if ready { "Reconciled" } else { reason },
+                message,
+                generation,
+            ),
+            degraded,
+        ],
+    );
+    ClusterStatus {
+        conditions,
+        observed_generation: generation,
+        replicas: sts_status.replicas,
+        ready_replicas,
+        brokers,
+        bootstrap: Some(names.bootstrap(cluster.spec.listeners.kafka_port)),
+        selector: Some(names.selector_string()),
+    }
+}
+
+/// The status of a Cluster whose spec cannot be built: Degraded with the reason; the
+/// running brokers (if any) are left alone until the spec changes.
+pub fn invalid(cluster: &Cluster, names: &Names, reason: &str, message: &str) -> ClusterStatus {
+    let generation = cluster.metadata.generation;
+    let mut status = cluster.status.clone().unwrap_or_default();
+    let existing = status.conditions.clone();
+    status.conditions = merge_conditions(
+        &existing,
+        vec![
+            condition(types::READY, false, reason, message, generation),
+            condition(
+                types::RECONCILING,
+                false,
+                reason,
+                "waiting for a valid spec",
+                generation,
+            ),
+            condition(types::DEGRADED, true, reason, message, generation),
+        ],
+    );
+    status.observed_generation = generation;
+    status.selector = Some(names.selector_string());
+    status
+}
+
+/// Whether a status says Ready.
+pub fn is_ready(status: &ClusterStatus) -> bool {
+    status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == types::READY && c.status == "True")
+}

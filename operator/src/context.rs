@@ -1,0 +1,109 @@
+//! What every reconcile shares: the API client, settings, metrics, events and back-off.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+use crate::cluster::build::BuildSettings;
+use crate::metrics::Metrics;
+
+/// Shared state of the controllers.
+pub struct Context {
+    pub client: Client,
+    pub settings: BuildSettings,
+    pub metrics: Metrics,
+    recorder: Recorder,
+    /// `namespace/cluster` → `host:port` used instead of the bootstrap Service address
+    /// (for an operator running outside the Kubernetes network, e.g. in tests).
+    pub bootstrap_overrides: BTreeMap<String, String>,
+    failures: Mutex<BTreeMap<String, u32>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// First retry delay after a transient error; doubled per consecutive failure.
+const BACKOFF_BASE: Duration = Duration::from_secs(2);
+/// Longest retry delay.
+const BACKOFF_MAX: Duration = Duration::from_secs(300);
+
+impl Context {
+    pub fn new(
+        client: Client,
+        settings: BuildSettings,
+        metrics: Metrics,
+        bootstrap_overrides: BTreeMap<String, String>,
+        instance: Option<String>,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: "oxbow-operator".to_string(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            settings,
+            metrics,
+            bootstrap_overrides,
+            failures: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Publishes a Kubernetes Event about `object`; a failure is logged, never fatal.
+    pub async fn event(
+        &self,
+        object: &ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.to_string(),
+            note: Some(note),
+            action: action.to_string(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, object).await {
+            tracing::warn!(%error, reason, "Publishing an event failed");
+        }
+    }
+
+    /// Requeue action after a transient error of `key`: exponential back-off.
+    pub fn backoff(&self, key: &str) -> Action {
+        let mut failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = failures.entry(key.to_string()).or_insert(0);
+        *count = count.saturating_add(1);
+        let delay = BACKOFF_BASE
+            .saturating_mul(1_u32 << (*count - 1).min(8))
+            .min(BACKOFF_MAX);
+        Action::requeue(delay)
+    }
+
+    /// Forgets the failures of `key` after a successful reconcile.
+    pub fn succeeded(&self, key: &str) {
+        let mut failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        failures.remove(key);
+    }
+}

@@ -1,0 +1,358 @@
+//! The `Cluster` resource: a set of Oxbow brokers run as one StatefulSet.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Affinity, ResourceRequirements, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Default rack topology key: the well-known zone label of a node.
+pub const DEFAULT_TOPOLOGY_KEY: &str = "topology.kubernetes.io/zone";
+/// Default Kafka listener port.
+pub const DEFAULT_KAFKA_PORT: i32 = 9092;
+/// Default KRaft controller listener port.
+pub const DEFAULT_CONTROLLER_PORT: i32 = 9093;
+/// Default port of the broker's Prometheus endpoint (`/metrics`, `/healthz`, `/readyz`).
+pub const DEFAULT_METRICS_PORT: i32 = 9644;
+/// Default port of the optional external listener inside the pod.
+pub const DEFAULT_EXTERNAL_PORT: i32 = 9094;
+/// Default volume size of each broker's data claim.
+pub const DEFAULT_STORAGE_SIZE: &str = "10Gi";
+
+/// Desired state of an Oxbow cluster.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "oxbow.dev",
+    version = "v1alpha1",
+    kind = "Cluster",
+    namespaced,
+    status = "ClusterStatus",
+    derive = "PartialEq",
+    shortname = "oxc",
+    category = "oxbow",
+    doc = "An Oxbow cluster: brokers in a StatefulSet with per-broker DNS, a bootstrap Service and rack awareness.",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
+    printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
+    printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
+    printcolumn(
+        name = "Status",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(
+        name = "Bootstrap",
+        type_ = "string",
+        json_path = ".status.bootstrap",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[x_kube(validation = Rule::new("self.replicas >= self.controllerVoters").message("replicas must be at least controllerVoters"))]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterSpec {
+    /// Number of brokers. `kubectl scale cluster/NAME --replicas=N` changes it.
+    #[schemars(range(min = 1, max = 1000))]
+    pub replicas: i32,
+
+    /// Broker container image; defaults to the image the operator was configured with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+
+    /// Image pull policy of the broker container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<PullPolicy>,
+
+    /// CPU and memory requests and limits of the broker container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+
+    /// Persistent storage of each broker.
+    #[serde(default)]
+    pub storage: StorageSpec,
+
+    /// Broker configuration overrides, Kafka property names to values
+    /// (e.g. `log.retention.hours: 72`). Keys are checked against the keys the broker knows;
+    /// keys the operator manages (node.id, listeners, ...) are refused.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[x_kube(validation = Rule::new("self.all(k, !(k in ['node.id', 'broker.id', 'process.roles', 'controller.quorum.voters', 'listeners', 'advertised.listeners', 'controller.listener.names', 'inter.broker.listener.name', 'listener.security.protocol.map', 'log.dirs', 'log.dir', 'broker.rack', 'metrics.listener']))").message("this key is managed by the operator and cannot be overridden"))]
+    pub config: BTreeMap<String, IntOrString>,
+
+    /// Number of KRaft controller voters: the first 1 or 3 brokers (ordinals 0..N).
+    /// Fixed at creation.
+    #[serde(default = "default_controller_voters")]
+    #[x_kube(validation = Rule::new("self == 1 || self == 3").message("controllerVoters must be 1 or 3"))]
+    #[x_kube(validation = Rule::new("self == oldSelf").message("controllerVoters is immutable"))]
+    pub controller_voters: i32,
+
+    /// Rack awareness: each broker's `broker.rack` is its node's value of `topologyKey`.
+    #[serde(default)]
+    pub rack: RackSpec,
+
+    /// Listener ports and the optional external listener.
+    #[serde(default)]
+    pub listeners: ListenersSpec,
+
+    /// Prometheus metrics of the brokers.
+    #[serde(default)]
+    pub metrics: MetricsSpec,
+
+    /// Pod template overrides: scheduling and priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplateOverrides>,
+}
+
+fn default_controller_voters() -> i32 {
+    1
+}
+
+/// Image pull policy, as in a Pod's container.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum PullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+impl PullPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullPolicy::Always => "Always",
+            PullPolicy::IfNotPresent => "IfNotPresent",
+            PullPolicy::Never => "Never",
+        }
+    }
+}
+
+/// Persistent storage of each broker: one PersistentVolumeClaim per broker.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageSpec {
+    /// Size of each broker's claim (a Kubernetes quantity, e.g. `100Gi`). Fixed at creation.
+    #[serde(default = "default_storage_size")]
+    #[schemars(regex(pattern = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"))]
+    #[x_kube(validation = Rule::new("self == oldSelf").message("storage.size is immutable (StatefulSet claim templates cannot change)"))]
+    pub size: String,
+    /// Storage class of the claims; the cluster default when unset. Fixed at creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self == oldSelf").message("storage.storageClassName is immutable"))]
+    pub storage_class_name: Option<String>,
+    /// Delete the claims (and so the data) when the Cluster is deleted. Kept by default.
+    #[serde(default)]
+    pub delete_claims: bool,
+}
+
+fn default_storage_size() -> String {
+    DEFAULT_STORAGE_SIZE.to_string()
+}
+
+impl Default for StorageSpec {
+    fn default() -> Self {
+        Self {
+            size: default_storage_size(),
+            storage_class_name: None,
+            delete_claims: false,
+        }
+    }
+}
+
+/// Rack awareness.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RackSpec {
+    /// When false, brokers get no `broker.rack` and no node lookup happens.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Node label whose value is the broker's rack.
+    #[serde(default = "default_topology_key")]
+    #[schemars(length(min = 1, max = 317))]
+    pub topology_key: String,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_topology_key() -> String {
+    DEFAULT_TOPOLOGY_KEY.to_string()
+}
+
+impl Default for RackSpec {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            topology_key: default_topology_key(),
+        }
+    }
+}
+
+/// Listener ports inside the pod, and the optional external listener.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenersSpec {
+    /// Port of the internal Kafka listener (PLAINTEXT).
+    #[serde(default = "default_kafka_port")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub kafka_port: i32,
+    /// Port of the KRaft controller listener.
+    #[serde(default = "default_controller_port")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub controller_port: i32,
+    /// Optional external listener: one NodePort or LoadBalancer Service per broker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalListener>,
+}
+
+fn default_kafka_port() -> i32 {
+    DEFAULT_KAFKA_PORT
+}
+
+fn default_controller_port() -> i32 {
+    DEFAULT_CONTROLLER_PORT
+}
+
+impl Default for ListenersSpec {
+    fn default() -> Self {
+        Self {
+            kafka_port: DEFAULT_KAFKA_PORT,
+            controller_port: DEFAULT_CONTROLLER_PORT,
+            external: None,
+        }
+    }
+}
+
+/// External access: each broker gets its own Service so clients can reach the partition
+/// leaders they are sent to.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.type != 'NodePort' || (has(self.advertisedHost) && has(self.nodePortBase))").message("a NodePort external listener needs advertisedHost and nodePortBase"))]
+pub struct ExternalListener {
+    /// Service type of the per-broker Services.
+    #[serde(rename = "type")]
+    pub type_: ExternalType,
+    /// Port of the external listener inside the pod (and of a LoadBalancer Service).
+    #[serde(default = "default_external_port")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: i32,
+    /// First node port (broker N gets `nodePortBase + N`); Kubernetes picks when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub node_port_base: Option<i32>,
+    /// Host name or address clients use to reach the nodes (NodePort) or the load balancers;
+    /// with a LoadBalancer and no host, the per-broker Service's DNS name is advertised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advertised_host: Option<String>,
+}
+
+fn default_external_port() -> i32 {
+    DEFAULT_EXTERNAL_PORT
+}
+
+/// Service type of the external listener.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ExternalType {
+    NodePort,
+    LoadBalancer,
+}
+
+/// Prometheus metrics of the brokers.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricsSpec {
+    /// Port of the broker's `/metrics`, `/healthz` and `/readyz`.
+    #[serde(default = "default_metrics_port")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: i32,
+    /// Create a Prometheus Operator ServiceMonitor for the brokers.
+    #[serde(default)]
+    pub service_monitor: bool,
+}
+
+fn default_metrics_port() -> i32 {
+    DEFAULT_METRICS_PORT
+}
+
+impl Default for MetricsSpec {
+    fn default() -> Self {
+        Self {
+            port: DEFAULT_METRICS_PORT,
+            service_monitor: false,
+        }
+    }
+}
+
+/// Pod template overrides for the broker pods.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodTemplateOverrides {
+    /// Tolerations of the broker pods.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    /// Node selector of the broker pods.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Affinity of the broker pods; replaces the operator's default anti-affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// Priority class of the broker pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+    /// Extra labels on the broker pods.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Extra annotations on the broker pods.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// Observed state of a Cluster.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStatus {
+    /// Ready, Reconciling and Degraded, with reasons and messages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Brokers that exist (StatefulSet pods).
+    #[serde(default)]
+    pub replicas: i32,
+    /// Brokers that are ready.
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// One entry per broker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub brokers: Vec<BrokerStatus>,
+    /// Bootstrap address for clients inside the Kubernetes cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap: Option<String>,
+    /// Label selector of the broker pods (used by the scale subresource).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+}
+
+/// One broker as the operator sees it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerStatus {
+    /// Kafka `node.id` (the pod ordinal).
+    pub id: i32,
+    /// Pod name.
+    pub pod: String,
+    /// Rack (the node's zone), once the pod is scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack: Option<String>,
+    /// Pending, Running, Ready, Outdated (config changed, restart pending) or Missing.
+    pub state: String,
+}

@@ -1,0 +1,47 @@
+//! Status conditions shared by both resources.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+
+/// Condition types written by the operator.
+pub mod types {
+    /// Everything the spec asks for is in place and healthy.
+    pub const READY: &str = "Ready";
+    /// The operator is changing something (creating, scaling, rolling).
+    pub const RECONCILING: &str = "Reconciling";
+    /// Something is wrong: an invalid spec, an impossible request or a failing dependency.
+    pub const DEGRADED: &str = "Degraded";
+}
+
+/// Builds a condition; `status` is `"True"` or `"False"`.
+pub fn condition(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: impl Into<String>,
+    observed_generation: Option<i64>,
+) -> Condition {
+    Condition {
+        type_: type_.to_string(),
+        status: if status { "True" } else { "False" }.to_string(),
+        reason: reason.to_string(),
+        message: message.into(),
+        observed_generation,
+        last_transition_time: Time(Timestamp::now()),
+    }
+}
+
+/// Merges `new` into `existing`, keeping `lastTransitionTime` when the status did not change
+/// (so `kubectl describe` shows how long a condition has held).
+pub fn merge_conditions(existing: &[Condition], new: Vec<Condition>) -> Vec<Condition> {
+    new.into_iter()
+        .map(|mut condition| {
+            if let Some(old) = existing.iter().find(|c| c.type_ == condition.type_)
+                && old.status == condition.status
+            {
+                condition.last_transition_time = old.last_transition_time.clone();
+            }
+            condition
+        })
+        .collect()
+}

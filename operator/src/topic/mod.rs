@@ -1,0 +1,493 @@
+//! The Topic reconciler: a `Topic` becomes calls to its cluster's Kafka admin API.
+//!
+//! ```text
+//!   fetch ─▶ validate (pure) ─▶ find the Cluster ─▶ describe (Metadata, DescribeConfigs)
+//!         ─▶ plan (pure, plan.rs) ─▶ CreateTopics / CreatePartitions / IncrementalAlterConfigs
+//!         ─▶ describe again ─▶ status conditions + Events
+//!   deletion (finalizer) ─▶ DeleteTopics
+//! ```
+//!
+//! Impossible requests (fewer partitions, a replication factor above the broker count or a
+//! changed one) get a Degraded condition and wait for a spec change; an unreachable cluster
+//! is transient and retried with back-off.
+
+pub mod plan;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{self, Event as FinalizerEvent};
+use kube::{Resource, ResourceExt};
+
+use crate::admin::{AdminClient, AdminError};
+use crate::cluster::config::{self, TOPIC_KEYS};
+use crate::cluster::names::Names;
+use crate::context::Context;
+use crate::crd::{
+    Cluster, TOPIC_FINALIZER, Topic, TopicStatus, condition, merge_conditions, types,
+};
+use plan::{DesiredTopic, assignment_summary, replication_factor};
+
+/// Controller name in metrics and logs.
+pub const CONTROLLER: &str = "topic";
+/// Periodic re-check of a healthy topic (puts back changes made behind the operator's back).
+const REQUEUE_IDLE: Duration = Duration::from_secs(60);
+/// Re-check while waiting for the cluster.
+const REQUEUE_WAITING: Duration = Duration::from_secs(15);
+/// Re-check of an impossible request that may become possible (more brokers).
+const REQUEUE_IMPOSSIBLE: Duration = Duration::from_secs(300);
+
+/// A failed step of the Topic pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the Topic has no namespace")]
+    NoNamespace,
+    #[error("reading Cluster {name} failed: {source}")]
+    FetchCluster { name: String, source: kube::Error },
+    #[error("cluster {cluster} at {address}: {source}")]
+    Admin {
+        cluster: String,
+        address: String,
+        source: AdminError,
+    },
+    #[error("writing the status of Topic {name} failed: {source}")]
+    Status { name: String, source: kube::Error },
+    #[error("finalizer step failed: {0}")]
+    Finalizer(#[source] Box<finalizer::Error<Error>>),
+}
+
+impl Error {
+    /// Bounded label for the errors metric.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Error::NoNamespace => "invalid",
+            Error::FetchCluster { .. } => "fetch",
+            Error::Admin {
+                source: AdminError::Kafka { .. },
+                ..
+            } => "kafka",
+            Error::Admin { .. } => "connection",
+            Error::Status { .. } => "status",
+            Error::Finalizer(inner) => match inner.as_ref() {
+                finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => {
+                    e.category()
+                }
+                _ => "finalizer",
+            },
+        }
+    }
+}
+
+/// Entry point for the controller runtime.
+pub async fn reconcile(topic: Arc<Topic>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let namespace = topic.namespace().ok_or(Error::NoNamespace)?;
+    let api: Api<Topic> = Api::namespaced(ctx.client.clone(), &namespace);
+    let result = finalizer::finalizer(&api, TOPIC_FINALIZER, topic, |event| async {
+        match event {
+            FinalizerEvent::Apply(topic) => apply(&topic, &ctx).await,
+            FinalizerEvent::Cleanup(topic) => cleanup(&topic, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)));
+    ctx.metrics.reconciled(CONTROLLER, started.elapsed());
+    result
+}
+
+/// Controller error policy: record the error in status, count it and back off.
+pub fn error_policy(topic: Arc<Topic>, error: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(topic = %topic.name_any(), %error, "Topic reconcile failed");
+    ctx.metrics.failed(CONTROLLER, error.category());
+    ctx.backoff(&key(&topic))
+}
+
+fn key(topic: &Topic) -> String {
+    format!(
+        "topic/{}/{}",
+        topic.namespace().unwrap_or_default(),
+        topic.name_any()
+    )
+}
+
+/// The address the operator uses to reach `cluster`'s brokers.
+fn bootstrap(ctx: &Context, cluster: &Cluster, namespace: &str) -> String {
+    let name = cluster.name_any();
+    if let Some(address) = ctx.bootstrap_overrides.get(&format!("{namespace}/{name}")) {
+        return address.clone();
+    }
+    Names::new(&name, namespace).bootstrap(cluster.spec.listeners.kafka_port)
+}
+
+/// Status with conditions; `ready` false needs a reason.
+struct Outcome {
+    ready: bool,
+    degraded: bool,
+    reason: &'static str,
+    message: String,
+}
+
+async fn write_status(
+    topic: &Topic,
+    ctx: &Context,
+    outcome: Outcome,
+    mut status: TopicStatus,
+) -> Result<(), Error> {
+    let generation = topic.metadata.generation;
+    let existing = topic
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    status.conditions = merge_conditions(
+        &existing,
+        vec![
+            condition(
+                types::READY,
+                outcome.ready,
+                outcome.reason,
+                outcome.message.clone(),
+                generation,
+            ),
+            condition(
+                types::RECONCILING,
+                !outcome.ready && !outcome.degraded,
+                outcome.reason,
+                if outcome.ready {
+                    String::new()
+                } else {
+                    outcome.message.clone()
+                },
+                generation,
+            ),
+            condition(
+                types::DEGRADED,
+                outcome.degraded,
+                if outcome.degraded {
+                    outcome.reason
+                } else {
+                    "AsExpected"
+                },
+                if outcome.degraded {
+                    outcome.message
+                } else {
+                    String::new()
+                },
+                generation,
+            ),
+        ],
+    );
+    status.observed_generation = generation;
+    status.topic_name = Some(topic.kafka_name());
+    if topic.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let name = topic.name_any();
+    let api: Api<Topic> =
+        Api::namespaced(ctx.client.clone(), &topic.namespace().unwrap_or_default());
+    api.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(&serde_json::json!({ "status": status })),
+    )
+    .await
+    .map_err(|source| Error::Status {
+        name: name.clone(),
+        source,
+    })?;
+    Ok(())
+}
+
+fn previous_status(topic: &Topic) -> TopicStatus {
+    topic.status.clone().unwrap_or_default()
+}
+
+async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
+    let namespace = topic.namespace().ok_or(Error::NoNamespace)?;
+    let reference = topic.object_ref(&());
+    let configs = match config::validate_config(&topic.spec.config, TOPIC_KEYS, "topic", &[]) {
+        Ok(configs) => configs,
+        Err(errors) => {
+            let message = errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            ctx.event(&reference, true, "InvalidSpec", "Validate", message.clone())
+                .await;
+            let outcome = Outcome {
+                ready: false,
+                degraded: true,
+                reason: "InvalidConfig",
+                message,
+            };
+            write_status(topic, ctx, outcome, previous_status(topic)).await?;
+            return Ok(Action::await_change());
+        }
+    };
+    let desired = DesiredTopic {
+        name: topic.kafka_name(),
+        partitions: topic.spec.partitions,
+        replication_factor: topic.spec.replication_factor,
+        configs,
+    };
+    let clusters: Api<Cluster> = Api::namespaced(ctx.client.clone(), &namespace);
+    let cluster = clusters
+        .get_opt(&topic.spec.cluster)
+        .await
+        .map_err(|source| Error::FetchCluster {
+            name: topic.spec.cluster.clone(),
+            source,
+        })?;
+    let Some(cluster) = cluster else {
+        let message = format!(
+            "Cluster {} does not exist in namespace {namespace}",
+            topic.spec.cluster
+        );
+        let outcome = Outcome {
+            ready: false,
+            degraded: false,
+            reason: "ClusterNotFound",
+            message,
+        };
+        write_status(topic, ctx, outcome, previous_status(topic)).await?;
+        return Ok(Action::requeue(REQUEUE_WAITING));
+    };
+    let address = bootstrap(ctx, &cluster, &namespace);
+    let admin_error = |source| Error::Admin {
+        cluster: cluster.name_any(),
+        address: address.clone(),
+        source,
+    };
+    let mut admin = match AdminClient::connect(&address).await {
+        Ok(admin) => admin,
+        Err(source) => {
+            let message = format!(
+                "cannot reach cluster {} at {address}: {source}",
+                cluster.name_any()
+            );
+            let mut status = previous_status(topic);
+            status.last_error = Some(message.clone());
+            let outcome = Outcome {
+                ready: false,
+                degraded: false,
+                reason: "ClusterUnreachable",
+                message,
+            };
+            write_status(topic, ctx, outcome, status).await?;
+            return Err(admin_error(source));
+        }
+    };
+    let view = admin.describe(&desired.name).await.map_err(admin_error)?;
+    let existing_configs = match &view.topic {
+        Some(_) => admin
+            .topic_configs(&desired.name)
+            .await
+            .map_err(admin_error)?,
+        None => Default::default(),
+    };
+    let plan = plan::plan(
+        &desired,
+        &view.brokers,
+        view.topic.as_ref(),
+        &existing_configs,
+    );
+    let mut status = previous_status(topic);
+    let mut last_error = None;
+    if let Err(source) = execute(&mut admin, &desired, &plan).await {
+        last_error = Some(source.to_string());
+        ctx.event(
+            &reference,
+            true,
+            "KafkaError",
+            "Reconcile",
+            source.to_string(),
+        )
+        .await;
+        status.last_error = last_error.clone();
+        if is_permanent(&source) {
+            let outcome = Outcome {
+                ready: false,
+                degraded: true,
+                reason: "RejectedByCluster",
+                message: source.to_string(),
+            };
+            write_status(topic, ctx, outcome, status).await?;
+            return Ok(Action::requeue(REQUEUE_IMPOSSIBLE));
+        }
+        write_status(
+            topic,
+            ctx,
+            Outcome {
+                ready: false,
+                degraded: false,
+                reason: "KafkaError",
+                message: source.to_string(),
+            },
+            status,
+        )
+        .await?;
+        return Err(admin_error(source));
+    }
+    if plan.changes_anything() {
+        let what = plan.describe(&desired);
+        let drift = view.topic.is_some()
+            && topic.status.as_ref().and_then(|s| s.observed_generation)
+                == topic.metadata.generation;
+        let (reason, note) = if drift {
+            (
+                "DriftCorrected",
+                format!(
+                    "Topic {} was changed outside the operator; put back: {what}",
+                    desired.name
+                ),
+            )
+        } else {
+            ("Updated", format!("Topic {}: {what}", desired.name))
+        };
+        ctx.event(&reference, false, reason, "Reconcile", note.clone())
+            .await;
+        status.last_action = Some(note);
+    }
+    for impossible in &plan.impossible {
+        ctx.event(
+            &reference,
+            true,
+            impossible.reason,
+            "Validate",
+            impossible.message.clone(),
+        )
+        .await;
+    }
+    let view = admin.describe(&desired.name).await.map_err(admin_error)?;
+    if let Some(described) = &view.topic {
+        status.topic_id = Some(described.topic_id.clone());
+        status.partitions = Some(i32::try_from(described.partitions.len()).unwrap_or(i32::MAX));
+        status.replication_factor = Some(replication_factor(described));
+        status.assignment = Some(assignment_summary(described));
+    }
+    status.last_error = last_error;
+    ctx.succeeded(&key(topic));
+    let (outcome, requeue) = match plan.impossible.first() {
+        Some(impossible) => (
+            Outcome {
+                ready: false,
+                degraded: true,
+                reason: impossible.reason,
+                message: impossible.message.clone(),
+            },
+            REQUEUE_IMPOSSIBLE,
+        ),
+        None if view.topic.is_none() => (
+            Outcome {
+                ready: false,
+                degraded: false,
+                reason: "Creating",
+                message: format!("waiting for topic {} to appear in metadata", desired.name),
+            },
+            REQUEUE_WAITING,
+        ),
+        None => (
+            Outcome {
+                ready: true,
+                degraded: false,
+                reason: "Ready",
+                message: format!("topic {} matches the spec", desired.name),
+            },
+            REQUEUE_IDLE,
+        ),
+    };
+    write_status(topic, ctx, outcome, status).await?;
+    Ok(Action::requeue(requeue))
+}
+
+/// Errors that repeat whatever the operator does (the spec must change).
+fn is_permanent(error: &AdminError) -> bool {
+    matches!(
+        error.kafka_code(),
+        Some(
+            crate::admin::INVALID_PARTITIONS
+                | crate::admin::INVALID_REPLICATION_FACTOR
+                | crate::admin::INVALID_CONFIG
+                | 17
+                | 39
+                | 42
+                | 44
+        )
+    )
+}
+
+async fn execute(
+    admin: &mut AdminClient,
+    desired: &DesiredTopic,
+    plan: &plan::Plan,
+) -> Result<(), AdminError> {
+    if let Some(assignment) = &plan.create {
+        let replication_factor = i16::try_from(desired.replication_factor).unwrap_or(i16::MAX);
+        match admin
+            .create_topic(
+                &desired.name,
+                desired.partitions,
+                replication_factor,
+                assignment.as_deref(),
+                &desired.configs,
+            )
+            .await
+        {
+            Err(error) if error.kafka_code() == Some(crate::admin::TOPIC_ALREADY_EXISTS) => {}
+            other => other?,
+        }
+        return Ok(());
+    }
+    if let Some(count) = plan.grow_partitions {
+        admin.create_partitions(&desired.name, count).await?;
+    }
+    if !plan.set_configs.is_empty() || !plan.delete_configs.is_empty() {
+        admin
+            .alter_topic_configs(&desired.name, &plan.set_configs, &plan.delete_configs)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Deletion: delete the Kafka topic, unless its Cluster is gone or going (then there is
+/// nothing to delete it from).
+async fn cleanup(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
+    let namespace = topic.namespace().ok_or(Error::NoNamespace)?;
+    let reference = topic.object_ref(&());
+    let clusters: Api<Cluster> = Api::namespaced(ctx.client.clone(), &namespace);
+    let cluster = clusters
+        .get_opt(&topic.spec.cluster)
+        .await
+        .map_err(|source| Error::FetchCluster {
+            name: topic.spec.cluster.clone(),
+            source,
+        })?;
+    let Some(cluster) = cluster.filter(|c| c.metadata.deletion_timestamp.is_none()) else {
+        tracing::info!(topic = %topic.name_any(), "Cluster gone: releasing the Topic without deleting");
+        return Ok(Action::await_change());
+    };
+    let address = bootstrap(ctx, &cluster, &namespace);
+    let admin_error = |source| Error::Admin {
+        cluster: cluster.name_any(),
+        address: address.clone(),
+        source,
+    };
+    let mut admin = AdminClient::connect(&address).await.map_err(admin_error)?;
+    let name = topic.kafka_name();
+    admin.delete_topic(&name).await.map_err(admin_error)?;
+    ctx.event(
+        &reference,
+        false,
+        "Deleted",
+        "Delete",
+        format!("Deleted topic {name} from cluster {}", cluster.name_any()),
+    )
+    .await;
+    Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests;
