@@ -34,8 +34,12 @@ passed=0
 ok() { passed=$((passed + 1)); echo "ok $passed - $*"; }
 fail() {
   echo "not ok - $*" >&2
-  kubectl get nodes,pods -A -o wide >&2 || true
-  tail -n 30 "$OXBOW_K8S_STATE/pod-runner.log" >&2 || true
+  {
+    kubectl get nodes,pods,pvc -A -o wide
+    kubectl -n "$NS" describe pods | grep -A8 '^Events:'
+    tail -n 30 "$OXBOW_K8S_STATE/pod-runner.log"
+    tail -n 5 "$OXBOW_K8S_STATE"/logs/*.log
+  } >&2 2>/dev/null || true
   echo "k8s-smoke: $passed passed, 1 failed"
   exit 1
 }
