@@ -3,14 +3,25 @@
 //! Requests flow one way through the layers, each knowing only the ones below it:
 //!
 //! ```text
-//!   server  (sockets, framing, back-pressure)
-//!     -> api  (one module per Kafka API)
-//!       -> group / replication / controller
+//!   server  (sockets, framing, ordering, back-pressure, sendfile)
+//!     -> api  (one module per Kafka API, one route table)
+//!       -> controller  (topics, configs, producer ids: the metadata log)
 //!         -> storage  (partition logs on disk, Kafka's format)
 //! ```
 //!
 //! Modules:
-//! - [`storage`]: segmented partition logs in Kafka's on-disk format, sparse mmap
-//!   indexes, recovery, retention, compaction, and the [`storage::LogManager`].
+//! - [`storage`]: segmented partition logs, sparse mmap indexes, recovery, retention,
+//!   compaction, idempotent-producer state and the [`storage::LogManager`].
+//! - [`controller`]: the metadata log and the cluster image built from it.
+//! - [`api`]: the Kafka APIs and the route table; [`api::errors`] maps failures to codes.
+//! - [`server`]: the tokio network pipeline.
+//! - [`metrics`]: Prometheus metrics and `/metrics`, `/healthz`, `/readyz`.
+//! - [`config`]: the typed configuration; [`state`]: what handlers share.
 
+pub mod api;
+pub mod config;
+pub mod controller;
+pub mod metrics;
+pub mod server;
+pub mod state;
 pub mod storage;

@@ -21,6 +21,7 @@ use super::batch::{BatchError, stamp_batch, validate_record_set};
 use super::checkpoint::{CheckpointError, PartitionCheckpoint};
 use super::clock::Clock;
 use super::log_config::{LogConfig, TimestampType};
+use super::producer_state::{ProducerStateTable, SequenceCheck, SequenceError};
 use super::segment::{ActiveSegment, LogSegment, SegmentError};
 use super::{LogDirHealth, TopicPartition};
 
@@ -60,6 +61,16 @@ pub enum LogError {
     DirOffline { dir: PathBuf },
     #[error("log of {topic_partition} is closed")]
     Closed { topic_partition: TopicPartition },
+    #[error("out-of-order sequence in {topic_partition}: {source}")]
+    OutOfOrderSequence {
+        topic_partition: TopicPartition,
+        source: SequenceError,
+    },
+    #[error("fenced producer in {topic_partition}: {source}")]
+    ProducerFenced {
+        topic_partition: TopicPartition,
+        source: SequenceError,
+    },
     #[error("cannot decode a stored batch of {topic_partition} at offset {offset}: {reason}")]
     Decode {
         topic_partition: TopicPartition,
@@ -90,12 +101,15 @@ pub struct AppendInfo {
     pub log_append_time: Option<i64>,
     pub log_start_offset: u64,
     pub record_count: u64,
+    /// The batches were retries of batches already in the log; nothing was appended.
+    pub duplicate: bool,
 }
 
 pub(super) struct LogWriter {
     pub(super) active: ActiveSegment,
     unflushed_messages: i64,
     last_flush_ms: i64,
+    producers: ProducerStateTable,
 }
 
 impl std::fmt::Debug for LogWriter {
@@ -249,6 +263,7 @@ impl Log {
                 active: ActiveSegment::new(active),
                 unflushed_messages: 0,
                 last_flush_ms: now,
+                producers: ProducerStateTable::default(),
             }),
             segments: RwLock::new(segments),
             maintenance: Mutex::new(()),
@@ -262,6 +277,7 @@ impl Log {
         if report.recovered_segments > 0 {
             log.flush()?;
         }
+        log.rebuild_producer_state()?;
         Ok((log, report))
     }
 
@@ -363,6 +379,9 @@ impl Log {
             (config.message_timestamp_type == TimestampType::LogAppendTime).then_some(now);
         let mut writer = self.writer.lock();
         self.check_usable()?;
+        if let Some(duplicate) = self.check_sequences(&writer.producers, &batches)? {
+            return Ok(duplicate);
+        }
         let base_offset = self.log_end_offset();
         let mut next_offset = base_offset;
         let mut record_count = 0u64;
@@ -387,6 +406,7 @@ impl Log {
                 .active
                 .append(bytes, &stamped, config.index_interval_bytes, now)
                 .map_err(|e| self.fail(e))?;
+            writer.producers.record(&stamped);
             next_offset = last_offset + 1;
             record_count += header.record_count as u64;
             self.log_end_offset.store(next_offset, Ordering::Release);
@@ -406,7 +426,77 @@ impl Log {
             log_append_time,
             log_start_offset: self.log_start_offset(),
             record_count,
+            duplicate: false,
         })
+    }
+
+    /// Idempotence: `Some` when every batch is a retry already in the log (answered
+    /// with the original offsets), an error for gaps and fenced epochs.
+    fn check_sequences(
+        &self,
+        producers: &ProducerStateTable,
+        batches: &[(usize, usize, super::batch::BatchHeader)],
+    ) -> Result<Option<AppendInfo>, LogError> {
+        let mut duplicates = Vec::new();
+        for (_, _, header) in batches {
+            match producers.check(header) {
+                Ok(SequenceCheck::Append) => {}
+                Ok(SequenceCheck::Duplicate {
+                    base_offset,
+                    last_offset,
+                }) => duplicates.push((base_offset, last_offset)),
+                Err(source @ SequenceError::OutOfOrder { .. }) => {
+                    return Err(LogError::OutOfOrderSequence {
+                        topic_partition: self.topic_partition.clone(),
+                        source,
+                    });
+                }
+                Err(source @ SequenceError::Fenced { .. }) => {
+                    return Err(LogError::ProducerFenced {
+                        topic_partition: self.topic_partition.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        match (duplicates.first(), duplicates.last()) {
+            (Some(first), Some(last)) if duplicates.len() == batches.len() => {
+                Ok(Some(AppendInfo {
+                    base_offset: first.0,
+                    last_offset: last.1,
+                    log_append_time: None,
+                    log_start_offset: self.log_start_offset(),
+                    record_count: 0,
+                    duplicate: true,
+                }))
+            }
+            (Some(_), _) => {
+                let (_, _, header) = &batches[0];
+                Err(LogError::OutOfOrderSequence {
+                    topic_partition: self.topic_partition.clone(),
+                    source: SequenceError::OutOfOrder {
+                        producer_id: header.producer_id,
+                        expected: -1,
+                        received: header.base_sequence,
+                    },
+                })
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Rebuilds idempotent-producer state from the batch headers in the log.
+    fn rebuild_producer_state(&self) -> Result<(), LogError> {
+        let mut table = ProducerStateTable::default();
+        for segment in self.segments() {
+            let mut position = 0;
+            while let Some(header) = segment.header_at(position).map_err(|e| self.fail(e))? {
+                table.record(&header);
+                position += header.total_size() as u64;
+            }
+        }
+        self.writer.lock().producers = table;
+        Ok(())
     }
 
     /// Seals the active segment and starts a new one at the log end offset.

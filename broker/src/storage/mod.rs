@@ -33,6 +33,7 @@ pub mod log_read;
 pub mod manager;
 pub mod mapped_entries;
 pub mod offset_index;
+pub mod producer_state;
 pub mod retention;
 pub mod segment;
 pub mod time_index;

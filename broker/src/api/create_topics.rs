@@ -1,0 +1,114 @@
+//! CreateTopics: new topics with partition counts, replication factors and configs;
+//! `validate_only` checks without creating.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{Api, HandlerFuture, RequestContext, errors};
+
+#[derive(Debug)]
+pub struct CreateTopicsApi;
+
+/// Kafka's config source for a topic's own config and for a broker default.
+const SOURCE_TOPIC: i8 = 1;
+const SOURCE_DEFAULT: i8 = 5;
+
+impl Api for CreateTopicsApi {
+    fn key(&self) -> ApiKey {
+        ApiKey::CreateTopics
+    }
+
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let request: CreateTopicsRequest = context.decode(body)?;
+            let broker = context.broker;
+            let results = request
+                .topics
+                .into_iter()
+                .map(|topic| {
+                    let name = topic.name.0.to_string();
+                    let configs: BTreeMap<String, String> = topic
+                        .configs
+                        .iter()
+                        .filter_map(|c| {
+                            c.value
+                                .as_ref()
+                                .map(|v| (c.name.to_string(), v.to_string()))
+                        })
+                        .collect();
+                    let partitions = if topic.num_partitions == -1 {
+                        if topic.assignments.is_empty() {
+                            broker.config.num_partitions
+                        } else {
+                            topic.assignments.len() as i32
+                        }
+                    } else {
+                        topic.num_partitions
+                    };
+                    let replication_factor = if topic.replication_factor == -1 {
+                        topic
+                            .assignments
+                            .first()
+                            .map_or(broker.config.default_replication_factor, |a| {
+                                a.broker_ids.len() as i16
+                            })
+                    } else {
+                        topic.replication_factor
+                    };
+                    let result = CreatableTopicResult::default().with_name(topic.name.clone());
+                    match broker.controller.create_topic(
+                        &name,
+                        partitions,
+                        replication_factor,
+                        configs,
+                        request.validate_only,
+                    ) {
+                        Ok(created) => {
+                            let effective = broker
+                                .controller
+                                .log_config_for(&created)
+                                .unwrap_or_default()
+                                .to_topic_configs();
+                            result
+                                .with_topic_id(created.topic_id)
+                                .with_num_partitions(created.partitions)
+                                .with_replication_factor(created.replication_factor)
+                                .with_configs(Some(
+                                    effective
+                                        .into_iter()
+                                        .map(|(key, value)| {
+                                            CreatableTopicConfigs::default()
+                                                .with_config_source(
+                                                    if created.configs.contains_key(key) {
+                                                        SOURCE_TOPIC
+                                                    } else {
+                                                        SOURCE_DEFAULT
+                                                    },
+                                                )
+                                                .with_name(StrBytes::from_static_str(key))
+                                                .with_value(Some(StrBytes::from_string(value)))
+                                        })
+                                        .collect(),
+                                ))
+                        }
+                        Err(error) => {
+                            tracing::info!(topic = %name, %error, "CreateTopics refused");
+                            result
+                                .with_error_code(errors::controller_error(&error))
+                                .with_error_message(Some(StrBytes::from_string(error.to_string())))
+                                .with_num_partitions(-1)
+                                .with_replication_factor(-1)
+                        }
+                    }
+                })
+                .collect();
+            context.respond(&CreateTopicsResponse::default().with_topics(results))
+        })
+    }
+}

@@ -1,0 +1,57 @@
+//! The one place where failures become Kafka error codes.
+
+use kafka_protocol::ResponseError;
+
+use crate::controller::ControllerError;
+use crate::storage::{BatchError, LogError, LogManagerError};
+
+/// Kafka's "no error".
+pub const NONE: i16 = 0;
+
+pub fn code(error: ResponseError) -> i16 {
+    error.code()
+}
+
+pub fn batch_error(error: &BatchError) -> i16 {
+    match error {
+        BatchError::TooLarge { .. } => ResponseError::MessageTooLarge.code(),
+        BatchError::RecordCountMismatch { .. } | BatchError::Empty => {
+            ResponseError::InvalidRecord.code()
+        }
+        BatchError::TooShort { .. }
+        | BatchError::LengthMismatch { .. }
+        | BatchError::UnsupportedMagic { .. }
+        | BatchError::CrcMismatch { .. } => ResponseError::CorruptMessage.code(),
+    }
+}
+
+pub fn log_error(error: &LogError) -> i16 {
+    match error {
+        LogError::InvalidBatch { source, .. } => batch_error(source),
+        LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
+        LogError::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber.code(),
+        LogError::ProducerFenced { .. } => ResponseError::InvalidProducerEpoch.code(),
+        LogError::Closed { .. } => ResponseError::NotLeaderOrFollower.code(),
+        LogError::Segment { .. }
+        | LogError::Checkpoint { .. }
+        | LogError::Directory { .. }
+        | LogError::DirOffline { .. } => ResponseError::KafkaStorageError.code(),
+        LogError::Decode { .. } => ResponseError::CorruptMessage.code(),
+    }
+}
+
+pub fn controller_error(error: &ControllerError) -> i16 {
+    match error {
+        ControllerError::TopicAlreadyExists(_) => ResponseError::TopicAlreadyExists.code(),
+        ControllerError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition.code(),
+        ControllerError::InvalidTopicName { .. } => ResponseError::InvalidTopicException.code(),
+        ControllerError::InvalidPartitions { .. } => ResponseError::InvalidPartitions.code(),
+        ControllerError::InvalidReplicationFactor { .. } => {
+            ResponseError::InvalidReplicationFactor.code()
+        }
+        ControllerError::InvalidConfig(_) => ResponseError::InvalidConfig.code(),
+        ControllerError::MetadataLog(_) => ResponseError::UnknownServerError.code(),
+        ControllerError::Storage(LogManagerError::Log(error)) => log_error(error),
+        ControllerError::Storage(_) => ResponseError::KafkaStorageError.code(),
+    }
+}

@@ -1,0 +1,52 @@
+//! InitProducerId: a fresh producer id for idempotent producers (epoch 0). A producer
+//! that sends its current id and epoch gets its epoch bumped (KIP-360), so it can
+//! reset its sequences without a new id. Transactional ids are not supported yet.
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+
+use super::{Api, HandlerFuture, RequestContext, errors};
+
+#[derive(Debug)]
+pub struct InitProducerIdApi;
+
+impl Api for InitProducerIdApi {
+    fn key(&self) -> ApiKey {
+        ApiKey::InitProducerId
+    }
+
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let request: InitProducerIdRequest = context.decode(body)?;
+            let response = InitProducerIdResponse::default()
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1);
+            if request.transactional_id.is_some() {
+                return context
+                    .respond(&response.with_error_code(
+                        ResponseError::TransactionalIdAuthorizationFailed.code(),
+                    ));
+            }
+            let response = if request.producer_id.0 >= 0
+                && request.producer_epoch >= 0
+                && request.producer_epoch < i16::MAX - 1
+            {
+                response
+                    .with_producer_id(request.producer_id)
+                    .with_producer_epoch(request.producer_epoch + 1)
+            } else {
+                match context.broker.controller.allocate_producer_id() {
+                    Ok(id) => response
+                        .with_producer_id(ProducerId(id))
+                        .with_producer_epoch(0),
+                    Err(error) => {
+                        tracing::error!(%error, "Cannot allocate a producer id");
+                        response.with_error_code(errors::controller_error(&error))
+                    }
+                }
+            };
+            context.respond(&response)
+        })
+    }
+}

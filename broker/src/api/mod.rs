@@ -1,0 +1,181 @@
+//! The Kafka APIs: one module per API, each registered in [`routes`] — the single
+//! table that also answers ApiVersions. Adding an API costs one file and one line.
+//!
+//! A handler decodes its request with `kafka-protocol`, does the work against the
+//! [`BrokerState`], and encodes its response; framing, ordering and back-pressure belong
+//! to the server. Kafka error codes are chosen in exactly one place, [`errors`].
+
+pub mod errors;
+
+pub mod api_versions;
+mod create_topics;
+mod fetch;
+mod init_producer_id;
+mod list_offsets;
+mod lookup;
+mod metadata;
+mod offset_for_leader_epoch;
+mod produce;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, VersionRange};
+
+use crate::state::BrokerState;
+use crate::storage::FileRegion;
+
+/// A response ready for the wire, minus the frame's size prefix.
+#[derive(Debug)]
+pub enum ApiResponse {
+    /// The whole response, encoded.
+    Encoded(BytesMut),
+    /// An encoded Fetch response whose record fields hold placeholders; the server
+    /// replaces each placeholder with the file regions (zero-copy or copied).
+    WithRecords {
+        encoded: BytesMut,
+        records: Vec<RecordsPlaceholder>,
+    },
+    /// No response at all (Produce with acks=0).
+    None,
+}
+
+/// Where a Fetch response's record bytes go: the placeholder bytes written by the
+/// encoder, the regions to put there, and whether the length prefix is a compact varint.
+#[derive(Debug)]
+pub struct RecordsPlaceholder {
+    pub marker: [u8; 16],
+    pub regions: Vec<FileRegion>,
+    pub compact: bool,
+}
+
+/// A request that cannot be answered: the connection is closed with a log line.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("cannot decode {api:?} v{version} request: {reason}")]
+    Decode {
+        api: ApiKey,
+        version: i16,
+        reason: String,
+    },
+    #[error("cannot encode {api:?} v{version} response: {reason}")]
+    Encode {
+        api: ApiKey,
+        version: i16,
+        reason: String,
+    },
+}
+
+/// What a handler gets: the broker, the request header and the negotiated version.
+#[derive(Debug)]
+pub struct RequestContext<'a> {
+    pub broker: &'a Arc<BrokerState>,
+    pub header: &'a RequestHeader,
+    pub api: ApiKey,
+    pub version: i16,
+}
+
+impl RequestContext<'_> {
+    pub fn decode<T: Decodable>(&self, mut body: Bytes) -> Result<T, ApiError> {
+        T::decode(&mut body, self.version).map_err(|error| ApiError::Decode {
+            api: self.api,
+            version: self.version,
+            reason: error.to_string(),
+        })
+    }
+
+    pub fn encode<T: Encodable>(&self, response: &T) -> Result<BytesMut, ApiError> {
+        let mut bytes = BytesMut::new();
+        response
+            .encode(&mut bytes, self.version)
+            .map_err(|error| ApiError::Encode {
+                api: self.api,
+                version: self.version,
+                reason: error.to_string(),
+            })?;
+        Ok(bytes)
+    }
+
+    pub fn respond<T: Encodable>(&self, response: &T) -> Result<ApiResponse, ApiError> {
+        self.encode(response).map(ApiResponse::Encoded)
+    }
+}
+
+pub type HandlerFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ApiResponse, ApiError>> + Send + 'a>>;
+
+/// One Kafka API.
+pub trait Api: Send + Sync + std::fmt::Debug {
+    fn key(&self) -> ApiKey;
+
+    /// Versions served: from the KIP-896 floor (what the protocol crate decodes) up.
+    fn versions(&self) -> VersionRange {
+        self.key().valid_versions()
+    }
+
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a>;
+}
+
+/// The route table: every API the broker serves.
+#[derive(Debug)]
+pub struct Routes {
+    apis: BTreeMap<i16, Box<dyn Api>>,
+}
+
+impl Routes {
+    pub fn get(&self, key: i16) -> Option<&dyn Api> {
+        self.apis.get(&key).map(|api| api.as_ref())
+    }
+
+    /// (key, min, max) of every API, for ApiVersions.
+    pub fn version_ranges(&self) -> Vec<(i16, i16, i16)> {
+        self.apis
+            .iter()
+            .map(|(key, api)| (*key, api.versions().min, api.versions().max))
+            .collect()
+    }
+
+    pub fn register(&mut self, api: Box<dyn Api>) {
+        self.apis.insert(api.key() as i16, api);
+    }
+}
+
+/// Every API the broker serves. Other layers (groups) add theirs with [`Routes::register`].
+pub fn routes() -> Routes {
+    let apis: Vec<Box<dyn Api>> = vec![
+        Box::new(api_versions::ApiVersionsApi),
+        Box::new(metadata::MetadataApi),
+        Box::new(produce::ProduceApi),
+        Box::new(fetch::FetchApi),
+        Box::new(list_offsets::ListOffsetsApi),
+        Box::new(offset_for_leader_epoch::OffsetForLeaderEpochApi),
+        Box::new(init_producer_id::InitProducerIdApi),
+        Box::new(create_topics::CreateTopicsApi),
+    ];
+    let mut routes = Routes {
+        apis: BTreeMap::new(),
+    };
+    for api in apis {
+        routes.register(api);
+    }
+    routes
+}
+
+/// The API's name as a metric label: a closed set, computed once per key.
+pub fn api_name(key: ApiKey) -> &'static str {
+    static NAMES: std::sync::OnceLock<std::collections::HashMap<i16, &'static str>> =
+        std::sync::OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            ApiKey::iter()
+                .map(|k| (k as i16, &*Box::leak(format!("{k:?}").into_boxed_str())))
+                .collect()
+        })
+        .get(&(key as i16))
+        .copied()
+        .unwrap_or("Unknown")
+}

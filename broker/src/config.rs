@@ -1,0 +1,516 @@
+//! Typed broker configuration: Kafka property names, layered
+//! defaults → YAML files (`--config`, repeatable) → environment (`OXBOW_<KEY>`) →
+//! `--override key=value` flags (repeatable), later layers winning.
+//!
+//! Every key is declared once in [`KEYS`] with its default and documentation; `oxbow
+//! --help` prints that table. Unknown keys and invalid values are refused with a message
+//! naming the key.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::storage::{LogConfig, LogConfigError};
+
+/// One documented configuration key.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpec {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub doc: &'static str,
+}
+
+const fn key(name: &'static str, default: &'static str, doc: &'static str) -> KeySpec {
+    KeySpec { name, default, doc }
+}
+
+/// Every broker configuration key, with its default.
+pub const KEYS: &[KeySpec] = &[
+    key("node.id", "0", "This broker's id."),
+    key(
+        "listeners",
+        "PLAINTEXT://127.0.0.1:9092",
+        "Listener(s) for Kafka clients; the first PLAINTEXT one is served.",
+    ),
+    key(
+        "advertised.listeners",
+        "",
+        "Address given to clients in Metadata; defaults to the listener.",
+    ),
+    key(
+        "log.dirs",
+        "./oxbow-data",
+        "Comma-separated data directories.",
+    ),
+    key(
+        "num.partitions",
+        "1",
+        "Partitions of auto-created topics and of CreateTopics without a count.",
+    ),
+    key(
+        "default.replication.factor",
+        "1",
+        "Replication factor of auto-created topics.",
+    ),
+    key(
+        "auto.create.topics.enable",
+        "true",
+        "Create unknown topics on Metadata and Produce requests.",
+    ),
+    key(
+        "message.max.bytes",
+        "1048588",
+        "Largest record batch accepted (topic config max.message.bytes).",
+    ),
+    key(
+        "socket.request.max.bytes",
+        "104857600",
+        "Largest request frame; bigger frames close the connection.",
+    ),
+    key(
+        "connections.max.idle.ms",
+        "600000",
+        "Close connections idle for this long.",
+    ),
+    key(
+        "max.connections",
+        "10000",
+        "Refuse new connections beyond this many.",
+    ),
+    key(
+        "queued.max.request.bytes",
+        "104857600",
+        "Request bytes read ahead but not yet answered, per connection (back-pressure).",
+    ),
+    key(
+        "metrics.listener",
+        "127.0.0.1:9644",
+        "Address of /metrics, /healthz and /readyz; empty disables.",
+    ),
+    key(
+        "metrics.partition.labels",
+        "false",
+        "Per-partition labels on storage metrics (opt-in: cardinality).",
+    ),
+    key(
+        "fetch.sendfile.enable",
+        "true",
+        "Send fetched record bytes with sendfile(2) on plaintext connections.",
+    ),
+    key(
+        "log.segment.bytes",
+        "1073741824",
+        "Segment size before rolling (topic config segment.bytes).",
+    ),
+    key(
+        "log.roll.ms",
+        "604800000",
+        "Segment age before rolling (topic config segment.ms).",
+    ),
+    key(
+        "log.retention.ms",
+        "604800000",
+        "Delete segments older than this; -1 keeps forever (retention.ms).",
+    ),
+    key(
+        "log.retention.bytes",
+        "-1",
+        "Delete old segments beyond this partition size; -1 unlimited (retention.bytes).",
+    ),
+    key(
+        "log.index.interval.bytes",
+        "4096",
+        "Bytes between sparse index entries (index.interval.bytes).",
+    ),
+    key(
+        "log.index.size.max.bytes",
+        "10485760",
+        "Preallocated index size (segment.index.bytes).",
+    ),
+    key(
+        "log.cleanup.policy",
+        "delete",
+        "delete, compact or compact,delete (cleanup.policy).",
+    ),
+    key(
+        "log.cleaner.delete.retention.ms",
+        "86400000",
+        "How long compaction keeps tombstones (delete.retention.ms).",
+    ),
+    key(
+        "log.flush.interval.messages",
+        "9223372036854775807",
+        "fsync after this many messages (flush.messages).",
+    ),
+    key(
+        "log.flush.interval.ms",
+        "9223372036854775807",
+        "fsync after this long (flush.ms).",
+    ),
+    key(
+        "log.message.timestamp.type",
+        "CreateTime",
+        "CreateTime or LogAppendTime (message.timestamp.type).",
+    ),
+    key(
+        "min.insync.replicas",
+        "1",
+        "Replicas that must have a batch for acks=all (min.insync.replicas).",
+    ),
+    key(
+        "log.retention.check.interval.ms",
+        "300000",
+        "How often retention, compaction and time-based flushes run.",
+    ),
+    key(
+        "offsets.topic.num.partitions",
+        "50",
+        "Partitions of __consumer_offsets.",
+    ),
+    key(
+        "process.roles",
+        "broker,controller",
+        "KRaft roles of this node (a single node is both).",
+    ),
+    key(
+        "controller.quorum.voters",
+        "",
+        "Controller voters id@host:port,…; empty = this node alone.",
+    ),
+    key(
+        "controller.listener.names",
+        "CONTROLLER",
+        "Listener name of the controller quorum.",
+    ),
+    key(
+        "broker.rack",
+        "",
+        "Rack (zone) of this broker, for rack-aware placement.",
+    ),
+    key(
+        "cluster.id",
+        "",
+        "Cluster id reported to clients; generated and stored on first start when empty.",
+    ),
+];
+
+/// A configuration value that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("unknown configuration key `{key}` (from {source_name})")]
+    UnknownKey { key: String, source_name: String },
+    #[error("invalid value `{value}` for `{key}`: {reason}")]
+    InvalidValue {
+        key: String,
+        value: String,
+        reason: String,
+    },
+    #[error("cannot read config file {path}: {reason}")]
+    File { path: PathBuf, reason: String },
+    #[error("`--override` needs key=value, got `{0}`")]
+    OverrideSyntax(String),
+}
+
+/// The resolved broker configuration.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub node_id: i32,
+    pub listener: SocketAddr,
+    pub advertised_host: String,
+    pub advertised_port: u16,
+    pub log_dirs: Vec<PathBuf>,
+    pub num_partitions: i32,
+    pub default_replication_factor: i16,
+    pub auto_create_topics: bool,
+    pub socket_request_max_bytes: usize,
+    pub connections_max_idle_ms: u64,
+    pub max_connections: usize,
+    pub queued_max_request_bytes: usize,
+    pub metrics_listener: Option<SocketAddr>,
+    pub metrics_partition_labels: bool,
+    pub fetch_sendfile: bool,
+    pub log_defaults: LogConfig,
+    pub retention_check_interval_ms: u64,
+    pub offsets_topic_num_partitions: i32,
+    pub rack: Option<String>,
+    pub cluster_id: Option<String>,
+    /// Every key with its effective value (DescribeConfigs on the broker resource).
+    pub raw: BTreeMap<String, String>,
+}
+
+impl BrokerConfig {
+    /// Resolves the layers: defaults, then each file, then the environment, then overrides.
+    pub fn load(
+        files: &[PathBuf],
+        env: impl IntoIterator<Item = (String, String)>,
+        overrides: &[String],
+    ) -> Result<Self, ConfigError> {
+        let mut raw: BTreeMap<String, String> = KEYS
+            .iter()
+            .map(|k| (k.name.to_string(), k.default.to_string()))
+            .collect();
+        let mut set = |key: &str, value: String, source_name: &str| -> Result<(), ConfigError> {
+            match raw.get_mut(key) {
+                Some(slot) => {
+                    *slot = value;
+                    Ok(())
+                }
+                None => Err(ConfigError::UnknownKey {
+                    key: key.to_string(),
+                    source_name: source_name.to_string(),
+                }),
+            }
+        };
+        for path in files {
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
+            let map: BTreeMap<String, serde_yaml::Value> = if text.trim().is_empty() {
+                BTreeMap::new()
+            } else {
+                serde_yaml::from_str(&text).map_err(|e| ConfigError::File {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })?
+            };
+            for (key, value) in map {
+                let value = match value {
+                    serde_yaml::Value::String(s) => s,
+                    serde_yaml::Value::Number(n) => n.to_string(),
+                    serde_yaml::Value::Bool(b) => b.to_string(),
+                    serde_yaml::Value::Null => String::new(),
+                    other => {
+                        return Err(ConfigError::InvalidValue {
+                            key,
+                            value: format!("{other:?}"),
+                            reason: "expected a string, number or boolean".into(),
+                        });
+                    }
+                };
+                set(&key, value, &path.display().to_string())?;
+            }
+        }
+        for (name, value) in env {
+            let Some(rest) = name.strip_prefix("OXBOW_") else {
+                continue;
+            };
+            let key = rest.to_ascii_lowercase().replace('_', ".");
+            // Only declared keys are taken from the environment: OXBOW_* variables of
+            // other tools (OXBOW_CACHE, OXBOW_BIN, …) are not broker settings.
+            if KEYS.iter().any(|k| k.name == key) {
+                set(&key, value, &format!("environment variable {name}"))?;
+            }
+        }
+        for item in overrides {
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| ConfigError::OverrideSyntax(item.clone()))?;
+            set(key.trim(), value.trim().to_string(), "--override")?;
+        }
+        Self::from_raw(raw)
+    }
+
+    fn from_raw(raw: BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let get = |key: &str| raw.get(key).cloned().unwrap_or_default();
+        let invalid = |key: &str, reason: &str| ConfigError::InvalidValue {
+            key: key.to_string(),
+            value: get(key),
+            reason: reason.to_string(),
+        };
+        let int = |key: &str, min: i64, max: i64| -> Result<i64, ConfigError> {
+            let value: i64 = get(key)
+                .trim()
+                .parse()
+                .map_err(|_| invalid(key, "not an integer"))?;
+            if value < min || value > max {
+                return Err(invalid(key, &format!("must be between {min} and {max}")));
+            }
+            Ok(value)
+        };
+        let boolean = |key: &str| -> Result<bool, ConfigError> {
+            get(key)
+                .trim()
+                .parse()
+                .map_err(|_| invalid(key, "expected true or false"))
+        };
+        let listener_text = get("listeners");
+        let listener = first_plaintext(&listener_text)
+            .ok_or_else(|| invalid("listeners", "expected PLAINTEXT://host:port"))?;
+        let listener: SocketAddr = listener.parse().map_err(|_| {
+            invalid(
+                "listeners",
+                "expected an IP address and port, e.g. PLAINTEXT://127.0.0.1:9092",
+            )
+        })?;
+        let advertised_text = get("advertised.listeners");
+        let (advertised_host, advertised_port) = if advertised_text.trim().is_empty() {
+            (listener.ip().to_string(), listener.port())
+        } else {
+            let address = first_plaintext(&advertised_text)
+                .ok_or_else(|| invalid("advertised.listeners", "expected PLAINTEXT://host:port"))?;
+            let (host, port) = address
+                .rsplit_once(':')
+                .ok_or_else(|| invalid("advertised.listeners", "expected host:port"))?;
+            let port = port
+                .parse()
+                .map_err(|_| invalid("advertised.listeners", "bad port"))?;
+            (host.trim_matches(['[', ']']).to_string(), port)
+        };
+        let log_dirs: Vec<PathBuf> = get("log.dirs")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        if log_dirs.is_empty() {
+            return Err(invalid("log.dirs", "at least one directory is needed"));
+        }
+        let metrics_text = get("metrics.listener");
+        let metrics_listener = if metrics_text.trim().is_empty() {
+            None
+        } else {
+            Some(
+                metrics_text
+                    .trim()
+                    .parse()
+                    .map_err(|_| invalid("metrics.listener", "expected ip:port"))?,
+            )
+        };
+        let log_key =
+            |broker_key: &str, topic_key: &'static str| (broker_key.to_string(), topic_key);
+        let mut log_defaults = LogConfig::default();
+        for (broker_key, topic_key) in [
+            log_key("log.segment.bytes", "segment.bytes"),
+            log_key("log.roll.ms", "segment.ms"),
+            log_key("log.retention.ms", "retention.ms"),
+            log_key("log.retention.bytes", "retention.bytes"),
+            log_key("log.index.interval.bytes", "index.interval.bytes"),
+            log_key("log.index.size.max.bytes", "segment.index.bytes"),
+            log_key("log.cleanup.policy", "cleanup.policy"),
+            log_key("log.cleaner.delete.retention.ms", "delete.retention.ms"),
+            log_key("log.flush.interval.messages", "flush.messages"),
+            log_key("log.flush.interval.ms", "flush.ms"),
+            log_key("log.message.timestamp.type", "message.timestamp.type"),
+            log_key("min.insync.replicas", "min.insync.replicas"),
+            log_key("message.max.bytes", "max.message.bytes"),
+        ] {
+            log_defaults
+                .set(topic_key, &get(&broker_key))
+                .map_err(|error| match error {
+                    LogConfigError::InvalidValue { reason, .. } => invalid(&broker_key, reason),
+                    LogConfigError::UnknownKey { .. } => invalid(&broker_key, "unknown"),
+                })?;
+        }
+        let optional = |key: &str| Some(get(key).trim().to_string()).filter(|s| !s.is_empty());
+        Ok(Self {
+            node_id: int("node.id", 0, i64::from(i32::MAX))? as i32,
+            listener,
+            advertised_host,
+            advertised_port,
+            log_dirs,
+            num_partitions: int("num.partitions", 1, 100_000)? as i32,
+            default_replication_factor: int("default.replication.factor", 1, i64::from(i16::MAX))?
+                as i16,
+            auto_create_topics: boolean("auto.create.topics.enable")?,
+            socket_request_max_bytes: int("socket.request.max.bytes", 1024, i64::from(i32::MAX))?
+                as usize,
+            connections_max_idle_ms: int("connections.max.idle.ms", 1, i64::MAX)? as u64,
+            max_connections: int("max.connections", 1, 1_000_000)? as usize,
+            queued_max_request_bytes: int("queued.max.request.bytes", 1024, i64::MAX)? as usize,
+            metrics_listener,
+            metrics_partition_labels: boolean("metrics.partition.labels")?,
+            fetch_sendfile: boolean("fetch.sendfile.enable")?,
+            log_defaults,
+            retention_check_interval_ms: int("log.retention.check.interval.ms", 1, i64::MAX)?
+                as u64,
+            offsets_topic_num_partitions: int("offsets.topic.num.partitions", 1, 10_000)? as i32,
+            rack: optional("broker.rack"),
+            cluster_id: optional("cluster.id"),
+            raw,
+        })
+    }
+
+    /// `--help` text: every key, its default and what it does.
+    pub fn help_table() -> String {
+        let mut text = String::from(
+            "Configuration keys (YAML file, OXBOW_<KEY> env, or --override key=value):\n",
+        );
+        for spec in KEYS {
+            let default = if spec.default.is_empty() {
+                "\"\""
+            } else {
+                spec.default
+            };
+            text.push_str(&format!(
+                "  {:<34} {}\n  {:<34} default: {}\n",
+                spec.name, spec.doc, "", default
+            ));
+        }
+        text
+    }
+}
+
+/// `host:port` of the first PLAINTEXT listener in a Kafka listener list.
+fn first_plaintext(listeners: &str) -> Option<String> {
+    listeners.split(',').map(str::trim).find_map(|listener| {
+        let (name, address) = listener.split_once("://")?;
+        (name.eq_ignore_ascii_case("PLAINTEXT") || !name.eq_ignore_ascii_case("CONTROLLER"))
+            .then(|| address.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_make_a_usable_local_broker() {
+        let config = BrokerConfig::load(&[], [], &[]).unwrap();
+        assert_eq!(config.listener.to_string(), "127.0.0.1:9092");
+        assert_eq!(
+            (config.advertised_host.as_str(), config.advertised_port),
+            ("127.0.0.1", 9092)
+        );
+        assert_eq!(config.log_dirs, vec![PathBuf::from("./oxbow-data")]);
+        assert_eq!(
+            config.metrics_listener.map(|a| a.to_string()).as_deref(),
+            Some("127.0.0.1:9644")
+        );
+        assert!(config.auto_create_topics);
+        assert_eq!(config.log_defaults, LogConfig::default());
+    }
+
+    #[test]
+    fn layers_apply_in_order_and_bad_values_name_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("broker.yaml");
+        std::fs::write(
+            &file,
+            "node.id: 3\nnum.partitions: 4\nlog.retention.ms: 1000\n",
+        )
+        .unwrap();
+        let config = BrokerConfig::load(
+            std::slice::from_ref(&file),
+            [
+                ("OXBOW_NUM_PARTITIONS".to_string(), "5".to_string()),
+                ("OXBOW_CACHE".to_string(), "/x".to_string()),
+            ],
+            &["listeners=PLAINTEXT://127.0.0.2:9000".to_string()],
+        )
+        .unwrap();
+        assert_eq!(config.node_id, 3);
+        assert_eq!(config.num_partitions, 5);
+        assert_eq!(config.log_defaults.retention_ms, 1000);
+        assert_eq!(config.listener.to_string(), "127.0.0.2:9000");
+
+        let error = BrokerConfig::load(&[], [], &["num.partitions=-2".to_string()]).unwrap_err();
+        assert!(error.to_string().contains("num.partitions"), "{error}");
+        let error = BrokerConfig::load(&[], [], &["no.such=1".to_string()]).unwrap_err();
+        assert!(error.to_string().contains("no.such"), "{error}");
+        let error =
+            BrokerConfig::load(&[], [], &["log.cleanup.policy=shred".to_string()]).unwrap_err();
+        assert!(error.to_string().contains("log.cleanup.policy"), "{error}");
+        assert!(BrokerConfig::load(&[], [], &["listeners=nonsense".to_string()]).is_err());
+    }
+}

@@ -1,0 +1,177 @@
+//! `oxbow`: the Kafka-compatible broker.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use oxbow_broker::api;
+use oxbow_broker::config::BrokerConfig;
+use oxbow_broker::controller::Controller;
+use oxbow_broker::metrics::{self, Metrics};
+use oxbow_broker::server;
+use oxbow_broker::state::{AppendNotifier, BrokerState};
+use oxbow_broker::storage::{LogManager, SystemClock};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+
+/// Directory under the first log dir that holds the metadata log.
+const METADATA_DIR: &str = "__oxbow_metadata";
+
+#[derive(Debug, Parser)]
+#[command(name = "oxbow", version, about = "Oxbow: a Kafka-compatible streaming broker", after_help = BrokerConfig::help_table())]
+struct Cli {
+    /// YAML file of Kafka-style keys (`listeners: PLAINTEXT://127.0.0.1:9092`); repeatable, later files win.
+    #[arg(long = "config", value_name = "FILE")]
+    config: Vec<PathBuf>,
+    /// Set any key, as Kafka's start script allows: `--override num.partitions=3`; repeatable, wins over files and env.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let config = match BrokerConfig::load(&cli.config, std::env::vars(), &cli.overrides) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("oxbow: invalid configuration: {error}");
+            std::process::exit(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("oxbow: cannot start the runtime: {error}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(error) = runtime.block_on(run(config)) {
+        tracing::error!("Broker failed: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(config: BrokerConfig) -> anyhow::Result<()> {
+    let defaults = config.log_defaults.clone();
+    let (logs, report) = LogManager::open(
+        &config.log_dirs,
+        &|_| defaults.clone(),
+        Arc::new(SystemClock),
+    )
+    .context("opening the log directories")?;
+    if !report.unclean_dirs.is_empty() {
+        tracing::warn!(dirs = ?report.unclean_dirs, "Recovered log directories after an unclean shutdown");
+    }
+    for (dir, error) in &report.failed {
+        tracing::error!(partition_dir = %dir.display(), %error, "Partition not loaded");
+    }
+    let logs = Arc::new(logs);
+    let metadata_dir = config
+        .log_dirs
+        .first()
+        .context("no log dir")?
+        .join(METADATA_DIR);
+    let controller = Controller::open(
+        &metadata_dir,
+        config.node_id,
+        config.cluster_id.clone(),
+        Arc::clone(&logs),
+        defaults,
+    )
+    .context("opening the metadata log")?;
+    let metrics =
+        Arc::new(Metrics::new(config.metrics_partition_labels).context("registering metrics")?);
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let listener = tokio::net::TcpListener::bind(config.listener)
+        .await
+        .with_context(|| format!("binding the Kafka listener {}", config.listener))?;
+    let state = Arc::new(BrokerState {
+        config: config.clone(),
+        controller,
+        logs: Arc::clone(&logs),
+        metrics,
+        appends: AppendNotifier::default(),
+        shutting_down: shutdown_rx.clone(),
+    });
+    let metrics_task = match config.metrics_listener {
+        Some(address) => {
+            let listener = metrics::bind(address)
+                .await
+                .with_context(|| format!("binding metrics.listener {address}"))?;
+            Some(tokio::spawn(metrics::serve(listener, Arc::clone(&state))))
+        }
+        None => None,
+    };
+    let maintenance = tokio::spawn(maintain(
+        Arc::clone(&logs),
+        config.retention_check_interval_ms,
+        shutdown_rx.clone(),
+    ));
+    tracing::info!(
+        listener = %config.listener,
+        advertised = %format!("{}:{}", config.advertised_host, config.advertised_port),
+        node_id = config.node_id,
+        log_dirs = ?config.log_dirs,
+        partitions = logs.all().len(),
+        "Oxbow broker started"
+    );
+    let routes = Arc::new(api::routes());
+    let server = tokio::spawn(server::run(
+        listener,
+        Arc::clone(&state),
+        routes,
+        shutdown_rx,
+    ));
+
+    let mut terminate =
+        signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    tokio::select! {
+        _ = terminate.recv() => tracing::info!("SIGTERM received; shutting down"),
+        _ = interrupt.recv() => tracing::info!("SIGINT received; shutting down"),
+    }
+    let _ = shutdown_tx.send(true);
+    if let Err(error) = server.await {
+        tracing::error!(%error, "Server task failed");
+    }
+    if let Err(error) = maintenance.await {
+        tracing::error!(%error, "Maintenance task failed");
+    }
+    if let Some(task) = metrics_task {
+        task.abort();
+        let _ = task.await;
+    }
+    tokio::task::spawn_blocking(move || logs.shutdown())
+        .await
+        .context("shutdown task")?
+        .context("flushing logs")?;
+    tracing::info!("Clean shutdown complete");
+    Ok(())
+}
+
+/// Retention, compaction and time-based flushes, off the request path.
+async fn maintain(logs: Arc<LogManager>, interval_ms: u64, mut shutdown: watch::Receiver<bool>) {
+    let mut ticker = tokio::time::interval(Duration::from_millis(interval_ms.max(100)));
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                let logs = Arc::clone(&logs);
+                if let Err(error) = tokio::task::spawn_blocking(move || logs.run_maintenance()).await {
+                    tracing::error!(%error, "Log maintenance task failed");
+                }
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! `/metrics`, `/healthz` and `/readyz` over hyper (HTTP/1.1).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use crate::state::BrokerState;
+
+/// Serves the metrics endpoint until the listener fails.
+pub async fn serve(listener: TcpListener, state: Arc<BrokerState>) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                tracing::warn!(%error, "Metrics listener accept failed");
+                continue;
+            }
+        };
+        let state = Arc::clone(&state);
+        let connection = tokio::spawn(async move {
+            let service = service_fn(move |request| respond(request, Arc::clone(&state)));
+            if let Err(error) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(%error, %peer, "Metrics connection ended with an error");
+            }
+        });
+        drop(connection);
+    }
+}
+
+async fn respond(
+    request: Request<Incoming>,
+    state: Arc<BrokerState>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let (status, content_type, body) = match request.uri().path() {
+        "/metrics" => (
+            StatusCode::OK,
+            "text/plain; version=0.0.4",
+            state.metrics.render(&state.logs),
+        ),
+        "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
+        "/readyz" => {
+            let offline = state.logs.log_dirs().iter().all(|d| d.is_offline());
+            if offline || *state.shutting_down.borrow() {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "text/plain",
+                    "not ready\n".to_string(),
+                )
+            } else {
+                (StatusCode::OK, "text/plain", "ready\n".to_string())
+            }
+        }
+        _ => (
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "not found\n".to_string(),
+        ),
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    if let Ok(value) = content_type.parse() {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, value);
+    }
+    Ok(response)
+}
+
+/// Binds the metrics listener.
+pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(address).await
+}

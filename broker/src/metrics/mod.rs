@@ -1,0 +1,189 @@
+//! Prometheus metrics of the broker and the HTTP endpoint serving them.
+//!
+//! Names follow `oxbow_<layer>_<thing>_<unit>`; label values come from closed sets
+//! (API names, error codes, topic names), never from free text.
+
+mod http;
+
+pub use http::{bind, serve};
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+
+use crate::storage::LogManager;
+
+/// The broker's metric handles.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pub requests: IntCounterVec,
+    pub request_errors: IntCounterVec,
+    pub request_latency: HistogramVec,
+    pub bytes_in: IntCounterVec,
+    pub bytes_out: IntCounterVec,
+    pub messages_in: IntCounterVec,
+    pub open_connections: IntGauge,
+    pub inflight_request_bytes: IntGauge,
+    log_size: IntGaugeVec,
+    log_segments: IntGaugeVec,
+    log_end_offset: IntGaugeVec,
+    offline_log_dirs: IntGauge,
+    partition_labels: bool,
+}
+
+fn counter(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Result<IntCounterVec, prometheus::Error> {
+    let metric = IntCounterVec::new(Opts::new(name, help), labels)?;
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
+fn gauge_vec(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Result<IntGaugeVec, prometheus::Error> {
+    let metric = IntGaugeVec::new(Opts::new(name, help), labels)?;
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str) -> Result<IntGauge, prometheus::Error> {
+    let metric = IntGauge::new(name, help)?;
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
+impl Metrics {
+    pub fn new(partition_labels: bool) -> Result<Self, prometheus::Error> {
+        let registry = Registry::new();
+        let request_latency = HistogramVec::new(
+            HistogramOpts::new(
+                "oxbow_server_request_latency_seconds",
+                "Request handling latency by API.",
+            )
+            .buckets(vec![
+                0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0,
+            ]),
+            &["api"],
+        )?;
+        registry.register(Box::new(request_latency.clone()))?;
+        let storage_labels: &[&str] = if partition_labels {
+            &["topic", "partition"]
+        } else {
+            &["topic"]
+        };
+        Ok(Self {
+            requests: counter(
+                &registry,
+                "oxbow_server_requests_total",
+                "Requests by API.",
+                &["api"],
+            )?,
+            request_errors: counter(
+                &registry,
+                "oxbow_server_request_errors_total",
+                "Error codes returned, by API and Kafka error code.",
+                &["api", "error_code"],
+            )?,
+            request_latency,
+            bytes_in: counter(
+                &registry,
+                "oxbow_server_bytes_in_total",
+                "Record bytes produced, by topic.",
+                &["topic"],
+            )?,
+            bytes_out: counter(
+                &registry,
+                "oxbow_server_bytes_out_total",
+                "Record bytes fetched, by topic.",
+                &["topic"],
+            )?,
+            messages_in: counter(
+                &registry,
+                "oxbow_server_messages_in_total",
+                "Records produced, by topic.",
+                &["topic"],
+            )?,
+            open_connections: gauge(
+                &registry,
+                "oxbow_server_open_connections",
+                "Open client connections.",
+            )?,
+            inflight_request_bytes: gauge(
+                &registry,
+                "oxbow_server_inflight_request_bytes",
+                "Request bytes read but not yet answered.",
+            )?,
+            log_size: gauge_vec(
+                &registry,
+                "oxbow_storage_log_size_bytes",
+                "Bytes on disk of partition logs.",
+                storage_labels,
+            )?,
+            log_segments: gauge_vec(
+                &registry,
+                "oxbow_storage_log_segments",
+                "Segments of partition logs.",
+                storage_labels,
+            )?,
+            log_end_offset: gauge_vec(
+                &registry,
+                "oxbow_storage_log_end_offset",
+                "Sum of log end offsets.",
+                storage_labels,
+            )?,
+            offline_log_dirs: gauge(
+                &registry,
+                "oxbow_storage_offline_log_dirs",
+                "Log directories taken offline after I/O failures.",
+            )?,
+            partition_labels,
+            registry,
+        })
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Refreshes the storage gauges from the logs and renders the text exposition.
+    pub fn render(&self, logs: &LogManager) -> String {
+        self.log_size.reset();
+        self.log_segments.reset();
+        self.log_end_offset.reset();
+        for log in logs.all() {
+            let tp = log.topic_partition();
+            let partition = tp.partition.to_string();
+            let labels: Vec<&str> = if self.partition_labels {
+                vec![&tp.topic, &partition]
+            } else {
+                vec![&tp.topic]
+            };
+            self.log_size
+                .with_label_values(&labels)
+                .add(log.size_bytes() as i64);
+            self.log_segments
+                .with_label_values(&labels)
+                .add(log.segment_count() as i64);
+            self.log_end_offset
+                .with_label_values(&labels)
+                .add(log.log_end_offset() as i64);
+        }
+        self.offline_log_dirs
+            .set(logs.log_dirs().iter().filter(|d| d.is_offline()).count() as i64);
+        let mut text = Vec::new();
+        let encoder = TextEncoder::new();
+        if let Err(error) = encoder.encode(&self.registry.gather(), &mut text) {
+            tracing::warn!(%error, "Failed to encode metrics");
+        }
+        String::from_utf8(text).unwrap_or_default()
+    }
+}

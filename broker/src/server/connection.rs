@@ -1,0 +1,133 @@
+//! One client connection: a reader task that frames requests and a processor that
+//! answers them in order.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+
+use super::{dispatch, frame_writer};
+use crate::api::Routes;
+use crate::state::BrokerState;
+
+/// Requests read ahead per connection, at most (besides the byte bound).
+const QUEUE_DEPTH: usize = 1024;
+
+struct Frame {
+    bytes: BytesMut,
+    _permit: OwnedSemaphorePermit,
+}
+
+pub async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    state: Arc<BrokerState>,
+    routes: Arc<Routes>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let (read_half, mut write_half) = stream.into_split();
+    let budget = state.config.queued_max_request_bytes.min(u32::MAX as usize);
+    let inflight = Arc::new(Semaphore::new(budget));
+    let (frames_tx, mut frames) = mpsc::channel(QUEUE_DEPTH);
+    let reader = tokio::spawn(read_frames(
+        read_half,
+        peer,
+        Arc::clone(&state),
+        inflight,
+        frames_tx,
+        shutdown,
+    ));
+    while let Some(Frame { bytes, _permit }) = frames.recv().await {
+        let size = bytes.len() as i64;
+        let response = dispatch::dispatch(bytes.freeze(), &state, &routes).await;
+        let outcome = match response {
+            Ok(Some(response)) => {
+                frame_writer::write(&mut write_half, response, state.config.fetch_sendfile).await
+            }
+            Ok(None) => Ok(()),
+            Err(reason) => {
+                tracing::warn!(%peer, %reason, "Closing connection");
+                state.metrics.inflight_request_bytes.sub(size);
+                break;
+            }
+        };
+        state.metrics.inflight_request_bytes.sub(size);
+        if let Err(error) = outcome {
+            tracing::debug!(%peer, %error, "Writing a response failed; closing connection");
+            break;
+        }
+    }
+    drop(frames);
+    match reader.await {
+        Ok(()) => {}
+        Err(error) => tracing::error!(%peer, %error, "Connection reader task failed"),
+    }
+}
+
+async fn read_frames(
+    mut read_half: OwnedReadHalf,
+    peer: SocketAddr,
+    state: Arc<BrokerState>,
+    inflight: Arc<Semaphore>,
+    frames: mpsc::Sender<Frame>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let idle = Duration::from_millis(state.config.connections_max_idle_ms);
+    let max_frame = state.config.socket_request_max_bytes;
+    let budget = state.config.queued_max_request_bytes.min(u32::MAX as usize);
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let mut size = [0u8; 4];
+        let read = tokio::select! {
+            read = tokio::time::timeout(idle, read_half.read_exact(&mut size)) => read,
+            _ = shutdown.changed() => return,
+        };
+        match read {
+            Err(_) => {
+                tracing::debug!(%peer, "Closing idle connection (connections.max.idle.ms)");
+                return;
+            }
+            Ok(Err(_)) => return,
+            Ok(Ok(_)) => {}
+        }
+        let size = i32::from_be_bytes(size);
+        if size < 0 || size as usize > max_frame {
+            tracing::warn!(%peer, size, max = max_frame, "Closing connection: request frame size invalid or above socket.request.max.bytes");
+            return;
+        }
+        let size = size as usize;
+        // Back-pressure: wait until answered requests free their bytes.
+        let permits = size.clamp(1, budget) as u32;
+        let Ok(permit) = Arc::clone(&inflight).acquire_many_owned(permits).await else {
+            return;
+        };
+        let mut bytes = BytesMut::zeroed(size);
+        let read = tokio::select! {
+            read = tokio::time::timeout(idle, read_half.read_exact(&mut bytes)) => read,
+            _ = shutdown.changed() => return,
+        };
+        if !matches!(read, Ok(Ok(_))) {
+            tracing::debug!(%peer, size, "Connection closed in the middle of a request frame");
+            return;
+        }
+        state.metrics.inflight_request_bytes.add(size as i64);
+        if frames
+            .send(Frame {
+                bytes,
+                _permit: permit,
+            })
+            .await
+            .is_err()
+        {
+            state.metrics.inflight_request_bytes.sub(size as i64);
+            return;
+        }
+    }
+}
