@@ -23,6 +23,8 @@ pub const DEFAULT_EXTERNAL_PORT: i32 = 9094;
 pub const DEFAULT_STORAGE_SIZE: &str = "10Gi";
 
 /// Desired state of an Oxbow cluster.
+// Several `printcolumn(...)` entries repeat `type_`, which clippy takes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "oxbow.dev",

@@ -34,7 +34,10 @@ fn cluster_crd_has_scale_subresource_and_rules() {
     assert_eq!(scale["specReplicasPath"], ".spec.replicas");
     assert_eq!(scale["labelSelectorPath"], ".status.selector");
     let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
-    assert_eq!(spec["properties"]["replicas"]["minimum"], 1);
+    assert_eq!(
+        spec["properties"]["replicas"]["minimum"].as_f64(),
+        Some(1.0)
+    );
     let rules = spec["x-kubernetes-validations"].to_string();
     assert!(
         rules.contains("self.replicas >= self.controllerVoters"),
@@ -50,7 +53,10 @@ fn topic_crd_forbids_shrinking_partitions() {
     let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
     let rules = spec["properties"]["partitions"]["x-kubernetes-validations"].to_string();
     assert!(rules.contains("self >= oldSelf"), "{rules}");
-    assert_eq!(spec["properties"]["partitions"]["minimum"], 1);
+    assert_eq!(
+        spec["properties"]["partitions"]["minimum"].as_f64(),
+        Some(1.0)
+    );
 }
 
 #[test]

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 pub const TOPIC_FINALIZER: &str = "oxbow.dev/topic";
 
 /// Desired state of a Kafka topic.
+// Several `printcolumn(...)` entries repeat `type_`, which clippy takes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "oxbow.dev",

@@ -61,7 +61,7 @@ pub fn assign_replicas(
         }
     }
     let ordered = rack_alternating(brokers);
-    let racks: BTreeSet<&str> = ordered.iter().map(|b| rack_of(b)).collect();
+    let racks: BTreeSet<&str> = ordered.iter().map(rack_of).collect();
     let broker_count = ordered.len();
     let mut assignment = Vec::with_capacity(partitions);
     for partition in 0..partitions {

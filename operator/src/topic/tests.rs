@@ -1,1 +1,170 @@
+use std::collections::BTreeMap;
 
+use super::plan::{DesiredTopic, Plan, assignment_summary, plan};
+use crate::admin::{BrokerDescription, PartitionDescription, TopicDescription};
+
+fn desired(partitions: i32, replication_factor: i32, configs: &[(&str, &str)]) -> DesiredTopic {
+    DesiredTopic {
+        name: "orders".into(),
+        partitions,
+        replication_factor,
+        configs: configs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    }
+}
+
+fn brokers(racks: &[Option<&str>]) -> Vec<BrokerDescription> {
+    racks
+        .iter()
+        .zip(0..)
+        .map(|(rack, id)| BrokerDescription {
+            id,
+            rack: rack.map(str::to_string),
+        })
+        .collect()
+}
+
+fn existing(partitions: i32, replication_factor: i32) -> TopicDescription {
+    TopicDescription {
+        name: "orders".into(),
+        topic_id: "id".into(),
+        partitions: (0..partitions)
+            .map(|p| {
+                let replicas: Vec<i32> = (0..replication_factor).map(|r| (p + r) % 3).collect();
+                (
+                    p,
+                    PartitionDescription {
+                        leader: replicas[0],
+                        in_sync_replicas: replicas.clone(),
+                        replicas,
+                    },
+                )
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn missing_topic_is_created_and_placed_by_the_cluster_without_racks() {
+    let p = plan(
+        &desired(3, 1, &[]),
+        &brokers(&[None]),
+        None,
+        &BTreeMap::new(),
+    );
+    assert_eq!(p.create, Some(None));
+    assert!(p.impossible.is_empty());
+}
+
+#[test]
+fn missing_topic_gets_rack_aware_assignment_when_brokers_have_racks() {
+    let p = plan(
+        &desired(6, 3, &[]),
+        &brokers(&[
+            Some("a"),
+            Some("b"),
+            Some("c"),
+            Some("a"),
+            Some("b"),
+            Some("c"),
+        ]),
+        None,
+        &BTreeMap::new(),
+    );
+    let assignment = p.create.unwrap().unwrap();
+    assert_eq!(assignment.len(), 6);
+    let rack = |id: i32| ["a", "b", "c"][usize::try_from(id % 3).unwrap()];
+    for replicas in assignment {
+        let racks: std::collections::BTreeSet<_> = replicas.iter().map(|id| rack(*id)).collect();
+        assert_eq!(racks.len(), 3, "replicas {replicas:?} share a rack");
+    }
+}
+
+#[test]
+fn replication_factor_above_broker_count_is_impossible() {
+    let p = plan(
+        &desired(3, 3, &[]),
+        &brokers(&[None]),
+        None,
+        &BTreeMap::new(),
+    );
+    assert_eq!(p.create, None);
+    assert_eq!(p.impossible[0].reason, "ReplicationFactorTooLarge");
+}
+
+#[test]
+fn partitions_grow_but_never_shrink() {
+    let grow = plan(
+        &desired(6, 1, &[]),
+        &brokers(&[None]),
+        Some(&existing(3, 1)),
+        &BTreeMap::new(),
+    );
+    assert_eq!(grow.grow_partitions, Some(6));
+    let shrink = plan(
+        &desired(2, 1, &[]),
+        &brokers(&[None]),
+        Some(&existing(3, 1)),
+        &BTreeMap::new(),
+    );
+    assert_eq!(shrink.grow_partitions, None);
+    assert_eq!(shrink.impossible[0].reason, "PartitionsCannotShrink");
+}
+
+#[test]
+fn replication_factor_change_is_reported_not_attempted() {
+    let p = plan(
+        &desired(3, 3, &[]),
+        &brokers(&[None, None, None]),
+        Some(&existing(3, 1)),
+        &BTreeMap::new(),
+    );
+    assert_eq!(p.impossible[0].reason, "ReplicationFactorChangeUnsupported");
+    assert!(!p.changes_anything());
+}
+
+#[test]
+fn config_drift_is_put_back() {
+    let in_cluster = BTreeMap::from([
+        ("retention.ms".to_string(), "1000".to_string()),
+        ("cleanup.policy".to_string(), "compact".to_string()),
+    ]);
+    let p = plan(
+        &desired(3, 1, &[("retention.ms", "86400000")]),
+        &brokers(&[None]),
+        Some(&existing(3, 1)),
+        &in_cluster,
+    );
+    assert_eq!(
+        p.set_configs,
+        BTreeMap::from([("retention.ms".to_string(), "86400000".to_string())])
+    );
+    assert_eq!(p.delete_configs, vec!["cleanup.policy".to_string()]);
+    assert_eq!(
+        p.describe(&desired(3, 1, &[])),
+        "set retention.ms; removed cleanup.policy"
+    );
+}
+
+#[test]
+fn matching_topic_needs_nothing() {
+    let in_cluster = BTreeMap::from([("retention.ms".to_string(), "5".to_string())]);
+    let p = plan(
+        &desired(3, 1, &[("retention.ms", "5")]),
+        &brokers(&[None]),
+        Some(&existing(3, 1)),
+        &in_cluster,
+    );
+    assert_eq!(p, Plan::default());
+}
+
+#[test]
+fn summary_counts_leaders_and_replicas() {
+    let summary = assignment_summary(&existing(3, 2));
+    assert_eq!(
+        summary,
+        "3 partitions x 2 replicas; leaders by broker 0:1 1:1 2:1; replicas by broker 0:2 1:2 2:2; 0 under-replicated"
+    );
+}
