@@ -28,7 +28,7 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 
 use super::config::{self, CONFIG_DIR, DATA_MOUNT, RACK_DIR, RACK_FILE, SHARED_CONFIG_FILE};
 use super::names::Names;
-use crate::crd::{Cluster, ExternalType};
+use crate::crd::{AdvertiseMode, Cluster, ExternalType};
 
 /// Pod template annotation holding the hash of the shared config: a change rolls brokers.
 pub const CONFIG_HASH_ANNOTATION: &str = "oxbow.dev/config-hash";
@@ -346,6 +346,9 @@ fn broker_container(cluster: &Cluster, settings: &BuildSettings) -> Container {
         args.extend(["--config".to_string(), format!("{RACK_DIR}/{RACK_FILE}")]);
         mounts.push(mount("rack", RACK_DIR));
     }
+    if spec.listeners.advertise == AdvertiseMode::PodIp {
+        args.extend(config::pod_ip_overrides(spec));
+    }
     let mut ports = vec![
         container_port("kafka", spec.listeners.kafka_port),
         container_port("controller", spec.listeners.controller_port),
@@ -367,6 +370,7 @@ fn broker_container(cluster: &Cluster, settings: &BuildSettings) -> Container {
         env: Some(vec![
             env_from_field("POD_NAME", "metadata.name"),
             env_from_field("POD_NAMESPACE", "metadata.namespace"),
+            env_from_field("POD_IP", "status.podIP"),
         ]),
         ports: Some(ports),
         readiness_probe: Some(http_probe("/readyz", "metrics", 5, 3)),

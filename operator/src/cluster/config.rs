@@ -73,50 +73,35 @@ const COMPRESSION: ConfigType =
     ConfigType::Enum(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"]);
 const TIMESTAMP_TYPE: ConfigType = ConfigType::Enum(&["CreateTime", "LogAppendTime"]);
 
-/// Broker config keys a Cluster may override, with their types (Kafka's names).
+/// Broker config keys a Cluster may override, with their types: the keys the Oxbow broker
+/// knows (`broker/src/config.rs`; it refuses unknown keys at start-up, so a key is added
+/// here when the broker learns it), minus the ones the operator manages.
 pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("auto.create.topics.enable", ConfigType::Bool),
-    ("auto.leader.rebalance.enable", ConfigType::Bool),
-    ("compression.type", COMPRESSION),
+    ("cluster.id", ConfigType::String),
+    ("connections.max.idle.ms", ConfigType::Long),
     ("default.replication.factor", ConfigType::Int),
-    ("delete.topic.enable", ConfigType::Bool),
-    ("group.initial.rebalance.delay.ms", ConfigType::Int),
-    ("group.max.session.timeout.ms", ConfigType::Int),
-    ("group.min.session.timeout.ms", ConfigType::Int),
-    ("leader.imbalance.check.interval.seconds", ConfigType::Long),
-    ("log.cleaner.enable", ConfigType::Bool),
-    ("log.cleaner.threads", ConfigType::Int),
+    ("fetch.sendfile.enable", ConfigType::Bool),
+    ("log.cleaner.delete.retention.ms", ConfigType::Long),
     ("log.cleanup.policy", CLEANUP_POLICY),
     ("log.flush.interval.messages", ConfigType::Long),
     ("log.flush.interval.ms", ConfigType::Long),
     ("log.index.interval.bytes", ConfigType::Int),
+    ("log.index.size.max.bytes", ConfigType::Int),
     ("log.message.timestamp.type", TIMESTAMP_TYPE),
     ("log.retention.bytes", ConfigType::Long),
     ("log.retention.check.interval.ms", ConfigType::Long),
-    ("log.retention.hours", ConfigType::Int),
-    ("log.retention.minutes", ConfigType::Int),
     ("log.retention.ms", ConfigType::Long),
-    ("log.roll.hours", ConfigType::Int),
     ("log.roll.ms", ConfigType::Long),
     ("log.segment.bytes", ConfigType::Int),
+    ("max.connections", ConfigType::Int),
     ("message.max.bytes", ConfigType::Int),
+    ("metrics.partition.labels", ConfigType::Bool),
     ("min.insync.replicas", ConfigType::Int),
-    ("num.io.threads", ConfigType::Int),
-    ("num.network.threads", ConfigType::Int),
     ("num.partitions", ConfigType::Int),
-    ("num.recovery.threads.per.data.dir", ConfigType::Int),
-    ("num.replica.fetchers", ConfigType::Int),
-    ("offsets.retention.minutes", ConfigType::Int),
     ("offsets.topic.num.partitions", ConfigType::Int),
-    ("offsets.topic.replication.factor", ConfigType::Int),
-    ("replica.fetch.max.bytes", ConfigType::Int),
-    ("replica.lag.time.max.ms", ConfigType::Long),
-    ("socket.receive.buffer.bytes", ConfigType::Int),
+    ("queued.max.request.bytes", ConfigType::Long),
     ("socket.request.max.bytes", ConfigType::Int),
-    ("socket.send.buffer.bytes", ConfigType::Int),
-    ("transaction.state.log.min.isr", ConfigType::Int),
-    ("transaction.state.log.replication.factor", ConfigType::Int),
-    ("unclean.leader.election.enable", ConfigType::Bool),
 ];
 
 /// Topic config keys a Topic may set, with their types (Kafka's names).
@@ -278,29 +263,10 @@ pub fn shared_config(
         "controller.listener.names".to_string(),
         "CONTROLLER".to_string(),
     );
-    entries.insert(
-        "inter.broker.listener.name".to_string(),
-        "PLAINTEXT".to_string(),
-    );
-    let mut protocols = String::from("PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
-    if spec.listeners.external.is_some() {
-        protocols.push_str(",EXTERNAL:PLAINTEXT");
-    }
-    entries.insert("listener.security.protocol.map".to_string(), protocols);
     entries.insert("log.dirs".to_string(), LOG_DIR.to_string());
     entries.insert(
         "metrics.listener".to_string(),
         format!("0.0.0.0:{}", spec.metrics.port),
-    );
-    // Internal topics cannot have more replicas than brokers; a user override still wins.
-    let internal_rf = spec.replicas.clamp(1, 3).to_string();
-    entries.insert(
-        "offsets.topic.replication.factor".to_string(),
-        internal_rf.clone(),
-    );
-    entries.insert(
-        "transaction.state.log.replication.factor".to_string(),
-        internal_rf,
     );
     for (key, value) in overrides {
         entries.insert(key.clone(), value.clone());
@@ -308,15 +274,34 @@ pub fn shared_config(
     render_yaml(&entries)
 }
 
+/// Whether broker `ordinal` is a controller voter.
+pub fn is_controller(spec: &ClusterSpec, ordinal: i32) -> bool {
+    ordinal < spec.controller_voters
+}
+
+/// The `listeners` value of a broker bound to `host`.
+pub fn listeners(spec: &ClusterSpec, host: &str, controller: bool) -> String {
+    let mut listeners = vec![format!("PLAINTEXT://{host}:{}", spec.listeners.kafka_port)];
+    if controller {
+        listeners.push(format!(
+            "CONTROLLER://{host}:{}",
+            spec.listeners.controller_port
+        ));
+    }
+    if let Some(external) = &spec.listeners.external {
+        listeners.push(format!("EXTERNAL://{host}:{}", external.port));
+    }
+    listeners.join(",")
+}
+
 /// The per-broker file: identity and addresses of broker `ordinal`.
-///
 pub fn broker_config(spec: &ClusterSpec, names: &Names, ordinal: i32) -> String {
     let mut entries = BTreeMap::new();
-    let is_controller = ordinal < spec.controller_voters;
+    let controller = is_controller(spec, ordinal);
     entries.insert("node.id".to_string(), ordinal.to_string());
     entries.insert(
         "process.roles".to_string(),
-        if is_controller {
+        if controller {
             "broker,controller"
         } else {
             "broker"
@@ -324,19 +309,11 @@ pub fn broker_config(spec: &ClusterSpec, names: &Names, ordinal: i32) -> String 
         .to_string(),
     );
     let kafka_port = spec.listeners.kafka_port;
-    let mut listeners = vec![format!("PLAINTEXT://0.0.0.0:{kafka_port}")];
     let mut advertised = vec![format!(
         "PLAINTEXT://{}:{kafka_port}",
         names.pod_dns(ordinal)
     )];
-    if is_controller {
-        listeners.push(format!(
-            "CONTROLLER://0.0.0.0:{}",
-            spec.listeners.controller_port
-        ));
-    }
     if let Some(external) = &spec.listeners.external {
-        listeners.push(format!("EXTERNAL://0.0.0.0:{}", external.port));
         let host = external
             .advertised_host
             .clone()
@@ -349,7 +326,28 @@ pub fn broker_config(spec: &ClusterSpec, names: &Names, ordinal: i32) -> String 
         };
         advertised.push(format!("EXTERNAL://{host}:{port}"));
     }
-    entries.insert("listeners".to_string(), listeners.join(","));
+    entries.insert(
+        "listeners".to_string(),
+        listeners(spec, "0.0.0.0", controller),
+    );
     entries.insert("advertised.listeners".to_string(), advertised.join(","));
     render_yaml(&entries)
+}
+
+/// Extra broker arguments for `listeners.advertise: PodIP`: bind and advertise the pod IP
+/// (`$(POD_IP)` is expanded by the kubelet from the container's env). Every broker gets the
+/// controller listener here because the pod template is shared by all ordinals.
+pub fn pod_ip_overrides(spec: &ClusterSpec) -> Vec<String> {
+    let mut advertised = format!("PLAINTEXT://$(POD_IP):{}", spec.listeners.kafka_port);
+    if let Some(external) = &spec.listeners.external {
+        advertised.push_str(&format!(",EXTERNAL://$(POD_IP):{}", external.port));
+    }
+    vec![
+        "--override".to_string(),
+        format!("listeners={}", listeners(spec, "$(POD_IP)", true)),
+        "--override".to_string(),
+        format!("advertised.listeners={advertised}"),
+        "--override".to_string(),
+        format!("metrics.listener=$(POD_IP):{}", spec.metrics.port),
+    ]
 }

@@ -47,7 +47,6 @@ fn three_brokers_render_kraft_config() {
     );
     assert_eq!(as_string(&shared["log.dirs"]), "/var/lib/oxbow/data");
     assert_eq!(as_string(&shared["metrics.listener"]), "0.0.0.0:9644");
-    assert_eq!(as_string(&shared["offsets.topic.replication.factor"]), "3");
     for ordinal in 0..3 {
         let pod = yaml_map(&data[&format!("events-{ordinal}.yaml")]);
         assert_eq!(as_string(&pod["node.id"]), ordinal.to_string());
@@ -79,25 +78,50 @@ fn brokers_beyond_the_voters_are_broker_only() {
 }
 
 #[test]
-fn single_broker_internal_topics_have_one_replica() {
-    let desired = build::build(&cluster("replicas: 1"), &settings()).unwrap();
-    let shared = yaml_map(&desired.config_map.data.unwrap()["broker.yaml"]);
-    assert_eq!(as_string(&shared["offsets.topic.replication.factor"]), "1");
-    assert_eq!(
-        as_string(&shared["transaction.state.log.replication.factor"]),
-        "1"
+fn pod_ip_mode_binds_and_advertises_the_pod_ip() {
+    let desired = build::build(
+        &cluster("replicas: 1\nlisteners:\n  advertise: PodIP"),
+        &settings(),
+    )
+    .unwrap();
+    let pod = desired.stateful_set.spec.unwrap().template.spec.unwrap();
+    let broker = &pod.containers[0];
+    let args = broker.args.as_ref().unwrap();
+    assert!(
+        args.contains(
+            &"listeners=PLAINTEXT://$(POD_IP):9092,CONTROLLER://$(POD_IP):9093".to_string()
+        ),
+        "{args:?}"
+    );
+    assert!(
+        args.contains(&"advertised.listeners=PLAINTEXT://$(POD_IP):9092".to_string()),
+        "{args:?}"
+    );
+    assert!(
+        args.contains(&"metrics.listener=$(POD_IP):9644".to_string()),
+        "{args:?}"
+    );
+    assert!(
+        broker
+            .env
+            .as_ref()
+            .unwrap()
+            .iter()
+            .any(|e| e.name == "POD_IP")
     );
 }
 
 #[test]
 fn overrides_are_rendered_and_typed() {
     let desired = build::build(
-        &cluster("replicas: 1\nconfig:\n  log.retention.hours: 72\n  auto.create.topics.enable: \"false\""),
+        &cluster(
+            "replicas: 1\nconfig:\n  log.retention.ms: 72\n  auto.create.topics.enable: \"false\"",
+        ),
         &settings(),
     )
     .unwrap();
     let shared = yaml_map(&desired.config_map.data.unwrap()["broker.yaml"]);
-    assert_eq!(as_string(&shared["log.retention.hours"]), "72");
+    assert_eq!(as_string(&shared["log.retention.ms"]), "72");
     assert_eq!(as_string(&shared["auto.create.topics.enable"]), "false");
 }
 
@@ -309,10 +333,7 @@ fn external_node_ports_are_per_broker() {
     assert!(
         as_string(&second["advertised.listeners"]).ends_with(",EXTERNAL://kafka.example.com:31001")
     );
-    assert!(
-        as_string(&yaml_map(&data["broker.yaml"])["listener.security.protocol.map"])
-            .contains("EXTERNAL:PLAINTEXT")
-    );
+    assert!(as_string(&second["listeners"]).ends_with(",EXTERNAL://0.0.0.0:9094"));
 }
 
 #[test]

@@ -210,9 +210,24 @@ pub struct ListenersSpec {
     #[serde(default = "default_controller_port")]
     #[schemars(range(min = 1, max = 65535))]
     pub controller_port: i32,
+    /// What brokers advertise to clients: their stable DNS names through the headless
+    /// Service (`ServiceDNS`, the default), or their pod IPs (`PodIP`: for environments
+    /// without cluster DNS; brokers then also bind their pod IP).
+    #[serde(default)]
+    pub advertise: AdvertiseMode,
     /// Optional external listener: one NodePort or LoadBalancer Service per broker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalListener>,
+}
+
+/// Address a broker advertises on its internal listener.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum AdvertiseMode {
+    #[default]
+    #[serde(rename = "ServiceDNS")]
+    ServiceDns,
+    #[serde(rename = "PodIP")]
+    PodIp,
 }
 
 fn default_kafka_port() -> i32 {
@@ -228,6 +243,7 @@ impl Default for ListenersSpec {
         Self {
             kafka_port: DEFAULT_KAFKA_PORT,
             controller_port: DEFAULT_CONTROLLER_PORT,
+            advertise: AdvertiseMode::default(),
             external: None,
         }
     }

@@ -16,7 +16,8 @@ pub mod plan;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event as FinalizerEvent};
 use kube::{Resource, ResourceExt};
@@ -112,13 +113,50 @@ fn key(topic: &Topic) -> String {
     )
 }
 
-/// The address the operator uses to reach `cluster`'s brokers.
-fn bootstrap(ctx: &Context, cluster: &Cluster, namespace: &str) -> String {
+/// Addresses the operator tries, in order, to reach `cluster`'s brokers: an override
+/// (`--bootstrap-override`), then the pod IPs of its running brokers (reachable from the
+/// operator's pod in any cluster, and without cluster DNS), then the bootstrap Service.
+async fn addresses(ctx: &Context, cluster: &Cluster, namespace: &str) -> Vec<String> {
     let name = cluster.name_any();
     if let Some(address) = ctx.bootstrap_overrides.get(&format!("{namespace}/{name}")) {
-        return address.clone();
+        return vec![address.clone()];
     }
-    Names::new(&name, namespace).bootstrap(cluster.spec.listeners.kafka_port)
+    let names = Names::new(&name, namespace);
+    let port = cluster.spec.listeners.kafka_port;
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let mut out: Vec<String> = match pods
+        .list(&ListParams::default().labels(&names.selector_string()))
+        .await
+    {
+        Ok(list) => list
+            .items
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
+            .map(|ip| format!("{ip}:{port}"))
+            .collect(),
+        Err(error) => {
+            tracing::debug!(%error, "Listing broker pods failed; using the bootstrap Service");
+            Vec::new()
+        }
+    };
+    out.push(names.bootstrap(port));
+    out
+}
+
+/// Connects to the first address that answers.
+async fn connect(addresses: &[String]) -> Result<(AdminClient, String), AdminError> {
+    let mut last = None;
+    for address in addresses {
+        match AdminClient::connect(address).await {
+            Ok(client) => return Ok((client, address.clone())),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(last.unwrap_or(AdminError::Timeout {
+        api: "Connect",
+        address: String::new(),
+    }))
 }
 
 /// Status with conditions; `ready` false needs a reason.
@@ -255,17 +293,13 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         write_status(topic, ctx, outcome, previous_status(topic)).await?;
         return Ok(Action::requeue(REQUEUE_WAITING));
     };
-    let address = bootstrap(ctx, &cluster, &namespace);
-    let admin_error = |source| Error::Admin {
-        cluster: cluster.name_any(),
-        address: address.clone(),
-        source,
-    };
-    let mut admin = match AdminClient::connect(&address).await {
-        Ok(admin) => admin,
+    let candidates = addresses(ctx, &cluster, &namespace).await;
+    let tried = candidates.join(", ");
+    let (mut admin, address) = match connect(&candidates).await {
+        Ok(connected) => connected,
         Err(source) => {
             let message = format!(
-                "cannot reach cluster {} at {address}: {source}",
+                "cannot reach cluster {} at {tried}: {source}",
                 cluster.name_any()
             );
             let mut status = previous_status(topic);
@@ -277,8 +311,17 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
                 message,
             };
             write_status(topic, ctx, outcome, status).await?;
-            return Err(admin_error(source));
+            return Err(Error::Admin {
+                cluster: cluster.name_any(),
+                address: tried,
+                source,
+            });
         }
+    };
+    let admin_error = |source| Error::Admin {
+        cluster: cluster.name_any(),
+        address: address.clone(),
+        source,
     };
     let view = admin.describe(&desired.name).await.map_err(admin_error)?;
     let existing_configs = match &view.topic {
@@ -469,13 +512,17 @@ async fn cleanup(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         tracing::info!(topic = %topic.name_any(), "Cluster gone: releasing the Topic without deleting");
         return Ok(Action::await_change());
     };
-    let address = bootstrap(ctx, &cluster, &namespace);
+    let candidates = addresses(ctx, &cluster, &namespace).await;
+    let (mut admin, address) = connect(&candidates).await.map_err(|source| Error::Admin {
+        cluster: cluster.name_any(),
+        address: candidates.join(", "),
+        source,
+    })?;
     let admin_error = |source| Error::Admin {
         cluster: cluster.name_any(),
         address: address.clone(),
         source,
     };
-    let mut admin = AdminClient::connect(&address).await.map_err(admin_error)?;
     let name = topic.kafka_name();
     admin.delete_topic(&name).await.map_err(admin_error)?;
     ctx.event(
