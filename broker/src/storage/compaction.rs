@@ -108,10 +108,10 @@ impl Log {
             removed += (records.len() - survivors.len()) as u64;
             if survivors.len() == records.len() {
                 output.extend_from_slice(raw);
-            } else if !survivors.is_empty() {
-                if let Err(error) = encode_survivors(&mut output, header, &survivors) {
-                    failure = Some(error);
-                }
+            } else if !survivors.is_empty()
+                && let Err(error) = encode_survivors(&mut output, header, &survivors)
+            {
+                failure = Some(error);
             }
         })?;
         if let Some(reason) = failure {

@@ -109,7 +109,9 @@ impl<const WORDS: usize> MappedEntries<WORDS> {
     /// Entries in an existing file whose length is exactly its entry count (a trimmed index).
     pub fn entries_in_trimmed_file(path: &Path) -> Option<usize> {
         let bytes = std::fs::metadata(path).ok()?.len() as usize;
-        (bytes % Self::ENTRY_BYTES == 0).then_some(bytes / Self::ENTRY_BYTES)
+        bytes
+            .is_multiple_of(Self::ENTRY_BYTES)
+            .then_some(bytes / Self::ENTRY_BYTES)
     }
 
     fn map(path: &Path, file: &File, bytes: u64) -> Result<Option<MmapRaw>, IndexFileError> {

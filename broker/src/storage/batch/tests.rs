@@ -1,3 +1,5 @@
+#![allow(clippy::indexing_slicing)]
+
 use super::*;
 use crate::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
 use kafka_protocol::records::Compression;
