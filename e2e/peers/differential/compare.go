@@ -31,9 +31,10 @@ func normalize(obs Observations) map[string]string {
 	return out
 }
 
-var knownLine = regexp.MustCompile("^- `([^`]+)`")
+var backticked = regexp.MustCompile("`([^`]+)`")
 
-// knownDifferences reads the keys (glob patterns) listed in KNOWN-DIFFERENCES.md.
+// knownDifferences reads the keys (glob patterns) listed in KNOWN-DIFFERENCES.md: list items
+// that open with one or more backticked keys followed by a colon.
 func knownDifferences(file string) ([]string, error) {
 	if file == "" {
 		_, self, _, ok := runtime.Caller(0)
@@ -50,7 +51,13 @@ func knownDifferences(file string) ([]string, error) {
 	var patterns []string
 	scanner := bufio.NewScanner(f)
 	for scanner.Scan() {
-		if m := knownLine.FindStringSubmatch(strings.TrimSpace(scanner.Text())); m != nil {
+		// A list item "- `key`, `other.key`: reason" lists every backticked key before the colon.
+		line := strings.TrimSpace(scanner.Text())
+		end := strings.Index(line, "`:")
+		if !strings.HasPrefix(line, "- `") || end < 0 {
+			continue
+		}
+		for _, m := range backticked.FindAllStringSubmatch(line[:end+1], -1) {
 			patterns = append(patterns, m[1])
 		}
 	}
@@ -85,6 +92,7 @@ func report(reference, candidate map[string]string, knownFile string) error {
 	}
 	sort.Strings(sorted)
 	same, known, unknown := 0, 0, 0
+	used := map[string]bool{}
 	for _, k := range sorted {
 		a, aok := reference[k]
 		b, bok := candidate[k]
@@ -102,10 +110,16 @@ func report(reference, candidate map[string]string, knownFile string) error {
 		if p := isKnown(k, patterns); p != "" {
 			tag = "known    "
 			known++
+			used[p] = true
 		} else {
 			unknown++
 		}
 		fmt.Printf("%s %s\n    kafka: %s\n    oxbow: %s\n", tag, k, clip(a), clip(b))
+	}
+	for _, p := range patterns {
+		if !used[p] {
+			fmt.Printf("note: known difference `%s` no longer differs; remove it from KNOWN-DIFFERENCES.md\n", p)
+		}
 	}
 	fmt.Printf("differential: %d observations: %d same, %d known differences, %d unexplained\n",
 		len(sorted), same, known, unknown)

@@ -162,222 +162,257 @@ func runScenario(ctx context.Context, bootstrap string) (Observations, error) {
 	}
 	obs["produce.assigned_offsets"] = producedList
 
-	// 3. List offsets: earliest, latest, max timestamp, by time, after the last time.
-	for p := int32(0); p < partitions; p++ {
-		for _, q := range []struct {
-			name string
-			ts   int64
-		}{{"earliest", -2}, {"latest", -1}, {"max_timestamp", -3},
-			{"time_mid", base + 5500}, {"time_after_end", base + 1_000_000}} {
-			ts := q.ts
-			if q.name == "time_mid" {
-				// The middle of this partition's records.
-				ts = base + int64(int(p)*batchesPerPart*recordsPerBat+5)*1000 + 500
-			}
-			r, err := tgt.listOffset(ctx, p, ts)
-			if err != nil {
-				return nil, fmt.Errorf("list offsets: %w", err)
-			}
-			key := fmt.Sprintf("list_offsets.p%d.%s", p, q.name)
-			obs[key+".error_code"] = int(r.ErrorCode)
-			obs[key+".offset"] = r.Offset
-			obs[key+".timestamp"] = rel(r.Timestamp)
-			obs[key+".leader_epoch"] = int(r.LeaderEpoch)
+	// From here on a step that fails records "<step>.step_error" and the scenario goes on,
+	// so one missing API shows as one difference rather than hiding all the others.
+	step := func(name string, run func() error) {
+		if err := run(); err != nil {
+			obs[name+".step_error"] = errorCode(err)
 		}
 	}
+	// 3. List offsets: earliest, latest, max timestamp, by time, after the last time.
+	step("list_offsets", func() error {
+		for p := int32(0); p < partitions; p++ {
+			for _, q := range []struct {
+				name string
+				ts   int64
+			}{{"earliest", -2}, {"latest", -1}, {"max_timestamp", -3},
+				{"time_mid", base + 5500}, {"time_after_end", base + 1_000_000}} {
+				ts := q.ts
+				if q.name == "time_mid" {
+					// The middle of this partition's records.
+					ts = base + int64(int(p)*batchesPerPart*recordsPerBat+5)*1000 + 500
+				}
+				r, err := tgt.listOffset(ctx, p, ts)
+				if err != nil {
+					return fmt.Errorf("list offsets: %w", err)
+				}
+				key := fmt.Sprintf("list_offsets.p%d.%s", p, q.name)
+				obs[key+".error_code"] = int(r.ErrorCode)
+				obs[key+".offset"] = r.Offset
+				obs[key+".timestamp"] = rel(r.Timestamp)
+				obs[key+".leader_epoch"] = int(r.LeaderEpoch)
+			}
+		}
+		return nil
+	})
 
 	// 4. Consume from earliest: every record with key, value, headers, timestamp.
-	records, err := consume(ctx, bootstrap, topic, kgo.NewOffset().AtStart(), len(produced))
-	if err != nil {
-		return nil, fmt.Errorf("consume from earliest: %w", err)
-	}
-	var lines []string
-	for _, r := range records {
-		var hs []string
-		for _, h := range r.Headers {
-			hs = append(hs, fmt.Sprintf("%s=%q(nil=%v)", h.Key, h.Value, h.Value == nil))
+	step("consume_earliest", func() error {
+		records, err := consume(ctx, bootstrap, topic, kgo.NewOffset().AtStart(), len(produced))
+		if err != nil {
+			return fmt.Errorf("consume from earliest: %w", err)
 		}
-		lines = append(lines, fmt.Sprintf("p%d@%d key=%q value=%q(nil=%v) ts=%d type=%d headers=%v",
-			r.Partition, r.Offset, r.Key, r.Value, r.Value == nil, rel(r.Timestamp.UnixMilli()),
-			r.Attrs.TimestampType(), hs))
-	}
-	obs["consume_earliest.records"] = lines
+		var lines []string
+		for _, r := range records {
+			var hs []string
+			for _, h := range r.Headers {
+				hs = append(hs, fmt.Sprintf("%s=%q(nil=%v)", h.Key, h.Value, h.Value == nil))
+			}
+			lines = append(lines, fmt.Sprintf("p%d@%d key=%q value=%q(nil=%v) ts=%d type=%d headers=%v",
+				r.Partition, r.Offset, r.Key, r.Value, r.Value == nil, rel(r.Timestamp.UnixMilli()),
+				r.Attrs.TimestampType(), hs))
+		}
+		obs["consume_earliest.records"] = lines
+		return nil
+	})
 
 	// 5. Consume from a timestamp: the first record each partition returns.
-	fromTime, err := consume(ctx, bootstrap, topic, kgo.NewOffset().AfterMilli(base+5500), -partitions)
-	if err != nil {
-		return nil, fmt.Errorf("consume from timestamp: %w", err)
-	}
-	for _, r := range fromTime {
-		obs[fmt.Sprintf("consume_from_timestamp.p%d.first_offset", r.Partition)] = r.Offset
-	}
+	step("consume_from_timestamp", func() error {
+		fromTime, err := consume(ctx, bootstrap, topic, kgo.NewOffset().AfterMilli(base+5500), -partitions)
+		if err != nil {
+			return fmt.Errorf("consume from timestamp: %w", err)
+		}
+		for _, r := range fromTime {
+			obs[fmt.Sprintf("consume_from_timestamp.p%d.first_offset", r.Partition)] = r.Offset
+		}
+		return nil
+	})
 
 	// 6. Consume from latest: a record produced after the end was read is the one seen.
-	latest, err := tgt.listOffset(ctx, 0, -1)
-	if err != nil {
-		return nil, err
-	}
-	late := &kgo.Record{Topic: topic, Partition: 0, Value: []byte("late"), Timestamp: time.UnixMilli(base + 100_000)}
-	if err := cl.ProduceSync(ctx, late).FirstErr(); err != nil {
-		return nil, fmt.Errorf("produce late record: %w", err)
-	}
-	fromLatest, err := consumePartition(ctx, bootstrap, topic, 0, kgo.NewOffset().At(latest.Offset), 1)
-	if err != nil {
-		return nil, fmt.Errorf("consume from latest: %w", err)
-	}
-	obs["consume_latest.offset"] = fromLatest[0].Offset
-	obs["consume_latest.value"] = string(fromLatest[0].Value)
+	step("consume_latest", func() error {
+		latest, err := tgt.listOffset(ctx, 0, -1)
+		if err != nil {
+			return err
+		}
+		late := &kgo.Record{Topic: topic, Partition: 0, Value: []byte("late"), Timestamp: time.UnixMilli(base + 100_000)}
+		if err := cl.ProduceSync(ctx, late).FirstErr(); err != nil {
+			return fmt.Errorf("produce late record: %w", err)
+		}
+		fromLatest, err := consumePartition(ctx, bootstrap, topic, 0, kgo.NewOffset().At(latest.Offset), 1)
+		if err != nil {
+			return fmt.Errorf("consume from latest: %w", err)
+		}
+		obs["consume_latest.offset"] = fromLatest[0].Offset
+		obs["consume_latest.value"] = string(fromLatest[0].Value)
+		return nil
+	})
 
 	// 7. Describe configs: a fixed set of topic configs (value, source, default, read-only).
-	describe := kmsg.NewPtrDescribeConfigsRequest()
-	res := kmsg.NewDescribeConfigsRequestResource()
-	res.ResourceType = kmsg.ConfigResourceTypeTopic
-	res.ResourceName = topic
-	res.ConfigNames = []string{"cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes",
-		"max.message.bytes", "min.insync.replicas", "message.timestamp.type", "compression.type",
-		"no.such.config"}
-	describe.Resources = append(describe.Resources, res)
-	described, err := describe.RequestWith(ctx, cl)
-	if err != nil {
-		return nil, fmt.Errorf("describe configs: %w", err)
-	}
-	for _, r := range described.Resources {
-		obs["describe_configs.error_code"] = int(r.ErrorCode)
-		var names []string
-		for _, c := range r.Configs {
-			names = append(names, c.Name)
-			value := "<null>"
-			if c.Value != nil {
-				value = *c.Value
-			}
-			obs["describe_configs."+c.Name+".value"] = value
-			obs["describe_configs."+c.Name+".source"] = c.Source.String()
-			obs["describe_configs."+c.Name+".read_only"] = c.ReadOnly
+	step("describe_configs", func() error {
+		describe := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType = kmsg.ConfigResourceTypeTopic
+		res.ResourceName = topic
+		res.ConfigNames = []string{"cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes",
+			"max.message.bytes", "min.insync.replicas", "message.timestamp.type", "compression.type",
+			"no.such.config"}
+		describe.Resources = append(describe.Resources, res)
+		described, err := describe.RequestWith(ctx, cl)
+		if err != nil {
+			return fmt.Errorf("describe configs: %w", err)
 		}
-		sort.Strings(names)
-		obs["describe_configs.names"] = names
-	}
+		for _, r := range described.Resources {
+			obs["describe_configs.error_code"] = int(r.ErrorCode)
+			var names []string
+			for _, c := range r.Configs {
+				names = append(names, c.Name)
+				value := "<null>"
+				if c.Value != nil {
+					value = *c.Value
+				}
+				obs["describe_configs."+c.Name+".value"] = value
+				obs["describe_configs."+c.Name+".source"] = c.Source.String()
+				obs["describe_configs."+c.Name+".read_only"] = c.ReadOnly
+			}
+			sort.Strings(names)
+			obs["describe_configs.names"] = names
+		}
+		return nil
+	})
 
 	// 8. Group offsets: commit as a simple (memberless) consumer, fetch them back.
-	offsets := kadm.Offsets{}
-	offsets.Add(kadm.Offset{Topic: topic, Partition: 0, At: 2, LeaderEpoch: -1, Metadata: "meta-0"})
-	offsets.Add(kadm.Offset{Topic: topic, Partition: 1, At: 5, LeaderEpoch: -1})
-	committed, err := adm.CommitOffsets(ctx, group, offsets)
-	if err != nil {
-		obs["commit_offsets.error_code"] = errorCode(err)
-	} else {
-		committed.Each(func(r kadm.OffsetResponse) {
-			obs[fmt.Sprintf("commit_offsets.p%d.error_code", r.Partition)] = errorCode(r.Err)
-		})
-	}
-	fetched, err := adm.FetchOffsetsForTopics(ctx, group, topic)
-	if err != nil {
-		obs["fetch_offsets.error_code"] = errorCode(err)
-	} else {
-		fetched.Each(func(r kadm.OffsetResponse) {
-			key := fmt.Sprintf("fetch_offsets.p%d", r.Partition)
-			obs[key+".error_code"] = errorCode(r.Err)
-			obs[key+".offset"] = r.At
-			obs[key+".metadata"] = r.Metadata
-		})
-	}
+	step("group_offsets", func() error {
+		offsets := kadm.Offsets{}
+		offsets.Add(kadm.Offset{Topic: topic, Partition: 0, At: 2, LeaderEpoch: -1, Metadata: "meta-0"})
+		offsets.Add(kadm.Offset{Topic: topic, Partition: 1, At: 5, LeaderEpoch: -1})
+		committed, err := adm.CommitOffsets(ctx, group, offsets)
+		if err != nil {
+			obs["commit_offsets.error_code"] = errorCode(err)
+		} else {
+			committed.Each(func(r kadm.OffsetResponse) {
+				obs[fmt.Sprintf("commit_offsets.p%d.error_code", r.Partition)] = errorCode(r.Err)
+			})
+		}
+		fetched, err := adm.FetchOffsetsForTopics(ctx, group, topic)
+		if err != nil {
+			obs["fetch_offsets.error_code"] = errorCode(err)
+		} else {
+			fetched.Each(func(r kadm.OffsetResponse) {
+				key := fmt.Sprintf("fetch_offsets.p%d", r.Partition)
+				obs[key+".error_code"] = errorCode(r.Err)
+				obs[key+".offset"] = r.At
+				obs[key+".metadata"] = r.Metadata
+			})
+		}
+		return nil
+	})
 
 	// 9. Delete records: p0 before offset 3; then the log start, a fetch below it, and a
-	// delete beyond the high watermark.
-	deleteBefore := func(p int32, offset int64) (kmsg.DeleteRecordsResponseTopicPartition, error) {
-		req := kmsg.NewPtrDeleteRecordsRequest()
-		req.TimeoutMillis = 30000
-		t := kmsg.NewDeleteRecordsRequestTopic()
-		t.Topic = topic
-		dp := kmsg.NewDeleteRecordsRequestTopicPartition()
-		dp.Partition, dp.Offset = p, offset
-		t.Partitions = append(t.Partitions, dp)
-		req.Topics = append(req.Topics, t)
-		resp, err := req.RequestWith(ctx, tgt.broker)
+	step("delete_records", func() error {
+		// delete beyond the high watermark.
+		deleteBefore := func(p int32, offset int64) (kmsg.DeleteRecordsResponseTopicPartition, error) {
+			req := kmsg.NewPtrDeleteRecordsRequest()
+			req.TimeoutMillis = 30000
+			t := kmsg.NewDeleteRecordsRequestTopic()
+			t.Topic = topic
+			dp := kmsg.NewDeleteRecordsRequestTopicPartition()
+			dp.Partition, dp.Offset = p, offset
+			t.Partitions = append(t.Partitions, dp)
+			req.Topics = append(req.Topics, t)
+			resp, err := req.RequestWith(ctx, tgt.broker)
+			if err != nil {
+				return kmsg.DeleteRecordsResponseTopicPartition{}, err
+			}
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				return kmsg.DeleteRecordsResponseTopicPartition{}, errors.New("delete records: unexpected response shape")
+			}
+			return resp.Topics[0].Partitions[0], nil
+		}
+		deleted, err := deleteBefore(0, 3)
 		if err != nil {
-			return kmsg.DeleteRecordsResponseTopicPartition{}, err
+			return fmt.Errorf("delete records: %w", err)
 		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return kmsg.DeleteRecordsResponseTopicPartition{}, errors.New("delete records: unexpected response shape")
+		obs["delete_records.error_code"] = int(deleted.ErrorCode)
+		obs["delete_records.low_watermark"] = deleted.LowWatermark
+		start, err := tgt.listOffset(ctx, 0, -2)
+		if err != nil {
+			return err
 		}
-		return resp.Topics[0].Partitions[0], nil
-	}
-	deleted, err := deleteBefore(0, 3)
-	if err != nil {
-		return nil, fmt.Errorf("delete records: %w", err)
-	}
-	obs["delete_records.error_code"] = int(deleted.ErrorCode)
-	obs["delete_records.low_watermark"] = deleted.LowWatermark
-	start, err := tgt.listOffset(ctx, 0, -2)
-	if err != nil {
-		return nil, err
-	}
-	obs["delete_records.earliest_after"] = start.Offset
-	below, err := tgt.fetchRaw(ctx, 0, 1)
-	if err != nil {
-		return nil, fmt.Errorf("fetch below the log start: %w", err)
-	}
-	obs["fetch_below_log_start.error_code"] = int(below.ErrorCode)
-	obs["fetch_below_log_start.log_start_offset"] = below.LogStartOffset
-	beyond, err := deleteBefore(1, 999)
-	if err != nil {
-		return nil, fmt.Errorf("delete records beyond the end: %w", err)
-	}
-	obs["delete_records_beyond_end.error_code"] = int(beyond.ErrorCode)
-	at, err := tgt.fetchRaw(ctx, 0, 3)
-	if err != nil {
-		return nil, fmt.Errorf("fetch at the log start: %w", err)
-	}
-	obs["fetch_at_log_start.error_code"] = int(at.ErrorCode)
-	obs["fetch_at_log_start.high_watermark"] = at.HighWatermark
-	obs["fetch_at_log_start.has_records"] = len(at.RecordBatches) > 0
-	past, err := tgt.fetchRaw(ctx, 0, 500)
-	if err != nil {
-		return nil, fmt.Errorf("fetch past the end: %w", err)
-	}
-	obs["fetch_past_end.error_code"] = int(past.ErrorCode)
+		obs["delete_records.earliest_after"] = start.Offset
+		below, err := tgt.fetchRaw(ctx, 0, 1)
+		if err != nil {
+			return fmt.Errorf("fetch below the log start: %w", err)
+		}
+		obs["fetch_below_log_start.error_code"] = int(below.ErrorCode)
+		obs["fetch_below_log_start.log_start_offset"] = below.LogStartOffset
+		beyond, err := deleteBefore(1, 999)
+		if err != nil {
+			return fmt.Errorf("delete records beyond the end: %w", err)
+		}
+		obs["delete_records_beyond_end.error_code"] = int(beyond.ErrorCode)
+		at, err := tgt.fetchRaw(ctx, 0, 3)
+		if err != nil {
+			return fmt.Errorf("fetch at the log start: %w", err)
+		}
+		obs["fetch_at_log_start.error_code"] = int(at.ErrorCode)
+		obs["fetch_at_log_start.high_watermark"] = at.HighWatermark
+		obs["fetch_at_log_start.has_records"] = len(at.RecordBatches) > 0
+		past, err := tgt.fetchRaw(ctx, 0, 500)
+		if err != nil {
+			return fmt.Errorf("fetch past the end: %w", err)
+		}
+		obs["fetch_past_end.error_code"] = int(past.ErrorCode)
+		return nil
+	})
 
 	// 10. Produce errors: an unknown partition, a batch over max.message.bytes, a bad CRC.
-	small := []rawRecord{{key: []byte("k"), value: []byte("v"), headers: [][2]string{{"h", "x"}}}}
-	unknown, err := tgt.produceRaw(ctx, 99, encodeBatch(base, small, false))
-	if err != nil {
-		return nil, fmt.Errorf("produce to an unknown partition: %w", err)
-	}
-	obs["produce_unknown_partition.error_code"] = int(unknown.ErrorCode)
-	huge := []rawRecord{{key: []byte("k"), value: bytes.Repeat([]byte("x"), 1_200_000)}}
-	tooLarge, err := tgt.produceRaw(ctx, 1, encodeBatch(base, huge, false))
-	if err != nil {
-		return nil, fmt.Errorf("produce over the size limit: %w", err)
-	}
-	obs["produce_over_size_limit.error_code"] = int(tooLarge.ErrorCode)
-	corrupt, err := tgt.produceRaw(ctx, 1, encodeBatch(base, small, true))
-	if err != nil {
-		return nil, fmt.Errorf("produce with a bad CRC: %w", err)
-	}
-	obs["produce_corrupt_crc.error_code"] = int(corrupt.ErrorCode)
-	good, err := tgt.produceRaw(ctx, 1, encodeBatch(base, small, false))
-	if err != nil {
-		return nil, fmt.Errorf("raw produce: %w", err)
-	}
-	obs["produce_raw.error_code"] = int(good.ErrorCode)
-	obs["produce_raw.base_offset"] = good.BaseOffset
-	obs["produce_raw.log_append_time"] = good.LogAppendTime
-	obs["produce_raw.log_start_offset"] = good.LogStartOffset
+	step("produce_errors", func() error {
+		small := []rawRecord{{key: []byte("k"), value: []byte("v"), headers: [][2]string{{"h", "x"}}}}
+		unknown, err := tgt.produceRaw(ctx, 99, encodeBatch(base, small, false))
+		if err != nil {
+			return fmt.Errorf("produce to an unknown partition: %w", err)
+		}
+		obs["produce_unknown_partition.error_code"] = int(unknown.ErrorCode)
+		huge := []rawRecord{{key: []byte("k"), value: bytes.Repeat([]byte("x"), 1_200_000)}}
+		tooLarge, err := tgt.produceRaw(ctx, 1, encodeBatch(base, huge, false))
+		if err != nil {
+			return fmt.Errorf("produce over the size limit: %w", err)
+		}
+		obs["produce_over_size_limit.error_code"] = int(tooLarge.ErrorCode)
+		corrupt, err := tgt.produceRaw(ctx, 1, encodeBatch(base, small, true))
+		if err != nil {
+			return fmt.Errorf("produce with a bad CRC: %w", err)
+		}
+		obs["produce_corrupt_crc.error_code"] = int(corrupt.ErrorCode)
+		good, err := tgt.produceRaw(ctx, 1, encodeBatch(base, small, false))
+		if err != nil {
+			return fmt.Errorf("raw produce: %w", err)
+		}
+		obs["produce_raw.error_code"] = int(good.ErrorCode)
+		obs["produce_raw.base_offset"] = good.BaseOffset
+		obs["produce_raw.log_append_time"] = good.LogAppendTime
+		obs["produce_raw.log_start_offset"] = good.LogStartOffset
+		return nil
+	})
 
 	// 11. Metadata for an unknown topic, without auto-creation.
-	meta := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	missing := topic + "-missing"
-	mt.Topic = &missing
-	meta.Topics = append(meta.Topics, mt)
-	meta.AllowAutoTopicCreation = false
-	metaResp, err := meta.RequestWith(ctx, tgt.broker)
-	if err != nil {
-		return nil, fmt.Errorf("metadata for an unknown topic: %w", err)
-	}
-	if len(metaResp.Topics) == 1 {
-		obs["metadata_unknown_topic.error_code"] = int(metaResp.Topics[0].ErrorCode)
-	}
+	step("metadata_unknown_topic", func() error {
+		meta := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		missing := topic + "-missing"
+		mt.Topic = &missing
+		meta.Topics = append(meta.Topics, mt)
+		meta.AllowAutoTopicCreation = false
+		metaResp, err := meta.RequestWith(ctx, tgt.broker)
+		if err != nil {
+			return fmt.Errorf("metadata for an unknown topic: %w", err)
+		}
+		if len(metaResp.Topics) == 1 {
+			obs["metadata_unknown_topic.error_code"] = int(metaResp.Topics[0].ErrorCode)
+		}
+		return nil
+	})
+
 	return obs, nil
 }
 
