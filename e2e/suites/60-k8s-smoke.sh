@@ -9,26 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 K8S="$PWD/e2e/k8s"
-export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
-export PATH="$OXBOW_CACHE/k8s/bin:$PATH"
 # OXBOW_K8S_EXTERNAL=1: run against the cluster of $KUBECONFIG (kind, k3d, cloud) instead of
 # starting one; its kubelets run the pods, so the pod-runner checks are skipped.
-EXTERNAL="${OXBOW_K8S_EXTERNAL:-}"
-# A private cluster state, so that a developer's own `e2e/k8s/up` is never touched.
-OXBOW_K8S_STATE="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-k8s-smoke.XXXXXX")"
-export OXBOW_K8S_STATE
-RUNNER=""
+. "$K8S/lib.sh"
 NS=oxbow-smoke
-cleanup() {
-  if [ -n "$EXTERNAL" ]; then
-    kubectl delete namespace "$NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-    rm -rf "$OXBOW_K8S_STATE"
-  else
-    [ -z "$RUNNER" ] || kill "$RUNNER" 2>/dev/null || true
-    "$K8S/down"
-  fi
-}
-trap cleanup EXIT
 
 passed=0
 ok() { passed=$((passed + 1)); echo "ok $passed - $*"; }
@@ -43,38 +27,22 @@ fail() {
   echo "k8s-smoke: $passed passed, 1 failed"
   exit 1
 }
-# until_true SECONDS CMD...: polls a check until it holds (for states kubectl cannot wait on).
-until_true() {
-  local deadline=$(( $(date +%s) + $1 )); shift
-  until "$@"; do
-    [ "$(date +%s)" -lt "$deadline" ] || return 1
-    sleep 0.2   # poll interval
-  done
-}
-
-if [ -z "$EXTERNAL" ]; then
-  KUBECONFIG="$("$K8S/up" | tail -n 1)"
-  export KUBECONFIG
-fi
+k8s_cluster_up
 version="$(kubectl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')"
 ok "control plane up: kube-apiserver $version"
 
 zones="$(kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.labels.topology\.kubernetes\.io/zone}{"\n"}{end}' | sort | tr '\n' ' ')"
 [ "$zones" = "zone-a zone-b zone-c " ] || fail "node zones: $zones"
-if [ -z "$EXTERNAL" ]; then
+if k8s_local; then
   node_ips="$(kubectl get nodes -o jsonpath='{.items[*].status.addresses[?(@.type=="InternalIP")].address}')"
   for ip in $node_ips; do case "$ip" in 127.*) ;; *) fail "node IP $ip outside 127.0.0.0/8" ;; esac; done
   ok "3 kwok nodes in zone-a/b/c, node IPs $node_ips"
 fi
 
-kubectl create namespace "$NS" >/dev/null
-kubectl -n "$NS" wait --for=create serviceaccount/default --timeout=60s >/dev/null
+k8s_namespace "$NS"
 ok "namespace $NS with its default service account"
 
-if [ -z "$EXTERNAL" ]; then
-  "$K8S/pod-runner" --selector app=smoke --namespace "$NS" >"$OXBOW_K8S_STATE/pod-runner.log" 2>&1 &
-  RUNNER=$!
-fi
+k8s_pod_runner --selector app=smoke --namespace "$NS"
 kubectl -n "$NS" apply -f "$K8S/smoke/statefulset.yaml" >/dev/null
 kubectl -n "$NS" rollout status statefulset/smoke --timeout=120s >/dev/null || fail "rollout of 3 replicas"
 kubectl -n "$NS" wait --for=condition=Ready pod -l app=smoke --timeout=60s >/dev/null
@@ -88,19 +56,18 @@ pod_zones="$(for n in $(kubectl -n "$NS" get pods -l app=smoke -o jsonpath='{.it
 ok "the scheduler spread the pods over zones: $pod_zones"
 
 declare -A IP
-local_only() { [ -z "$EXTERNAL" ]; }
 for p in smoke-0 smoke-1 smoke-2; do
   IP[$p]="$(kubectl -n "$NS" get pod "$p" -o jsonpath='{.status.podIP}')"
-  local_only || continue
+  k8s_local || continue
   case "${IP[$p]}" in 127.*) ;; *) fail "pod IP of $p is ${IP[$p]}, outside 127.0.0.0/8" ;; esac
 done
-local_only && ok "pod IPs in 127.0.0.0/8: ${IP[*]}"
+k8s_local && ok "pod IPs in 127.0.0.0/8: ${IP[*]}"
 
 serves() { curl -fsS --max-time 2 "http://$1:8080/index.html" 2>/dev/null | grep -q 'served from the ConfigMap'; }
-local_only && for p in smoke-0 smoke-1 smoke-2; do
+k8s_local && for p in smoke-0 smoke-1 smoke-2; do
   until_true 60 serves "${IP[$p]}" || fail "$p's process does not serve its ConfigMap on ${IP[$p]}:8080"
 done
-if local_only; then
+if k8s_local; then
   paths="$(curl -fsS "http://${IP[smoke-0]}:8080/paths.txt")"
   case "$paths" in *"$OXBOW_K8S_STATE/volumes/$NS/data-smoke-0/data"*) ;; *) fail "mount path not rewritten: $paths" ;; esac
   ok "the pod runner runs each pod's process on its pod IP with its ConfigMap and its volume"
@@ -115,7 +82,7 @@ kubectl -n "$NS" rollout status statefulset/smoke --timeout=60s >/dev/null
 ok "scaled to 1: the StatefulSet controller deleted smoke-1 and smoke-2"
 
 stopped() { ! curl -sS --max-time 2 "http://$1:8080/" >/dev/null 2>&1; }
-if local_only; then
+if k8s_local; then
   until_true 30 stopped "${IP[smoke-1]}" || fail "smoke-1's process still serves"
   until_true 30 stopped "${IP[smoke-2]}" || fail "smoke-2's process still serves"
   serves "${IP[smoke-0]}" || fail "smoke-0's process stopped"
@@ -124,7 +91,7 @@ fi
 
 kubectl -n "$NS" delete statefulset/smoke --wait=true >/dev/null
 kubectl -n "$NS" wait --for=delete pod/smoke-0 --timeout=120s >/dev/null || fail "garbage collection of smoke-0"
-! local_only || until_true 30 stopped "${IP[smoke-0]}" || fail "smoke-0's process still serves"
+! k8s_local || until_true 30 stopped "${IP[smoke-0]}" || fail "smoke-0's process still serves"
 ok "the garbage collector deleted the StatefulSet's last pod"
 
 # helm against the real API server: CRD registration, schema + CEL validation, RBAC.
@@ -149,4 +116,5 @@ case "$out" in *Forbidden*|*forbidden*) ;; *) fail "RBAC rejection: $out" ;; esa
 reader get pods >/dev/null 2>&1 && fail "RBAC allowed listing pods"
 ok "RBAC: the chart's ServiceAccount token reads widgets and is forbidden the rest"
 
+k8s_local || kubectl delete crd widgets.smoke.oxbow.dev --wait=false >/dev/null   # cluster-scoped
 echo "k8s-smoke: $passed passed, 0 failed"

@@ -1,0 +1,65 @@
+# Helpers for e2e suites that need a Kubernetes cluster. Source it from a suite:
+#
+#   . e2e/k8s/lib.sh
+#   k8s_cluster_up                       # private local cluster (or $KUBECONFIG's with OXBOW_K8S_EXTERNAL=1)
+#   k8s_pod_runner --selector app=oxbow  # local cluster only: run those pods' processes
+#   until_true 30 some_check ARGS...     # bounded poll of a condition kubectl cannot wait on
+#
+# k8s_cluster_up installs an EXIT trap that stops the pod runners and runs e2e/k8s/down
+# (locally) or deletes the suite's namespaces listed in K8S_NAMESPACES (external cluster).
+# shellcheck shell=bash
+
+K8S_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
+export PATH="$OXBOW_CACHE/k8s/bin:$PATH"
+K8S_EXTERNAL="${OXBOW_K8S_EXTERNAL:-}"
+K8S_RUNNERS=()
+K8S_NAMESPACES=()
+
+k8s_local() { [ -z "$K8S_EXTERNAL" ]; }
+
+k8s_cleanup() {
+  if k8s_local; then
+    local pid
+    for pid in "${K8S_RUNNERS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    "$K8S_DIR/down"
+  else
+    local ns
+    for ns in "${K8S_NAMESPACES[@]}"; do
+      kubectl delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+    done
+    rm -rf "$OXBOW_K8S_STATE"
+  fi
+}
+
+k8s_cluster_up() {
+  # A private cluster state, so that a developer's own `e2e/k8s/up` is never touched.
+  OXBOW_K8S_STATE="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-k8s-suite.XXXXXX")"
+  export OXBOW_K8S_STATE
+  trap k8s_cleanup EXIT
+  if k8s_local; then
+    KUBECONFIG="$("$K8S_DIR/up" | tail -n 1)"
+    export KUBECONFIG
+  fi
+}
+
+# k8s_namespace NAME: creates it and waits for its default service account.
+k8s_namespace() {
+  K8S_NAMESPACES+=("$1")
+  kubectl create namespace "$1" >/dev/null
+  kubectl -n "$1" wait --for=create serviceaccount/default --timeout=60s >/dev/null
+}
+
+k8s_pod_runner() {
+  k8s_local || return 0
+  "$K8S_DIR/pod-runner" "$@" >>"$OXBOW_K8S_STATE/pod-runner.log" 2>&1 &
+  K8S_RUNNERS+=($!)
+}
+
+until_true() {
+  local deadline=$(( $(date +%s) + $1 )); shift
+  until "$@"; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep 0.2   # poll interval of a condition check
+  done
+}
