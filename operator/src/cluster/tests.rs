@@ -292,9 +292,9 @@ fn config_hash_changes_with_shared_config_only() {
             .unwrap()[CONFIG_HASH_ANNOTATION]
             .clone()
     };
-    let base = hash("replicas: 3\nconfig:\n  num.io.threads: 8");
-    assert_eq!(base, hash("replicas: 3\nconfig:\n  num.io.threads: 8"));
-    assert_ne!(base, hash("replicas: 3\nconfig:\n  num.io.threads: 16"));
+    let base = hash("replicas: 3\nconfig:\n  num.partitions: 8");
+    assert_eq!(base, hash("replicas: 3\nconfig:\n  num.partitions: 8"));
+    assert_ne!(base, hash("replicas: 3\nconfig:\n  num.partitions: 16"));
 }
 
 #[test]
