@@ -22,7 +22,11 @@ impl Api for InitProducerIdApi {
             let response = InitProducerIdResponse::default()
                 .with_producer_id(ProducerId(-1))
                 .with_producer_epoch(-1);
-            if request.transactional_id.is_some() {
+            if request
+                .transactional_id
+                .as_ref()
+                .is_some_and(|id| !id.0.is_empty())
+            {
                 return context
                     .respond(&response.with_error_code(
                         ResponseError::TransactionalIdAuthorizationFailed.code(),
