@@ -39,6 +39,14 @@ enum Command {
         #[arg(long = "out")]
         out: Vec<PathBuf>,
     },
+    /// Print the objects the operator would create for a Cluster (YAML file), offline.
+    Render {
+        /// File holding one Cluster.
+        file: PathBuf,
+        /// Namespace when the file names none.
+        #[arg(long, default_value = "default")]
+        namespace: String,
+    },
     /// Init container step: write `broker.rack` from the node's topology label.
     RackInit {
         /// Node the pod runs on (downward API `spec.nodeName`).
@@ -122,6 +130,7 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Render { file, namespace } => render(&file, &namespace),
         Command::RackInit {
             node,
             topology_key,
@@ -136,6 +145,52 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Builds the objects of a Cluster read from `file` and prints them as multi-document YAML.
+fn render(file: &std::path::Path, namespace: &str) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let mut cluster: Cluster =
+        serde_yaml::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
+    cluster
+        .metadata
+        .namespace
+        .get_or_insert_with(|| namespace.to_string());
+    cluster
+        .metadata
+        .uid
+        .get_or_insert_with(|| "00000000-0000-0000-0000-000000000000".to_string());
+    let settings = BuildSettings {
+        broker_image: concat!("ghcr.io/oxbow-dev/oxbow:", env!("CARGO_PKG_VERSION")).to_string(),
+        operator_image: concat!(
+            "ghcr.io/oxbow-dev/oxbow-operator:",
+            env!("CARGO_PKG_VERSION")
+        )
+        .to_string(),
+        rack_cluster_role: "oxbow-broker-rack".to_string(),
+    };
+    let desired = cluster::build::build(&cluster, &settings)?;
+    let mut docs = vec![
+        serde_yaml::to_string(&desired.service_account)?,
+        serde_yaml::to_string(&desired.config_map)?,
+        serde_yaml::to_string(&desired.headless_service)?,
+        serde_yaml::to_string(&desired.bootstrap_service)?,
+        serde_yaml::to_string(&desired.stateful_set)?,
+        serde_yaml::to_string(&desired.pod_disruption_budget)?,
+    ];
+    if let Some(binding) = &desired.rack_binding {
+        docs.push(serde_yaml::to_string(binding)?);
+    }
+    for service in &desired.external_services {
+        docs.push(serde_yaml::to_string(service)?);
+    }
+    if let Some(monitor) = &desired.service_monitor {
+        docs.push(serde_yaml::to_string(monitor)?);
+    }
+    let out = docs.iter().map(|d| format!("---\n{d}")).collect::<String>();
+    std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes())?;
+    Ok(())
 }
 
 fn parse_overrides(entries: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
