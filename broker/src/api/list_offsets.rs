@@ -48,7 +48,8 @@ impl Api for ListOffsetsApi {
                                 Ok((offset, timestamp)) => response
                                     .with_offset(offset)
                                     .with_timestamp(timestamp)
-                                    .with_leader_epoch(0),
+                                    // The leader epoch field exists from v4 on.
+                                    .with_leader_epoch(if context.version >= 4 { 0 } else { -1 }),
                                 Err(code) => response
                                     .with_error_code(code)
                                     .with_offset(-1)
