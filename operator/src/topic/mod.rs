@@ -324,11 +324,20 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         source,
     };
     let view = admin.describe(&desired.name).await.map_err(admin_error)?;
+    // A cluster without DescribeConfigs cannot show drift: the spec's configs are taken
+    // as set, and the status says they were not verified.
+    let mut unverified = None;
     let existing_configs = match &view.topic {
-        Some(_) => admin
-            .topic_configs(&desired.name)
-            .await
-            .map_err(admin_error)?,
+        Some(_) => match admin.topic_configs(&desired.name).await {
+            Ok(configs) => configs,
+            Err(AdminError::Unsupported { api }) => {
+                unverified = Some(format!(
+                    "configs not verified: the cluster does not support {api}"
+                ));
+                desired.configs.clone()
+            }
+            Err(source) => return Err(admin_error(source)),
+        },
         None => Default::default(),
     };
     let plan = plan::plan(
@@ -350,6 +359,16 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         )
         .await;
         status.last_error = last_error.clone();
+        if let AdminError::Unsupported { api } = &source {
+            let outcome = Outcome {
+                ready: false,
+                degraded: true,
+                reason: "UnsupportedByCluster",
+                message: format!("the cluster does not support {api} yet, which this change needs"),
+            };
+            write_status(topic, ctx, outcome, status).await?;
+            return Ok(Action::requeue(REQUEUE_IMPOSSIBLE));
+        }
         if is_permanent(&source) {
             let outcome = Outcome {
                 ready: false,
@@ -437,7 +456,10 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
                 ready: true,
                 degraded: false,
                 reason: "Ready",
-                message: format!("topic {} matches the spec", desired.name),
+                message: match &unverified {
+                    Some(note) => format!("topic {} matches the spec ({note})", desired.name),
+                    None => format!("topic {} matches the spec", desired.name),
+                },
             },
             REQUEUE_IDLE,
         ),
@@ -524,7 +546,20 @@ async fn cleanup(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         source,
     };
     let name = topic.kafka_name();
-    admin.delete_topic(&name).await.map_err(admin_error)?;
+    match admin.delete_topic(&name).await {
+        Ok(()) => {}
+        // Keeping the finalizer would block the deletion forever: release it and say so.
+        Err(AdminError::Unsupported { api }) => {
+            let note = format!(
+                "Topic {name} was not deleted from cluster {}: it does not support {api}",
+                cluster.name_any()
+            );
+            ctx.event(&reference, true, "TopicNotDeleted", "Delete", note)
+                .await;
+            return Ok(Action::await_change());
+        }
+        Err(source) => return Err(admin_error(source)),
+    }
     ctx.event(
         &reference,
         false,
