@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# The operator end to end on the e2e Kubernetes control plane (e2e/k8s: real API server,
+# controller manager and scheduler; kwok nodes in three zones; the pod runner, a stand-in
+# for the kubelet, runs the real `oxbow-operator` and `oxbow` processes of the pods).
+#   helm install (2 operator replicas, Lease leader election, RBAC held to the chart) ->
+#   Cluster from manifests/cluster.yaml (1 broker until the broker forms clusters) -> Ready ->
+#   Topic from manifests/topic.yaml -> produce and consume with a real client (kafka-python)
+#   -> change a topic config -> bad CRs refused or Degraded -> scale -> delete the Topic ->
+#   topic gone -> leader failover -> operator metrics.
+# Waits are on conditions (kubectl wait, or a bounded poll of a check).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
+REPO="$PWD"
+. e2e/k8s/lib.sh
+NS=oxbow-op-e2e
+SYS=oxbow-system
+client() { python3 "$REPO/e2e/operator/kafka_client.py" "$@"; }
+
+passed=0; skipped=0
+ok() { passed=$((passed + 1)); echo "ok $passed - $*"; }
+skip() { skipped=$((skipped + 1)); echo "skip - $*"; }
+fail() {
+  echo "not ok - $*" >&2
+  {
+    kubectl get clusters,topics,sts,pods,svc,pvc,lease -A -o wide
+    kubectl -n "$NS" get cluster events -o yaml | sed -n '/^status:/,$p'
+    kubectl -n "$NS" get topics -o yaml | grep -A30 '^  status:'
+    kubectl -n "$NS" get events.events.k8s.io --sort-by=.metadata.creationTimestamp | tail -20
+    for log in "$OXBOW_K8S_STATE"/pods/*/*.log; do echo "== $log"; tail -n 25 "$log"; done
+    tail -n 20 "$OXBOW_K8S_STATE/pod-runner.log"
+  } >&2 2>/dev/null || true
+  echo "operator-k8s: $passed passed, 1 failed"
+  exit 1
+}
+
+cargo build -p oxbow-operator -p oxbow-broker --locked --quiet
+export OXBOW_OPERATOR_BIN="$CARGO_TARGET_DIR/debug/oxbow-operator" OXBOW_BIN="$CARGO_TARGET_DIR/debug/oxbow"
+
+k8s_cluster_up
+k8s_namespace "$SYS"
+k8s_namespace "$NS"
+k8s_pod_runner --selector app.kubernetes.io/name=oxbow-operator --namespace "$SYS"
+k8s_pod_runner --selector app.kubernetes.io/name=oxbow --namespace "$NS"
+
+# --- install -------------------------------------------------------------------------
+helm install oxbow charts/oxbow --namespace "$SYS" --set operator.replicas=2 --wait --timeout 120s >/dev/null \
+  || fail "helm install"
+kubectl wait --for=condition=Established crd/clusters.oxbow.dev crd/topics.oxbow.dev --timeout=60s >/dev/null
+ok "helm install: CRDs established, operator Deployment available with 2 replicas"
+
+holder() { kubectl -n "$SYS" get lease oxbow-operator -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+has_holder() { [ -n "$(holder)" ]; }
+until_true 60 has_holder || fail "no operator took the leader Lease"
+leader="$(holder)"
+ok "leader election: $leader holds Lease $SYS/oxbow-operator"
+
+# --- Cluster -------------------------------------------------------------------------
+rack=true
+if k8s_local && ! grep -q initContainers e2e/k8s/pod-runner; then
+  rack=false   # the pod runner does not run init containers (rack-init) yet
+fi
+python3 - manifests/cluster.yaml "$NS" "$rack" > "$OXBOW_K8S_STATE/cluster.yaml" <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1])); spec = doc["spec"]
+doc["metadata"]["namespace"] = sys.argv[2]
+# One broker until the broker forms clusters; pod IPs because the local cluster has no DNS.
+spec.update(replicas=1, controllerVoters=1)
+spec["listeners"] = {"advertise": "PodIP"}
+spec["storage"]["size"] = "1Gi"
+spec.pop("resources", None)
+spec["config"].update({"default.replication.factor": 1, "min.insync.replicas": 1})
+spec["rack"]["enabled"] = sys.argv[3] == "true"
+print(yaml.safe_dump(doc))
+PY
+kubectl apply -f "$OXBOW_K8S_STATE/cluster.yaml" >/dev/null
+kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=180s >/dev/null || fail "Cluster Ready"
+for object in statefulset/events configmap/events service/events-headless service/events-bootstrap \
+              poddisruptionbudget/events serviceaccount/events-broker; do
+  owner="$(kubectl -n "$NS" get "$object" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')"
+  [ "$owner" = "Cluster/events" ] || fail "$object owned by $owner"
+done
+[ "$(kubectl -n "$NS" get sts events -o jsonpath='{.spec.podManagementPolicy}/{.spec.updateStrategy.type}')" = "Parallel/OnDelete" ] \
+  || fail "StatefulSet policy"
+ok "Cluster Ready: StatefulSet (Parallel, OnDelete), ConfigMap, Services, PDB, ServiceAccount owned by the Cluster"
+
+pod_ip="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.status.podIP}')"
+bootstrap="$pod_ip:9092"
+node_zone="$(kubectl get node "$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.spec.nodeName}')" \
+  -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}')"
+status_rack="$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.brokers[0].rack}')"
+[ "$status_rack" = "$node_zone" ] || fail "status rack $status_rack, node zone $node_zone"
+ok "status: broker 0 on a node in $node_zone, bootstrap $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.bootstrap}')"
+[ "$rack" = true ] || skip "rack-init (init container) not run: the pod runner does not run init containers"
+
+listening() { python3 -c "import socket,sys; socket.create_connection(('$pod_ip', 9092), timeout=1)" 2>/dev/null; }
+until_true 60 listening || fail "the broker does not listen on $bootstrap"
+ok "the pod runner started the real broker: listening on $bootstrap"
+
+# --- Topic ---------------------------------------------------------------------------
+python3 - manifests/topic.yaml "$NS" > "$OXBOW_K8S_STATE/topic.yaml" <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+doc["metadata"]["namespace"] = sys.argv[2]
+doc["spec"]["replicationFactor"] = 1
+print(yaml.safe_dump(doc))
+PY
+kubectl apply -f "$OXBOW_K8S_STATE/topic.yaml" >/dev/null
+kubectl -n "$NS" wait --for=condition=Ready topic/orders --timeout=120s >/dev/null || fail "Topic Ready"
+client "$bootstrap" topics | grep -qx orders || fail "topic orders missing from the cluster"
+[ "$(kubectl -n "$NS" get topic orders -o jsonpath='{.status.partitions}')" = 6 ] || fail "status partitions"
+ok "Topic Ready: orders exists in the cluster with 6 partitions ($(kubectl -n "$NS" get topic orders -o jsonpath='{.status.assignment}'))"
+
+out="$(client "$bootstrap" produce-consume orders 200)" || fail "produce/consume: $out"
+ok "kafka-python through the bootstrap: $out"
+
+# --- change a topic config -----------------------------------------------------------
+kubectl -n "$NS" patch topic orders --type merge -p '{"spec":{"config":{"retention.ms":3600000}}}' >/dev/null
+generation="$(kubectl -n "$NS" get topic orders -o jsonpath='{.metadata.generation}')"
+observed() { [ "$(kubectl -n "$NS" get topic orders -o jsonpath='{.status.observedGeneration}')" = "$generation" ]; }
+until_true 60 observed || fail "the operator did not observe generation $generation"
+if client "$bootstrap" supports 44; then   # IncrementalAlterConfigs
+  kubectl -n "$NS" wait --for=condition=Ready topic/orders --timeout=60s >/dev/null || fail "Topic Ready after config change"
+  client "$bootstrap" config orders retention.ms | grep -q 3600000 || fail "retention.ms not changed in the cluster"
+  ok "topic config change applied: retention.ms=3600000 in the cluster"
+else
+  reason="$(kubectl -n "$NS" get topic orders -o jsonpath='{.status.conditions[?(@.type=="Degraded")].reason}')"
+  [ "$reason" = UnsupportedByCluster ] || fail "config change on a broker without IncrementalAlterConfigs: $reason"
+  skip "topic config change: the broker has no IncrementalAlterConfigs yet (Topic says Degraded/UnsupportedByCluster)"
+fi
+
+# --- bad custom resources ------------------------------------------------------------
+expect_refused() {  # expect_refused PATTERN KUBECTL-ARGS...
+  local pattern="$1"; shift
+  local out
+  out="$(kubectl "$@" 2>&1)" && fail "accepted: kubectl $*"
+  case "$out" in *$pattern*) ;; *) fail "refusal of kubectl $* does not mention '$pattern': $out" ;; esac
+}
+expect_refused "spec.replicas" -n "$NS" patch cluster events --type merge -p '{"spec":{"replicas":-1}}'
+expect_refused "partitions can only grow" -n "$NS" patch topic orders --type merge -p '{"spec":{"partitions":2}}'
+expect_refused "managed by the operator" -n "$NS" patch cluster events --type merge -p '{"spec":{"config":{"node.id":7}}}'
+expect_refused "controllerVoters is immutable" -n "$NS" patch cluster events --type merge -p '{"spec":{"controllerVoters":3}}'
+ok "the API server refuses negative replicas, fewer partitions, managed config keys, changed voters"
+kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"config":{"log.retention.hourz":1}}}' >/dev/null
+degraded_invalid() { [ "$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.conditions[?(@.type=="Degraded")].reason}')" = InvalidConfig ]; }
+until_true 60 degraded_invalid || fail "unknown config key did not give Degraded/InvalidConfig"
+kubectl -n "$NS" patch cluster events --type json -p '[{"op":"remove","path":"/spec/config/log.retention.hourz"}]' >/dev/null
+kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=60s >/dev/null || fail "Ready again after fixing the spec"
+ok "an unknown broker config key gives Degraded/InvalidConfig; fixing the spec makes the Cluster Ready again"
+
+# --- scale ---------------------------------------------------------------------------
+kubectl -n "$NS" scale cluster/events --replicas=2 >/dev/null
+sts_replicas() { [ "$(kubectl -n "$NS" get sts events -o jsonpath='{.spec.replicas}')" = "$1" ]; }
+until_true 60 sts_replicas 2 || fail "kubectl scale did not reach the StatefulSet"
+kubectl -n "$NS" get configmap events -o jsonpath='{.data.events-1\.yaml}' | grep -q 'node.id: 1' || fail "no config for broker 1"
+kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=120s >/dev/null || fail "Ready with 2 brokers"
+kubectl -n "$NS" scale cluster/events --replicas=1 >/dev/null
+until_true 60 sts_replicas 1 || fail "scale down"
+kubectl -n "$NS" wait --for=delete pod/events-1 --timeout=120s >/dev/null || fail "events-1 not removed"
+ok "kubectl scale cluster/events --replicas=2 then 1: StatefulSet, per-broker config and status follow"
+
+# --- delete the Topic ----------------------------------------------------------------
+kubectl -n "$NS" delete topic orders --timeout=60s >/dev/null || fail "Topic deletion (finalizer)"
+if client "$bootstrap" supports 20; then   # DeleteTopics
+  gone() { ! client "$bootstrap" topics | grep -qx orders; }
+  until_true 60 gone || fail "topic orders still in the cluster"
+  ok "Topic deleted: the finalizer deleted orders from the cluster"
+else
+  kubectl -n "$NS" get events.events.k8s.io --field-selector reason=TopicNotDeleted -o name | grep -q . \
+    || fail "no TopicNotDeleted event"
+  skip "topic deletion in the cluster: the broker has no DeleteTopics yet (Warning event TopicNotDeleted)"
+fi
+
+# --- leader failover and metrics -----------------------------------------------------
+leader_ip="$(kubectl -n "$SYS" get pod "$leader" -o jsonpath='{.status.podIP}')"
+metrics="$(curl -fsS --max-time 5 "http://$leader_ip:8080/metrics")" || fail "operator /metrics"
+for name in 'oxbow_operator_reconciles_total{controller="cluster"}' 'oxbow_operator_reconciles_total{controller="topic"}' \
+            'oxbow_operator_reconcile_duration_seconds_bucket' 'oxbow_operator_leader 1'; do
+  grep -qF "$name" <<<"$metrics" || fail "metric $name missing"
+done
+curl -fsS --max-time 5 "http://$leader_ip:8080/readyz" >/dev/null || fail "/readyz"
+ok "operator /metrics: reconciles $(grep -F 'oxbow_operator_reconciles_total{' <<<"$metrics" | tr '\n' ' ')"
+
+kubectl -n "$SYS" delete pod "$leader" --wait=false >/dev/null
+new_leader() { local h; h="$(holder)"; [ -n "$h" ] && [ "$h" != "$leader" ]; }
+until_true 90 new_leader || fail "no new leader after deleting $leader"
+ok "failover: $(holder) took the Lease after $leader was deleted"
+
+echo "operator-k8s: $passed passed, 0 failed, $skipped skipped"
