@@ -9,7 +9,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType
 
 bootstrap, command, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-common = dict(bootstrap_servers=bootstrap, request_timeout_ms=20000, api_version_auto_timeout_ms=10000)
+common = dict(bootstrap_servers=bootstrap, request_timeout_ms=20000)
 
 if command == "produce-consume":
     topic, count = args[0], int(args[1])

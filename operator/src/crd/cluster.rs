@@ -87,7 +87,10 @@ pub struct ClusterSpec {
     /// (e.g. `log.retention.hours: 72`). Keys are checked against the keys the broker knows;
     /// keys the operator manages (node.id, listeners, ...) are refused.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[x_kube(validation = Rule::new("self.all(k, !(k in ['node.id', 'broker.id', 'process.roles', 'controller.quorum.voters', 'listeners', 'advertised.listeners', 'controller.listener.names', 'inter.broker.listener.name', 'listener.security.protocol.map', 'log.dirs', 'log.dir', 'broker.rack', 'metrics.listener']))").message("this key is managed by the operator and cannot be overridden"))]
+    #[x_kube(validation = Rule::new(
+        "!('node.id' in self) && !('broker.id' in self) && !('process.roles' in self) && !('controller.quorum.voters' in self) && !('listeners' in self) && !('advertised.listeners' in self) && !('controller.listener.names' in self) && !('inter.broker.listener.name' in self) && !('listener.security.protocol.map' in self) && !('log.dirs' in self) && !('log.dir' in self) && !('broker.rack' in self) && !('metrics.listener' in self)"
+    ).message("this key is managed by the operator and cannot be overridden"))]
+    #[schemars(extend("maxProperties" = 256))]
     pub config: BTreeMap<String, IntOrString>,
 
     /// Number of KRaft controller voters: the first 1 or 3 brokers (ordinals 0..N).

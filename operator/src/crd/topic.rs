@@ -68,6 +68,7 @@ pub struct TopicSpec {
     /// Topic configs, Kafka property names to values (e.g. `retention.ms: 86400000`).
     /// Keys are checked against the topic configs Kafka knows.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 256))]
     pub config: BTreeMap<String, IntOrString>,
 }
 
