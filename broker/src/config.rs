@@ -194,6 +194,24 @@ pub const KEYS: &[KeySpec] = &[
     ),
 ];
 
+/// Each topic config and the broker key that gives its default (Kafka's synonyms:
+/// `segment.bytes` falls back to `log.segment.bytes`).
+pub const LOG_CONFIG_SYNONYMS: &[(&str, &str)] = &[
+    ("segment.bytes", "log.segment.bytes"),
+    ("segment.ms", "log.roll.ms"),
+    ("retention.ms", "log.retention.ms"),
+    ("retention.bytes", "log.retention.bytes"),
+    ("index.interval.bytes", "log.index.interval.bytes"),
+    ("segment.index.bytes", "log.index.size.max.bytes"),
+    ("cleanup.policy", "log.cleanup.policy"),
+    ("delete.retention.ms", "log.cleaner.delete.retention.ms"),
+    ("flush.messages", "log.flush.interval.messages"),
+    ("flush.ms", "log.flush.interval.ms"),
+    ("message.timestamp.type", "log.message.timestamp.type"),
+    ("min.insync.replicas", "min.insync.replicas"),
+    ("max.message.bytes", "message.max.bytes"),
+];
+
 /// A configuration value that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -377,29 +395,13 @@ impl BrokerConfig {
                     .map_err(|_| invalid("metrics.listener", "expected ip:port"))?,
             )
         };
-        let log_key =
-            |broker_key: &str, topic_key: &'static str| (broker_key.to_string(), topic_key);
         let mut log_defaults = LogConfig::default();
-        for (broker_key, topic_key) in [
-            log_key("log.segment.bytes", "segment.bytes"),
-            log_key("log.roll.ms", "segment.ms"),
-            log_key("log.retention.ms", "retention.ms"),
-            log_key("log.retention.bytes", "retention.bytes"),
-            log_key("log.index.interval.bytes", "index.interval.bytes"),
-            log_key("log.index.size.max.bytes", "segment.index.bytes"),
-            log_key("log.cleanup.policy", "cleanup.policy"),
-            log_key("log.cleaner.delete.retention.ms", "delete.retention.ms"),
-            log_key("log.flush.interval.messages", "flush.messages"),
-            log_key("log.flush.interval.ms", "flush.ms"),
-            log_key("log.message.timestamp.type", "message.timestamp.type"),
-            log_key("min.insync.replicas", "min.insync.replicas"),
-            log_key("message.max.bytes", "max.message.bytes"),
-        ] {
+        for &(topic_key, broker_key) in LOG_CONFIG_SYNONYMS {
             log_defaults
-                .set(topic_key, &get(&broker_key))
+                .set(topic_key, &get(broker_key))
                 .map_err(|error| match error {
-                    LogConfigError::InvalidValue { reason, .. } => invalid(&broker_key, reason),
-                    LogConfigError::UnknownKey { .. } => invalid(&broker_key, "unknown"),
+                    LogConfigError::InvalidValue { reason, .. } => invalid(broker_key, reason),
+                    LogConfigError::UnknownKey { .. } => invalid(broker_key, "unknown"),
                 })?;
         }
         let optional = |key: &str| Some(get(key).trim().to_string()).filter(|s| !s.is_empty());

@@ -2,6 +2,7 @@
 
 use kafka_protocol::ResponseError;
 
+use super::admin::AdminError;
 use crate::controller::ControllerError;
 use crate::storage::{BatchError, LogError, LogManagerError};
 
@@ -53,5 +54,28 @@ pub fn controller_error(error: &ControllerError) -> i16 {
         ControllerError::MetadataLog(_) => ResponseError::UnknownServerError.code(),
         ControllerError::Storage(LogManagerError::Log(error)) => log_error(error),
         ControllerError::Storage(_) => ResponseError::KafkaStorageError.code(),
+    }
+}
+
+pub fn admin_error(error: &AdminError) -> i16 {
+    match error {
+        AdminError::DuplicateTopic(_)
+        | AdminError::DuplicateConfig(_)
+        | AdminError::NameAndId
+        | AdminError::UnsupportedResourceType(_)
+        | AdminError::BrokerIdNotInteger(_)
+        | AdminError::UnexpectedBrokerId { .. }
+        | AdminError::NotDynamic(_)
+        | AdminError::NullValue(_)
+        | AdminError::UnknownOperation(_) => ResponseError::InvalidRequest.code(),
+        AdminError::NotAList { .. } => ResponseError::InvalidConfig.code(),
+        AdminError::UnknownTopicId(_) => ResponseError::UnknownTopicId.code(),
+        AdminError::UnknownPartition { .. } => ResponseError::UnknownTopicOrPartition.code(),
+        AdminError::InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment.code(),
+        AdminError::CompactedTopic { .. } => ResponseError::PolicyViolation.code(),
+        AdminError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
+        AdminError::UnsupportedEndpointType(_) => ResponseError::UnsupportedEndpointType.code(),
+        AdminError::Controller(error) => controller_error(error),
+        AdminError::Log(error) => log_error(error),
     }
 }

@@ -7,9 +7,20 @@
 
 pub mod errors;
 
+mod admin;
+mod configs;
+
+mod alter_configs;
 pub mod api_versions;
+mod create_partitions;
 mod create_topics;
+mod delete_records;
+mod delete_topics;
+mod describe_cluster;
+mod describe_configs;
+mod describe_log_dirs;
 mod fetch;
+mod incremental_alter_configs;
 mod init_producer_id;
 mod list_offsets;
 mod lookup;
@@ -155,6 +166,14 @@ pub fn routes() -> Routes {
         Box::new(offset_for_leader_epoch::OffsetForLeaderEpochApi),
         Box::new(init_producer_id::InitProducerIdApi),
         Box::new(create_topics::CreateTopicsApi),
+        Box::new(delete_topics::DeleteTopicsApi),
+        Box::new(create_partitions::CreatePartitionsApi),
+        Box::new(describe_configs::DescribeConfigsApi),
+        Box::new(alter_configs::AlterConfigsApi),
+        Box::new(incremental_alter_configs::IncrementalAlterConfigsApi),
+        Box::new(describe_cluster::DescribeClusterApi),
+        Box::new(delete_records::DeleteRecordsApi),
+        Box::new(describe_log_dirs::DescribeLogDirsApi),
     ];
     let mut routes = Routes {
         apis: BTreeMap::new(),

@@ -20,6 +20,9 @@ use metadata_log::{MetadataLog, MetadataLogError, MetadataRecord};
 
 /// Producer ids are reserved in blocks so the log is not written per InitProducerId.
 const PRODUCER_ID_BLOCK: i64 = 1000;
+/// Most partitions one topic may have: each is a directory with open files and mapped
+/// indexes, so an absurd count is refused instead of exhausting the broker.
+pub const MAX_PARTITIONS: i32 = 10_000;
 /// Kafka's limit on topic name length.
 pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
 
@@ -185,6 +188,9 @@ impl Controller {
                 reason: "must be at least 1".into(),
             });
         }
+        if partitions > MAX_PARTITIONS {
+            return Err(too_many_partitions(name, partitions));
+        }
         let brokers = 1;
         if replication_factor < 1 || i32::from(replication_factor) > brokers {
             return Err(ControllerError::InvalidReplicationFactor {
@@ -248,11 +254,18 @@ impl Controller {
             return Err(ControllerError::InvalidPartitions {
                 topic: name.to_string(),
                 requested: total,
-                reason: format!(
-                    "the topic already has {} partitions; partitions can only grow",
-                    topic.partitions
-                ),
+                reason: if total == topic.partitions {
+                    format!("the topic already has {total} partition(s)")
+                } else {
+                    format!(
+                        "the topic has {} partition(s); partitions can only grow",
+                        topic.partitions
+                    )
+                },
             });
+        }
+        if total > MAX_PARTITIONS {
+            return Err(too_many_partitions(name, total));
         }
         if validate_only {
             return Ok(());
@@ -308,6 +321,14 @@ impl Controller {
         let id = ids.0;
         ids.0 += 1;
         Ok(id)
+    }
+}
+
+fn too_many_partitions(topic: &str, requested: i32) -> ControllerError {
+    ControllerError::InvalidPartitions {
+        topic: topic.to_string(),
+        requested,
+        reason: format!("more than the {MAX_PARTITIONS} partitions a topic may have"),
     }
 }
 

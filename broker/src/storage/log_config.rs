@@ -156,11 +156,12 @@ impl LogConfig {
             value: value.to_string(),
             reason,
         };
-        let int = |min: i64| -> Result<i64, LogConfigError> {
+        // Kafka types these configs LONG (i64) or INT (i32); larger values are refused.
+        let long = |min: i64| -> Result<i64, LogConfigError> {
             let parsed: i64 = value
                 .trim()
                 .parse()
-                .map_err(|_| invalid("not an integer"))?;
+                .map_err(|_| invalid("not a number of type LONG"))?;
             if parsed < min {
                 return Err(invalid(if min == 0 {
                     "must not be negative"
@@ -172,23 +173,29 @@ impl LogConfig {
             }
             Ok(parsed)
         };
+        let int = |min: i64| -> Result<i64, LogConfigError> {
+            if value.trim().parse::<i32>().is_err() {
+                return Err(invalid("not a number of type INT"));
+            }
+            long(min)
+        };
         match key {
             "segment.bytes" => self.segment_bytes = int(MIN_SEGMENT_BYTES as i64)? as u64,
-            "segment.ms" => self.segment_ms = int(1)?,
+            "segment.ms" => self.segment_ms = long(1)?,
             "segment.index.bytes" => {
                 self.segment_index_bytes = int(OFFSET_INDEX_MIN_BYTES)? as u64;
             }
             "index.interval.bytes" => self.index_interval_bytes = int(0)? as u64,
-            "retention.ms" => self.retention_ms = int(-1)?,
-            "retention.bytes" => self.retention_bytes = int(-1)?,
-            "delete.retention.ms" => self.delete_retention_ms = int(0)?,
+            "retention.ms" => self.retention_ms = long(-1)?,
+            "retention.bytes" => self.retention_bytes = long(-1)?,
+            "delete.retention.ms" => self.delete_retention_ms = long(0)?,
             "max.message.bytes" => self.max_message_bytes = int(0)? as u64,
-            "flush.messages" => self.flush_messages = int(1)?,
-            "flush.ms" => self.flush_ms = int(0)?,
+            "flush.messages" => self.flush_messages = long(1)?,
+            "flush.ms" => self.flush_ms = long(0)?,
             "min.insync.replicas" => {
                 let parsed = int(1)?;
                 self.min_insync_replicas =
-                    i32::try_from(parsed).map_err(|_| invalid("too large"))?;
+                    i32::try_from(parsed).map_err(|_| invalid("not a number of type INT"))?;
             }
             "cleanup.policy" => {
                 self.cleanup_policy = CleanupPolicy::parse(value)
@@ -279,6 +286,21 @@ mod tests {
                 .with_topic_configs([("cleanup.policy", "shred")])
                 .is_err()
         );
+        for (key, absurd) in [
+            ("segment.bytes", "99999999999"),
+            ("max.message.bytes", "2147483648"),
+            ("retention.ms", "99999999999999999999"),
+            ("retention.bytes", "-2"),
+            ("min.insync.replicas", "0"),
+        ] {
+            assert!(
+                matches!(
+                    LogConfig::default().with_topic_configs([(key, absurd)]),
+                    Err(LogConfigError::InvalidValue { .. })
+                ),
+                "{key}={absurd}"
+            );
+        }
         let round_trip = LogConfig::default()
             .with_topic_configs(
                 config

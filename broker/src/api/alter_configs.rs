@@ -1,0 +1,85 @@
+//! AlterConfigs (the legacy, non-incremental form): a topic's configs are replaced by
+//! exactly the set given — keys left out fall back to the broker defaults. The new
+//! configs are checked as a whole and take effect on the live logs at once.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use kafka_protocol::messages::alter_configs_request::AlterConfigsResource;
+use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
+use kafka_protocol::protocol::StrBytes;
+
+use super::admin::AdminError;
+use super::configs::{ConfigResource, alter_broker, duplicate_key};
+use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::state::BrokerState;
+
+#[derive(Debug)]
+pub struct AlterConfigsApi;
+
+impl Api for AlterConfigsApi {
+    fn key(&self) -> ApiKey {
+        ApiKey::AlterConfigs
+    }
+
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let request: AlterConfigsRequest = context.decode(body)?;
+            let responses = request
+                .resources
+                .iter()
+                .map(|resource| {
+                    let response = AlterConfigsResourceResponse::default()
+                        .with_resource_type(resource.resource_type)
+                        .with_resource_name(resource.resource_name.clone());
+                    match alter(context.broker, resource, request.validate_only) {
+                        Ok(()) => response,
+                        Err(error) => {
+                            tracing::info!(resource = %resource.resource_name, %error, "AlterConfigs refused");
+                            response
+                                .with_error_code(errors::admin_error(&error))
+                                .with_error_message(Some(StrBytes::from_string(error.to_string())))
+                        }
+                    }
+                })
+                .collect();
+            context.respond(&AlterConfigsResponse::default().with_responses(responses))
+        })
+    }
+}
+
+fn alter(
+    broker: &BrokerState,
+    resource: &AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), AdminError> {
+    let keys: Vec<String> = resource
+        .configs
+        .iter()
+        .map(|c| c.name.to_string())
+        .collect();
+    duplicate_key(&keys)?;
+    let target = ConfigResource::resolve(broker, resource.resource_type, &resource.resource_name)?;
+    let ConfigResource::Topic(topic) = target else {
+        return alter_broker(&keys);
+    };
+    let configs = resource
+        .configs
+        .iter()
+        .map(|config| {
+            let value = config
+                .value
+                .as_ref()
+                .ok_or_else(|| AdminError::NullValue(config.name.to_string()))?;
+            Ok((config.name.to_string(), value.trim().to_string()))
+        })
+        .collect::<Result<BTreeMap<_, _>, AdminError>>()?;
+    broker
+        .controller
+        .set_topic_configs(&topic.name, configs, validate_only)?;
+    if !validate_only {
+        tracing::info!(topic = %topic.name, "Replaced topic configs");
+    }
+    Ok(())
+}

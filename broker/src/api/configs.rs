@@ -1,0 +1,177 @@
+//! Config resources as DescribeConfigs, AlterConfigs and IncrementalAlterConfigs see
+//! them: which resource a request names, where each value comes from (Kafka's config
+//! sources and synonyms), and each key's type.
+//!
+//! A topic config's value is the topic's own setting (source TOPIC_CONFIG) or else the
+//! broker key it falls back to (`segment.bytes` → `log.segment.bytes`, see
+//! [`LOG_CONFIG_SYNONYMS`]): STATIC_BROKER_CONFIG when the broker's configuration sets
+//! it, DEFAULT_CONFIG otherwise. Broker configs are static: none can be altered at run
+//! time, so they are described read-only and alterations are refused.
+
+use crate::config::{KEYS, LOG_CONFIG_SYNONYMS};
+use crate::controller::image::TopicImage;
+use crate::state::BrokerState;
+
+use super::admin::{AdminError, duplicates, existing_topic};
+
+/// Kafka's `ConfigResource.Type` ids.
+pub const RESOURCE_TOPIC: i8 = 2;
+pub const RESOURCE_BROKER: i8 = 4;
+
+/// Kafka's `ConfigSource` ids.
+pub const SOURCE_TOPIC_CONFIG: i8 = 1;
+pub const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
+pub const SOURCE_DEFAULT_CONFIG: i8 = 5;
+
+/// Kafka's `ConfigType` ids (DescribeConfigs v3+).
+const TYPE_UNKNOWN: i8 = 0;
+const TYPE_BOOLEAN: i8 = 1;
+const TYPE_STRING: i8 = 2;
+const TYPE_INT: i8 = 3;
+const TYPE_SHORT: i8 = 4;
+pub const TYPE_LONG: i8 = 5;
+pub const TYPE_LIST: i8 = 7;
+
+/// The resource a config request names.
+#[derive(Debug)]
+pub enum ConfigResource {
+    Topic(TopicImage),
+    /// This broker (named by its id).
+    Broker,
+    /// The cluster-wide dynamic broker defaults (the empty broker name): there are none.
+    BrokerDefaults,
+}
+
+impl ConfigResource {
+    pub fn resolve(
+        broker: &BrokerState,
+        resource_type: i8,
+        name: &str,
+    ) -> Result<Self, AdminError> {
+        match resource_type {
+            RESOURCE_TOPIC => existing_topic(broker, name).map(Self::Topic),
+            RESOURCE_BROKER if name.is_empty() => Ok(Self::BrokerDefaults),
+            RESOURCE_BROKER => {
+                let id: i32 = name
+                    .trim()
+                    .parse()
+                    .map_err(|_| AdminError::BrokerIdNotInteger(name.to_string()))?;
+                let expected = broker.config.node_id;
+                if id == expected {
+                    Ok(Self::Broker)
+                } else {
+                    Err(AdminError::UnexpectedBrokerId {
+                        expected,
+                        received: id,
+                    })
+                }
+            }
+            other => Err(AdminError::UnsupportedResourceType(other)),
+        }
+    }
+}
+
+/// Refuses to alter broker configs: they are static (set in the broker's configuration
+/// and read at start), so only an empty alteration succeeds.
+pub fn alter_broker(keys: &[String]) -> Result<(), AdminError> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    Err(AdminError::NotDynamic(keys.join(", ")))
+}
+
+/// The first config key named twice in one resource, which Kafka refuses.
+pub fn duplicate_key(keys: &[String]) -> Result<(), AdminError> {
+    match duplicates(keys.iter().map(String::as_str))
+        .into_iter()
+        .next()
+    {
+        Some(key) => Err(AdminError::DuplicateConfig(key)),
+        None => Ok(()),
+    }
+}
+
+/// The broker key a topic config falls back to.
+pub fn broker_synonym(topic_key: &str) -> Option<&'static str> {
+    LOG_CONFIG_SYNONYMS
+        .iter()
+        .find(|(topic, _)| *topic == topic_key)
+        .map(|(_, broker)| *broker)
+}
+
+/// The documented default of a broker key.
+pub fn broker_default(key: &str) -> Option<&'static str> {
+    KEYS.iter().find(|k| k.name == key).map(|k| k.default)
+}
+
+/// The documentation of a broker key.
+pub fn broker_doc(key: &str) -> Option<&'static str> {
+    KEYS.iter().find(|k| k.name == key).map(|k| k.doc)
+}
+
+/// Whether the broker's configuration sets `key` (to something other than its default).
+pub fn broker_sets(broker: &BrokerState, key: &str) -> bool {
+    match (broker.config.raw.get(key), broker_default(key)) {
+        (Some(value), Some(default)) => value != default,
+        _ => false,
+    }
+}
+
+/// The type of a topic config key, as Kafka declares it.
+pub fn topic_config_type(key: &str) -> i8 {
+    broker_synonym(key).map_or(TYPE_UNKNOWN, broker_config_type)
+}
+
+/// The type of a broker config key, as Kafka declares it: lists, longs and shorts by
+/// name, the rest from the shape of the default.
+pub fn broker_config_type(key: &str) -> i8 {
+    match key {
+        "listeners"
+        | "advertised.listeners"
+        | "log.dirs"
+        | "process.roles"
+        | "controller.quorum.voters"
+        | "controller.listener.names"
+        | "log.cleanup.policy" => TYPE_LIST,
+        "log.roll.ms"
+        | "log.retention.ms"
+        | "log.retention.bytes"
+        | "log.cleaner.delete.retention.ms"
+        | "log.flush.interval.messages"
+        | "log.flush.interval.ms"
+        | "log.retention.check.interval.ms"
+        | "connections.max.idle.ms"
+        | "queued.max.request.bytes" => TYPE_LONG,
+        "default.replication.factor" => TYPE_SHORT,
+        _ => match broker_default(key) {
+            None => TYPE_UNKNOWN,
+            Some("true" | "false") => TYPE_BOOLEAN,
+            Some(default) if default.parse::<i32>().is_ok() => TYPE_INT,
+            Some(default) if default.parse::<i64>().is_ok() => TYPE_LONG,
+            Some(_) => TYPE_STRING,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::TOPIC_CONFIG_KEYS;
+
+    #[test]
+    fn every_topic_config_has_a_documented_broker_synonym_and_a_type() {
+        for key in TOPIC_CONFIG_KEYS {
+            let synonym = broker_synonym(key).unwrap_or_else(|| panic!("{key} has no synonym"));
+            assert!(broker_default(synonym).is_some(), "{synonym} is not a key");
+            assert_ne!(topic_config_type(key), TYPE_UNKNOWN, "{key}");
+        }
+        assert_eq!(
+            broker_config_type("auto.create.topics.enable"),
+            TYPE_BOOLEAN
+        );
+        assert_eq!(broker_config_type("num.partitions"), TYPE_INT);
+        assert_eq!(broker_config_type("broker.rack"), TYPE_STRING);
+        assert_eq!(topic_config_type("cleanup.policy"), TYPE_LIST);
+        assert_eq!(topic_config_type("retention.ms"), TYPE_LONG);
+    }
+}

@@ -1,0 +1,98 @@
+//! DeleteRecords: moves partitions' log start offsets forward (offset -1 means the high
+//! watermark); whole segments below the new start are deleted at once. Topics whose
+//! cleanup policy is compaction only refuse it, as in Kafka.
+
+use bytes::Bytes;
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsResponse};
+
+use super::admin::AdminError;
+use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::state::BrokerState;
+use crate::storage::TopicPartition;
+
+#[derive(Debug)]
+pub struct DeleteRecordsApi;
+
+/// The offset that stands for "up to the high watermark".
+const HIGH_WATERMARK: i64 = -1;
+
+impl Api for DeleteRecordsApi {
+    fn key(&self) -> ApiKey {
+        ApiKey::DeleteRecords
+    }
+
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let request: DeleteRecordsRequest = context.decode(body)?;
+            let topics = request
+                .topics
+                .into_iter()
+                .map(|topic| {
+                    let partitions = topic
+                        .partitions
+                        .iter()
+                        .map(|partition| {
+                            let tp = TopicPartition::new(topic.name.0.to_string(), partition.partition_index);
+                            let result = DeleteRecordsPartitionResult::default()
+                                .with_partition_index(partition.partition_index);
+                            match delete_below(context.broker, &tp, partition.offset) {
+                                Ok(low_watermark) => result.with_low_watermark(low_watermark),
+                                Err(error) => {
+                                    tracing::info!(topic_partition = %tp, offset = partition.offset, %error, "DeleteRecords refused");
+                                    result
+                                        .with_low_watermark(-1)
+                                        .with_error_code(errors::admin_error(&error))
+                                }
+                            }
+                        })
+                        .collect();
+                    DeleteRecordsTopicResult::default()
+                        .with_name(topic.name)
+                        .with_partitions(partitions)
+                })
+                .collect();
+            context.respond(&DeleteRecordsResponse::default().with_topics(topics))
+        })
+    }
+}
+
+/// Deletes the records below `offset`; returns the new log start offset.
+fn delete_below(broker: &BrokerState, tp: &TopicPartition, offset: i64) -> Result<i64, AdminError> {
+    let log = broker
+        .logs
+        .get(tp)
+        .ok_or_else(|| AdminError::UnknownPartition {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+        })?;
+    let policy = log.config().cleanup_policy;
+    if policy.compact && !policy.delete {
+        return Err(AdminError::CompactedTopic {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+        });
+    }
+    let out_of_range = |reason: String| AdminError::OffsetOutOfRange {
+        topic: tp.topic.clone(),
+        partition: tp.partition,
+        offset,
+        reason,
+    };
+    let target = match offset {
+        HIGH_WATERMARK => log.high_watermark(),
+        offset => u64::try_from(offset)
+            .map_err(|_| out_of_range("offsets are -1 (the high watermark) or positive".into()))?,
+    };
+    if target > log.high_watermark() {
+        return Err(out_of_range(format!(
+            "beyond the high watermark {}",
+            log.high_watermark()
+        )));
+    }
+    let start = log.advance_log_start_offset(target)?;
+    tracing::info!(topic_partition = %tp, log_start_offset = start, "Deleted records");
+    Ok(i64::try_from(start).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,203 @@
+//! DescribeConfigs: a topic's effective configs or this broker's, each with its source,
+//! synonyms (the chain of settings it falls back through) and, on request, its
+//! documentation — as Kafka reports them (see [`super::configs`]).
+
+use bytes::Bytes;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::admin::AdminError;
+use super::configs::{
+    ConfigResource, SOURCE_DEFAULT_CONFIG, SOURCE_STATIC_BROKER_CONFIG, SOURCE_TOPIC_CONFIG,
+    broker_config_type, broker_default, broker_doc, broker_sets, broker_synonym, topic_config_type,
+};
+use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::controller::image::TopicImage;
+use crate::state::BrokerState;
+
+#[derive(Debug)]
+pub struct DescribeConfigsApi;
+
+impl Api for DescribeConfigsApi {
+    fn key(&self) -> ApiKey {
+        ApiKey::DescribeConfigs
+    }
+
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let request: DescribeConfigsRequest = context.decode(body)?;
+            let options = Options {
+                synonyms: request.include_synonyms,
+                documentation: request.include_documentation,
+            };
+            let results = request
+                .resources
+                .iter()
+                .map(|resource| {
+                    let result = DescribeConfigsResult::default()
+                        .with_resource_type(resource.resource_type)
+                        .with_resource_name(resource.resource_name.clone());
+                    match describe(context.broker, resource, options) {
+                        Ok(configs) => result.with_configs(configs),
+                        Err(error) => {
+                            tracing::info!(resource = %resource.resource_name, %error, "DescribeConfigs refused");
+                            result
+                                .with_error_code(errors::admin_error(&error))
+                                .with_error_message(Some(StrBytes::from_string(error.to_string())))
+                        }
+                    }
+                })
+                .collect();
+            context.respond(&DescribeConfigsResponse::default().with_results(results))
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Options {
+    synonyms: bool,
+    documentation: bool,
+}
+
+/// One config before it is put on the wire.
+struct Entry {
+    name: String,
+    value: String,
+    source: i8,
+    read_only: bool,
+    config_type: i8,
+    documentation: Option<&'static str>,
+    /// (name, value, source), highest precedence first.
+    synonyms: Vec<(String, String, i8)>,
+}
+
+fn describe(
+    broker: &BrokerState,
+    resource: &DescribeConfigsResource,
+    options: Options,
+) -> Result<Vec<DescribeConfigsResourceResult>, AdminError> {
+    let entries =
+        match ConfigResource::resolve(broker, resource.resource_type, &resource.resource_name)? {
+            ConfigResource::Topic(topic) => topic_entries(broker, &topic)?,
+            ConfigResource::Broker => broker_entries(broker),
+            ConfigResource::BrokerDefaults => Vec::new(),
+        };
+    // Kafka: no key list means every config; a list means exactly those that exist.
+    let wanted = |name: &str| {
+        resource
+            .configuration_keys
+            .as_ref()
+            .is_none_or(|keys| keys.iter().any(|k| k.as_str() == name))
+    };
+    Ok(entries
+        .into_iter()
+        .filter(|e| wanted(&e.name))
+        .map(|entry| {
+            let synonyms = if options.synonyms {
+                entry
+                    .synonyms
+                    .into_iter()
+                    .map(|(name, value, source)| {
+                        DescribeConfigsSynonym::default()
+                            .with_name(StrBytes::from_string(name))
+                            .with_value(Some(StrBytes::from_string(value)))
+                            .with_source(source)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            DescribeConfigsResourceResult::default()
+                .with_name(StrBytes::from_string(entry.name))
+                .with_value(Some(StrBytes::from_string(entry.value)))
+                .with_read_only(entry.read_only)
+                .with_config_source(entry.source)
+                .with_is_sensitive(false)
+                .with_synonyms(synonyms)
+                .with_config_type(entry.config_type)
+                .with_documentation(
+                    entry
+                        .documentation
+                        .filter(|_| options.documentation)
+                        .map(StrBytes::from_static_str),
+                )
+        })
+        .collect())
+}
+
+/// Every topic config with the value in effect on the topic's logs.
+fn topic_entries(broker: &BrokerState, topic: &TopicImage) -> Result<Vec<Entry>, AdminError> {
+    let effective = broker
+        .controller
+        .log_config_for(topic)
+        .map_err(crate::controller::ControllerError::from)?
+        .to_topic_configs();
+    Ok(effective
+        .into_iter()
+        .map(|(key, value)| {
+            let broker_key = broker_synonym(key);
+            let mut synonyms = Vec::new();
+            if topic.configs.contains_key(key) {
+                synonyms.push((key.to_string(), value.clone(), SOURCE_TOPIC_CONFIG));
+            }
+            if let Some(broker_key) = broker_key {
+                synonyms.extend(broker_synonyms(broker, broker_key));
+            }
+            let source = synonyms
+                .first()
+                .map_or(SOURCE_DEFAULT_CONFIG, |(_, _, source)| *source);
+            Entry {
+                name: key.to_string(),
+                value,
+                source,
+                read_only: false,
+                config_type: topic_config_type(key),
+                documentation: broker_key.and_then(broker_doc),
+                synonyms,
+            }
+        })
+        .collect())
+}
+
+/// Every broker config with its effective value; none can change at run time.
+fn broker_entries(broker: &BrokerState) -> Vec<Entry> {
+    broker
+        .config
+        .raw
+        .iter()
+        .map(|(key, value)| {
+            let synonyms = broker_synonyms(broker, key);
+            let source = synonyms
+                .first()
+                .map_or(SOURCE_DEFAULT_CONFIG, |(_, _, source)| *source);
+            Entry {
+                name: key.clone(),
+                value: value.clone(),
+                source,
+                read_only: true,
+                config_type: broker_config_type(key),
+                documentation: broker_doc(key),
+                synonyms,
+            }
+        })
+        .collect()
+}
+
+/// A broker key's settings, highest precedence first: the broker's configuration (when
+/// it sets the key), then the default.
+fn broker_synonyms(broker: &BrokerState, key: &str) -> Vec<(String, String, i8)> {
+    let mut synonyms = Vec::new();
+    if broker_sets(broker, key)
+        && let Some(value) = broker.config.raw.get(key)
+    {
+        synonyms.push((key.to_string(), value.clone(), SOURCE_STATIC_BROKER_CONFIG));
+    }
+    if let Some(default) = broker_default(key) {
+        synonyms.push((key.to_string(), default.to_string(), SOURCE_DEFAULT_CONFIG));
+    }
+    synonyms
+}

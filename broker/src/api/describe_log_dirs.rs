@@ -1,0 +1,121 @@
+//! DescribeLogDirs: each log directory with its partitions' sizes and, from v4, the
+//! file system's total and usable bytes. An offline directory reports
+//! KAFKA_STORAGE_ERROR and no partitions.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{Api, HandlerFuture, RequestContext};
+use crate::storage::TopicPartition;
+
+#[derive(Debug)]
+pub struct DescribeLogDirsApi;
+
+/// Kafka's value for a volume size it could not read.
+const UNKNOWN_VOLUME_BYTES: i64 = -1;
+
+impl Api for DescribeLogDirsApi {
+    fn key(&self) -> ApiKey {
+        ApiKey::DescribeLogDirs
+    }
+
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let request: DescribeLogDirsRequest = context.decode(body)?;
+            // No topic list means every partition.
+            let wanted: Option<HashSet<TopicPartition>> = request.topics.map(|topics| {
+                topics
+                    .iter()
+                    .flat_map(|t| {
+                        t.partitions
+                            .iter()
+                            .map(|p| TopicPartition::new(t.topic.0.to_string(), *p))
+                    })
+                    .collect()
+            });
+            let logs = context.broker.logs.all();
+            let results = context
+                .broker
+                .logs
+                .log_dirs()
+                .iter()
+                .map(|dir| {
+                    let path = dir.path();
+                    let result = DescribeLogDirsResult::default()
+                        .with_log_dir(StrBytes::from_string(absolute(path)))
+                        .with_total_bytes(UNKNOWN_VOLUME_BYTES)
+                        .with_usable_bytes(UNKNOWN_VOLUME_BYTES);
+                    if dir.is_offline() {
+                        return result.with_error_code(ResponseError::KafkaStorageError.code());
+                    }
+                    let mut topics: BTreeMap<&str, Vec<DescribeLogDirsPartition>> = BTreeMap::new();
+                    for log in &logs {
+                        let tp = log.topic_partition();
+                        let here = log.dir().parent() == Some(path);
+                        if !here || wanted.as_ref().is_some_and(|w| !w.contains(tp)) {
+                            continue;
+                        }
+                        topics.entry(tp.topic.as_str()).or_default().push(
+                            DescribeLogDirsPartition::default()
+                                .with_partition_index(tp.partition)
+                                .with_partition_size(
+                                    i64::try_from(log.size_bytes()).unwrap_or(i64::MAX),
+                                )
+                                .with_offset_lag(0)
+                                .with_is_future_key(false),
+                        );
+                    }
+                    let topics = topics
+                        .into_iter()
+                        .map(|(name, mut partitions)| {
+                            partitions.sort_by_key(|p| p.partition_index);
+                            DescribeLogDirsTopic::default()
+                                .with_name(TopicName(StrBytes::from_string(name.to_string())))
+                                .with_partitions(partitions)
+                        })
+                        .collect();
+                    let (total, usable) = volume_bytes(path);
+                    result
+                        .with_topics(topics)
+                        .with_total_bytes(total)
+                        .with_usable_bytes(usable)
+                })
+                .collect();
+            context.respond(&DescribeLogDirsResponse::default().with_results(results))
+        })
+    }
+}
+
+/// The directory as an absolute path, as Kafka reports log dirs.
+fn absolute(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// Total and usable bytes of the file system holding `path`.
+fn volume_bytes(path: &Path) -> (i64, i64) {
+    match nix::sys::statvfs::statvfs(path) {
+        Ok(stats) => {
+            let fragment = stats.fragment_size();
+            let bytes =
+                |blocks: u64| i64::try_from(blocks.saturating_mul(fragment)).unwrap_or(i64::MAX);
+            (bytes(stats.blocks()), bytes(stats.blocks_available()))
+        }
+        Err(error) => {
+            tracing::warn!(dir = %path.display(), %error, "Cannot read the log directory's volume size");
+            (UNKNOWN_VOLUME_BYTES, UNKNOWN_VOLUME_BYTES)
+        }
+    }
+}
