@@ -11,4 +11,5 @@ cargo build --locked -p oxbow-broker --bin oxbow
 binary="$(mktemp "${TMPDIR:-/tmp}/oxbow-admin-bin.XXXXXX")"
 trap 'rm -f "$binary"' EXIT
 cp "$CARGO_TARGET_DIR/debug/oxbow" "$binary"
+chmod +x "$binary"
 python3 e2e/suites/35-admin.py "$binary"
