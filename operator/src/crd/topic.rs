@@ -101,6 +101,10 @@ pub struct TopicStatus {
     /// Replica assignment summary: partition leaders and replicas per broker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignment: Option<String>,
+    /// Topic configs the operator last set in the cluster (compared with the spec when the
+    /// cluster cannot describe configs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub applied_configs: BTreeMap<String, String>,
     /// What the last reconcile changed in the cluster (including drift put back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_action: Option<String>,

@@ -324,8 +324,8 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         source,
     };
     let view = admin.describe(&desired.name).await.map_err(admin_error)?;
-    // A cluster without DescribeConfigs cannot show drift: the spec's configs are taken
-    // as set, and the status says they were not verified.
+    // A cluster without DescribeConfigs cannot show drift: the configs the operator last
+    // set stand in for the cluster's, and the status says they were not verified.
     let mut unverified = None;
     let existing_configs = match &view.topic {
         Some(_) => match admin.topic_configs(&desired.name).await {
@@ -334,7 +334,11 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
                 unverified = Some(format!(
                     "configs not verified: the cluster does not support {api}"
                 ));
-                desired.configs.clone()
+                // What the operator last set stands in for what the cluster has.
+                match &topic.status {
+                    Some(status) if status.topic_id.is_some() => status.applied_configs.clone(),
+                    _ => desired.configs.clone(),
+                }
             }
             Err(source) => return Err(admin_error(source)),
         },
@@ -393,6 +397,7 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         .await?;
         return Err(admin_error(source));
     }
+    status.applied_configs = desired.configs.clone();
     if plan.changes_anything() {
         let what = plan.describe(&desired);
         let drift = view.topic.is_some()
