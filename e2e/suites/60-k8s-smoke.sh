@@ -63,7 +63,10 @@ for p in smoke-0 smoke-1 smoke-2; do
 done
 k8s_local && ok "pod IPs in 127.0.0.0/8: ${IP[*]}"
 
-serves() { curl -fsS --max-time 2 "http://$1:8080/index.html" 2>/dev/null | grep -q 'served from the ConfigMap'; }
+serves() {
+  local body
+  body="$(curl -fsS --max-time 2 "http://$1:8080/index.html" 2>/dev/null)" && [[ $body == *"served from the ConfigMap"* ]]
+}
 k8s_local && for p in smoke-0 smoke-1 smoke-2; do
   until_true 60 serves "${IP[$p]}" || fail "$p's process does not serve its ConfigMap on ${IP[$p]}:8080"
 done
