@@ -92,7 +92,39 @@ node_zone="$(kubectl get node "$(kubectl -n "$NS" get pod events-0 -o jsonpath='
 status_rack="$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.brokers[0].rack}')"
 [ "$status_rack" = "$node_zone" ] || fail "status rack $status_rack, node zone $node_zone"
 ok "status: broker 0 on a node in $node_zone, bootstrap $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.bootstrap}')"
-[ "$rack" = true ] || skip "rack-init (init container) not run: the pod runner does not run init containers"
+[ "$rack" = true ] || skip "rack-init as an init container: the pod runner does not run init containers"
+
+# rack-init with the broker ServiceAccount of a rack-aware Cluster, in a namespace without a
+# pod runner (its pods are scheduled, their processes never start): the operator's
+# ClusterRoleBinding must let exactly that token read the node.
+RACK_NS=oxbow-op-rack
+k8s_namespace "$RACK_NS"
+python3 - "$OXBOW_K8S_STATE/cluster.yaml" "$RACK_NS" > "$OXBOW_K8S_STATE/racked.yaml" <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1])); doc["metadata"]["namespace"] = sys.argv[2]
+doc["spec"]["rack"]["enabled"] = True
+print(yaml.safe_dump(doc))
+PY
+kubectl apply -f "$OXBOW_K8S_STATE/racked.yaml" >/dev/null
+scheduled() { [ -n "$(kubectl -n "$RACK_NS" get pod events-0 -o jsonpath='{.spec.nodeName}' 2>/dev/null)" ]; }
+until_true 120 scheduled || fail "rack-aware Cluster: events-0 not scheduled"
+kubectl -n "$RACK_NS" get sts events -o jsonpath='{.spec.template.spec.initContainers[0].args}' | grep -q rack-init \
+  || fail "no rack-init init container"
+kubectl get clusterrolebinding "oxbow-rack-$RACK_NS-events" >/dev/null || fail "no rack ClusterRoleBinding"
+rack_node="$(kubectl -n "$RACK_NS" get pod events-0 -o jsonpath='{.spec.nodeName}')"
+rack_zone="$(kubectl get node "$rack_node" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}')"
+cp "$KUBECONFIG" "$OXBOW_K8S_STATE/rack-kubeconfig"
+( export KUBECONFIG="$OXBOW_K8S_STATE/rack-kubeconfig"
+  kubectl config set-credentials rack-init --token="$(kubectl -n "$RACK_NS" create token events-broker)" >/dev/null
+  kubectl config set-context --current --user=rack-init >/dev/null
+  "$OXBOW_OPERATOR_BIN" rack-init --node "$rack_node" --out "$OXBOW_K8S_STATE/rack.yaml" 2>/dev/null
+  ! kubectl get nodes >/dev/null 2>&1 ) || fail "rack-init with the broker token (or the token may list nodes)"
+grep -qx "broker.rack: \"$rack_zone\"" "$OXBOW_K8S_STATE/rack.yaml" || fail "rack file: $(cat "$OXBOW_K8S_STATE/rack.yaml")"
+ok "rack-init with the broker ServiceAccount token wrote broker.rack: $rack_zone for node $rack_node (and the token cannot list nodes)"
+kubectl -n "$RACK_NS" delete cluster events --wait=true --timeout=60s >/dev/null || fail "deleting the rack-aware Cluster"
+gone_binding() { ! kubectl get clusterrolebinding "oxbow-rack-$RACK_NS-events" >/dev/null 2>&1; }
+until_true 60 gone_binding || fail "the Cluster finalizer left the rack ClusterRoleBinding"
+ok "deleting a Cluster removes its cluster-scoped rack binding (finalizer)"
 
 listening() { python3 -c "import socket,sys; socket.create_connection(('$pod_ip', 9092), timeout=1)" 2>/dev/null; }
 until_true 60 listening || fail "the broker does not listen on $bootstrap"
@@ -159,6 +191,20 @@ kubectl -n "$NS" scale cluster/events --replicas=1 >/dev/null
 until_true 60 sts_replicas 1 || fail "scale down"
 kubectl -n "$NS" wait --for=delete pod/events-1 --timeout=120s >/dev/null || fail "events-1 not removed"
 ok "kubectl scale cluster/events --replicas=2 then 1: StatefulSet, per-broker config and status follow"
+
+# --- config change rolls the broker ---------------------------------------------------
+uid_before="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}')"
+kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"config":{"num.partitions":4}}}' >/dev/null
+replaced() { local uid; uid="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}' 2>/dev/null)"; [ -n "$uid" ] && [ "$uid" != "$uid_before" ]; }
+until_true 120 replaced || fail "the operator did not restart events-0 after a config change"
+kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=120s >/dev/null || fail "Ready after the roll"
+revision="$(kubectl -n "$NS" get sts events -o jsonpath='{.status.updateRevision}')"
+[ "$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.labels.controller-revision-hash}')" = "$revision" ] \
+  || fail "events-0 not on revision $revision"
+kubectl -n "$NS" get events.events.k8s.io --field-selector reason=RollingBroker -o name | grep -q . || fail "no RollingBroker event"
+pod_ip="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.status.podIP}')"; bootstrap="$pod_ip:9092"
+until_true 60 listening || fail "the restarted broker does not listen on $bootstrap"
+ok "a broker config change rolled events-0 (OnDelete, one at a time) onto revision $revision"
 
 # --- delete the Topic ----------------------------------------------------------------
 kubectl -n "$NS" delete topic orders --timeout=60s >/dev/null || fail "Topic deletion (finalizer)"
