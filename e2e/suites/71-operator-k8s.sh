@@ -75,6 +75,7 @@ spec["rack"]["enabled"] = sys.argv[3] == "true"
 print(yaml.safe_dump(doc))
 PY
 kubectl apply -f "$OXBOW_K8S_STATE/cluster.yaml" >/dev/null
+t0=$SECONDS
 kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=180s >/dev/null || fail "Cluster Ready"
 for object in statefulset/events configmap/events service/events-headless service/events-bootstrap \
               poddisruptionbudget/events serviceaccount/events-broker; do
@@ -83,7 +84,7 @@ for object in statefulset/events configmap/events service/events-headless servic
 done
 [ "$(kubectl -n "$NS" get sts events -o jsonpath='{.spec.podManagementPolicy}/{.spec.updateStrategy.type}')" = "Parallel/OnDelete" ] \
   || fail "StatefulSet policy"
-ok "Cluster Ready: StatefulSet (Parallel, OnDelete), ConfigMap, Services, PDB, ServiceAccount owned by the Cluster"
+ok "Cluster Ready after $((SECONDS - t0)) s: StatefulSet (Parallel, OnDelete), ConfigMap, Services, PDB, ServiceAccount owned by the Cluster"
 
 pod_ip="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.status.podIP}')"
 bootstrap="$pod_ip:9092"
@@ -139,10 +140,11 @@ doc["spec"]["replicationFactor"] = 1
 print(yaml.safe_dump(doc))
 PY
 kubectl apply -f "$OXBOW_K8S_STATE/topic.yaml" >/dev/null
+t0=$SECONDS
 kubectl -n "$NS" wait --for=condition=Ready topic/orders --timeout=120s >/dev/null || fail "Topic Ready"
 client "$bootstrap" topics | grep -qx orders || fail "topic orders missing from the cluster"
 [ "$(kubectl -n "$NS" get topic orders -o jsonpath='{.status.partitions}')" = 6 ] || fail "status partitions"
-ok "Topic Ready: orders exists in the cluster with 6 partitions ($(kubectl -n "$NS" get topic orders -o jsonpath='{.status.assignment}'))"
+ok "Topic Ready after $((SECONDS - t0)) s: orders exists in the cluster with 6 partitions ($(kubectl -n "$NS" get topic orders -o jsonpath='{.status.assignment}'))"
 
 out="$(client "$bootstrap" produce-consume orders 200)" || fail "produce/consume: $out"
 ok "kafka-python through the bootstrap: $out"
@@ -196,6 +198,7 @@ ok "kubectl scale cluster/events --replicas=2 then 1: StatefulSet, per-broker co
 uid_before="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}')"
 kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"config":{"num.partitions":4}}}' >/dev/null
 replaced() { local uid; uid="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}' 2>/dev/null)"; [ -n "$uid" ] && [ "$uid" != "$uid_before" ]; }
+t0=$SECONDS
 until_true 120 replaced || fail "the operator did not restart events-0 after a config change"
 kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=120s >/dev/null || fail "Ready after the roll"
 revision="$(kubectl -n "$NS" get sts events -o jsonpath='{.status.updateRevision}')"
@@ -204,7 +207,7 @@ revision="$(kubectl -n "$NS" get sts events -o jsonpath='{.status.updateRevision
 kubectl -n "$NS" get events.events.k8s.io --field-selector reason=RollingBroker -o name | grep -q . || fail "no RollingBroker event"
 pod_ip="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.status.podIP}')"; bootstrap="$pod_ip:9092"
 until_true 60 listening || fail "the restarted broker does not listen on $bootstrap"
-ok "a broker config change rolled events-0 (OnDelete, one at a time) onto revision $revision"
+ok "a broker config change rolled events-0 (OnDelete, one at a time) onto revision $revision in $((SECONDS - t0)) s"
 
 # --- delete the Topic ----------------------------------------------------------------
 kubectl -n "$NS" delete topic orders --timeout=60s >/dev/null || fail "Topic deletion (finalizer)"
@@ -229,8 +232,9 @@ curl -fsS --max-time 5 "http://$leader_ip:8080/readyz" >/dev/null || fail "/read
 ok "operator /metrics: reconciles $(grep -F 'oxbow_operator_reconciles_total{' <<<"$metrics" | tr '\n' ' ')"
 
 kubectl -n "$SYS" delete pod "$leader" --wait=false >/dev/null
+t0=$SECONDS
 new_leader() { local h; h="$(holder)"; [ -n "$h" ] && [ "$h" != "$leader" ]; }
 until_true 90 new_leader || fail "no new leader after deleting $leader"
-ok "failover: $(holder) took the Lease after $leader was deleted"
+ok "failover: $(holder) took the Lease $((SECONDS - t0)) s after $leader was deleted (Lease duration 15 s)"
 
 echo "operator-k8s: $passed passed, 0 failed, $skipped skipped"
