@@ -400,7 +400,7 @@ impl BrokerConfig {
             log_defaults
                 .set(topic_key, &get(broker_key))
                 .map_err(|error| match error {
-                    LogConfigError::InvalidValue { reason, .. } => invalid(broker_key, reason),
+                    LogConfigError::InvalidValue { reason, .. } => invalid(broker_key, &reason),
                     LogConfigError::UnknownKey { .. } => invalid(broker_key, "unknown"),
                 })?;
         }

@@ -1,15 +1,84 @@
 #!/usr/bin/env bash
-# Admin APIs against a real broker process with real clients: confluent-kafka's
-# AdminClient (librdkafka) and kafka-python (DescribeLogDirs). See 35-admin.py for the
-# checks: error codes of bad requests, configs taking effect on live logs, restart.
+# Admin APIs against a real broker process with real clients:
+#  1. confluent-kafka's AdminClient (librdkafka) and kafka-python (DescribeLogDirs,
+#     DescribeCluster) — see 35-admin.py: error codes of bad requests, topic configs taking
+#     effect on live logs, restart;
+#  2. the Java AdminClient through Apache Kafka 4.1's own tools (kafka-topics,
+#     kafka-configs, kafka-delete-records, kafka-get-offsets; installed by
+#     e2e/setup.d/40-kafka.sh), checked on their printed output.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
 cargo build --locked -p oxbow-broker --bin oxbow
 # A private copy: another build sharing the target directory cannot swap it mid-run.
-binary="$(mktemp "${TMPDIR:-/tmp}/oxbow-admin-bin.XXXXXX")"
-trap 'rm -f "$binary"' EXIT
+work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-admin.XXXXXX")"
+binary="$work/oxbow"
 cp "$CARGO_TARGET_DIR/debug/oxbow" "$binary"
-chmod +x "$binary"
+cleanup() {
+  e2e/peers/oxbow/stop --dir "$work/java" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "--- librdkafka and kafka-python"
 python3 e2e/suites/35-admin.py "$binary"
+
+echo "--- Java AdminClient (Kafka's tools)"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+OXBOW_BINARY="$binary" e2e/peers/oxbow/start-single --port "$port" --dir "$work/java" \
+  --config auto.create.topics.enable=false >/dev/null
+tools=e2e/peers/kafka/bin
+bootstrap=(--bootstrap-server "127.0.0.1:$port")
+# expect LABEL PATTERN COMMAND...: the command's output (stdout and stderr) must match.
+expect() {
+  local label="$1" pattern="$2"; shift 2
+  local output
+  output="$("$@" 2>&1)" || true
+  if grep -qE -- "$pattern" <<<"$output"; then
+    echo "ok   $label"
+  else
+    echo "FAIL $label: expected /$pattern/ in:"; sed 's/^/     /' <<<"$output" | tail -n 15
+    tail -n 20 "$work/java/oxbow.log"
+    exit 1
+  fi
+}
+expect "create a topic with a config" "Created topic jt" \
+  "$tools/kafka-topics" "${bootstrap[@]}" --create --topic jt --partitions 1 --config retention.ms=100000
+expect "grow to 3 partitions" "PartitionCount: 3" bash -c \
+  "$tools/kafka-topics ${bootstrap[*]} --alter --topic jt --partitions 3 &&
+   $tools/kafka-topics ${bootstrap[*]} --describe --topic jt"
+expect "shrinking is refused" "InvalidPartitionsException" \
+  "$tools/kafka-topics" "${bootstrap[@]}" --alter --topic jt --partitions 2
+expect "describe the topic's own configs with synonyms" \
+  "retention.ms=100000 sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:retention.ms=100000, DEFAULT_CONFIG:log.retention.ms=604800000\}" \
+  "$tools/kafka-configs" "${bootstrap[@]}" --describe --entity-type topics --entity-name jt
+expect "add and delete configs" "segment.bytes=100000 sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG" bash -c \
+  "$tools/kafka-configs ${bootstrap[*]} --alter --entity-type topics --entity-name jt \
+     --add-config 'segment.bytes=100000,cleanup.policy=[compact,delete]' --delete-config retention.ms &&
+   $tools/kafka-configs ${bootstrap[*]} --describe --all --entity-type topics --entity-name jt"
+expect "a deleted config falls back to the broker default" \
+  "retention.ms=604800000 sensitive=false synonyms=\{DEFAULT_CONFIG:log.retention.ms" \
+  "$tools/kafka-configs" "${bootstrap[@]}" --describe --all --entity-type topics --entity-name jt
+expect "a negative segment.bytes is refused" "InvalidConfigurationException.*segment.bytes" \
+  "$tools/kafka-configs" "${bootstrap[@]}" --alter --entity-type topics --entity-name jt --add-config segment.bytes=-3
+expect "an unknown config is refused" "InvalidConfigurationException.*foo.bar" \
+  "$tools/kafka-configs" "${bootstrap[@]}" --alter --entity-type topics --entity-name jt --add-config foo.bar=1
+expect "describe the broker's configs" "log.dirs=$work/java/data sensitive=false synonyms=\{STATIC_BROKER_CONFIG" \
+  "$tools/kafka-configs" "${bootstrap[@]}" --describe --all --entity-type brokers --entity-name 0
+expect "broker configs are static" "InvalidRequestException" \
+  "$tools/kafka-configs" "${bootstrap[@]}" --alter --entity-type brokers --entity-name 0 --add-config log.retention.ms=1000
+expect "create a topic for DeleteRecords" "Created topic jd" \
+  "$tools/kafka-topics" "${bootstrap[@]}" --create --topic jd --partitions 1
+printf 'a\nb\nc\nd\ne\n' | "$tools/kafka-console-producer" "${bootstrap[@]}" --topic jd >/dev/null 2>&1
+echo '{"partitions":[{"topic":"jd","partition":0,"offset":3}],"version":1}' >"$work/delete-records.json"
+expect "delete records below offset 3" "partition: jd-0	low_watermark: 3" \
+  "$tools/kafka-delete-records" "${bootstrap[@]}" --offset-json-file "$work/delete-records.json"
+expect "the earliest offset is now 3" "^jd:0:3$" \
+  "$tools/kafka-get-offsets" "${bootstrap[@]}" --topic jd --time -2
+expect "delete a topic" "^jd$" bash -c \
+  "$tools/kafka-topics ${bootstrap[*]} --delete --topic jt && $tools/kafka-topics ${bootstrap[*]} --list"
+if "$tools/kafka-topics" "${bootstrap[@]}" --list 2>/dev/null | grep -qx jt; then
+  echo "FAIL the deleted topic jt is still listed"; exit 1
+fi
+echo "all Java AdminClient checks passed"

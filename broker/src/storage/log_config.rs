@@ -115,7 +115,7 @@ pub enum LogConfigError {
     InvalidValue {
         key: String,
         value: String,
-        reason: &'static str,
+        reason: String,
     },
 }
 
@@ -151,10 +151,10 @@ impl LogConfig {
 
     /// Applies one topic config.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), LogConfigError> {
-        let invalid = |reason| LogConfigError::InvalidValue {
+        let invalid = |reason: &str| LogConfigError::InvalidValue {
             key: key.to_string(),
             value: value.to_string(),
-            reason,
+            reason: reason.to_string(),
         };
         // Kafka types these configs LONG (i64) or INT (i32); larger values are refused.
         let long = |min: i64| -> Result<i64, LogConfigError> {
@@ -163,13 +163,7 @@ impl LogConfig {
                 .parse()
                 .map_err(|_| invalid("not a number of type LONG"))?;
             if parsed < min {
-                return Err(invalid(if min == 0 {
-                    "must not be negative"
-                } else if min == 1 {
-                    "must be at least 1"
-                } else {
-                    "below the allowed minimum"
-                }));
+                return Err(invalid(&format!("must be at least {min}")));
             }
             Ok(parsed)
         };
