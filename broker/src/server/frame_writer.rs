@@ -94,6 +94,7 @@ pub async fn write(
             })
             .sum::<u64>();
     let mut pending = BytesMut::with_capacity(4 + response.header.len() + 256);
+    let mut copied = Vec::new();
     pending.put_u32(u32::try_from(total).map_err(|_| std::io::Error::other("response too large"))?);
     pending.extend_from_slice(&response.header);
     for part in parts {
@@ -105,7 +106,8 @@ pub async fn write(
                 if sendfile {
                     send_region(stream, &region).await?;
                 } else {
-                    let copied = region.read_to_vec()?;
+                    copied.clear();
+                    region.read_into(&mut copied)?;
                     stream.write_all(&copied).await?;
                 }
             }

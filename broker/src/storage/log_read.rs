@@ -27,10 +27,16 @@ impl ReadResult {
     /// Copies every region into one buffer (the copying path, for TLS and tests).
     pub fn read_to_vec(&self) -> std::io::Result<Vec<u8>> {
         let mut bytes = Vec::with_capacity(self.bytes() as usize);
-        for region in &self.regions {
-            bytes.extend_from_slice(&region.read_to_vec()?);
-        }
+        self.read_into(&mut bytes)?;
         Ok(bytes)
+    }
+
+    /// Appends every region to `buffer`, reusing its capacity.
+    pub fn read_into(&self, buffer: &mut Vec<u8>) -> std::io::Result<()> {
+        for region in &self.regions {
+            region.read_into(buffer)?;
+        }
+        Ok(())
     }
 }
 

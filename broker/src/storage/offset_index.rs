@@ -104,6 +104,22 @@ impl OffsetIndex {
             })
     }
 
+    /// The last indexed batch that starts at or before `position` and ends before
+    /// `upper_offset`: lets a read skip to the end of its byte budget without reading
+    /// every batch header on the way.
+    pub fn last_at_or_before_position(
+        &self,
+        position: u64,
+        upper_offset: u64,
+    ) -> Option<OffsetPosition> {
+        self.entries
+            .last_where(|[relative, start]| {
+                u64::from(*start) <= position
+                    && self.base_offset + u64::from(*relative) < upper_offset
+            })
+            .and_then(|i| self.entry(i))
+    }
+
     /// Drops every entry for batches ending at or after `offset`.
     pub fn truncate_to(&self, offset: u64) {
         let keep = self

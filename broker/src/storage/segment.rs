@@ -83,9 +83,18 @@ pub struct FileRegion {
 impl FileRegion {
     /// Copies the region into memory (TLS connections, tests).
     pub fn read_to_vec(&self) -> std::io::Result<Vec<u8>> {
-        let mut bytes = vec![0u8; self.length as usize];
-        self.file.read_exact_at(&mut bytes, self.position)?;
+        let mut bytes = Vec::new();
+        self.read_into(&mut bytes)?;
         Ok(bytes)
+    }
+
+    /// Appends the region's bytes to `buffer`, reusing its capacity (the copying path
+    /// keeps one buffer per connection instead of allocating per fetch).
+    pub fn read_into(&self, buffer: &mut Vec<u8>) -> std::io::Result<()> {
+        let start = buffer.len();
+        buffer.resize(start + self.length as usize, 0);
+        let target = buffer.get_mut(start..).unwrap_or_default();
+        self.file.read_exact_at(target, self.position)
     }
 }
 
@@ -292,6 +301,20 @@ impl LogSegment {
     ) -> Result<Option<(FileRegion, u64)>, SegmentError> {
         let mut end = position;
         let mut next_offset = None;
+        // Skip whole batches through the index: every batch before an indexed batch that
+        // starts within the budget is complete, below `upper_offset` and published.
+        if let Some(entry) = self
+            .offset_index
+            .last_at_or_before_position(position + max_bytes, upper_offset)
+        {
+            let start = u64::from(entry.position);
+            if start > position && start <= self.size() {
+                if let Some(header) = self.header_at(start)? {
+                    end = start;
+                    next_offset = Some(header.base_offset as u64);
+                }
+            }
+        }
         while let Some(header) = self.header_at(end)? {
             let size = header.total_size() as u64;
             if header.next_offset() as u64 > upper_offset
