@@ -368,6 +368,20 @@ impl AdminClient {
         })
     }
 
+    /// Number of partitions, over all topics, whose in-sync replicas are fewer than their replicas.
+    pub async fn under_replicated_partitions(&mut self) -> Result<usize, AdminError> {
+        let request = MetadataRequest::default()
+            .with_topics(None)
+            .with_allow_auto_topic_creation(false);
+        let response = self.call(&request).await?;
+        Ok(response
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .filter(|p| p.isr_nodes.len() < p.replica_nodes.len())
+            .count())
+    }
+
     /// Creates a topic; `assignment` (replicas per partition) replaces the count and factor when given.
     pub async fn create_topic(
         &mut self,

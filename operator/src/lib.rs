@@ -13,7 +13,8 @@
 //! Modules:
 //! - [`crd`]: the `Cluster` and `Topic` types, status conditions, generated CRD YAML.
 //! - [`cluster`]: the Cluster reconciler, its object builders and broker config rendering.
-//! - [`admin`]: the Kafka admin client the Topic reconciler uses.
+//! - [`admin`]: the Kafka admin client the reconcilers use.
+//! - [`bootstrap`]: which addresses reach a Cluster's brokers.
 //! - [`context`]: what reconciles share: client, settings, events, back-off.
 //! - [`leader`]: leader election with a Lease.
 //! - [`rack`]: the `rack-init` step of a broker pod (node zone → `broker.rack`).
@@ -22,6 +23,7 @@
 //! - [`placement`]: rack-aware replica assignment (pure functions, no I/O).
 
 pub mod admin;
+pub mod bootstrap;
 pub mod cluster;
 pub mod context;
 pub mod crd;

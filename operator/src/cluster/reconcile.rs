@@ -181,31 +181,37 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
         Some(_) => {}
     }
     let observed = observe(ctx, &names).await?;
+    let mut roll_blocked = None;
     if let Some(pod) = status::pod_to_roll(&observed, cluster.spec.replicas) {
-        let pods: Api<Pod> = Api::namespaced(client, &namespace);
-        pods.delete(&pod, &DeleteParams::default())
-            .await
-            .map_err(|source| Error::Delete {
-                kind: "Pod",
-                name: pod.clone(),
-                source,
-            })?;
-        ctx.event(
-            &reference,
-            false,
-            "RollingBroker",
-            "Restart",
-            format!("Restarted {pod} to apply a new configuration"),
-        )
-        .await;
+        match under_replicated(cluster, ctx, &namespace).await {
+            Ok(0) => restart(ctx, &namespace, &reference, pod).await?,
+            Ok(count) => {
+                roll_blocked = Some(format!(
+                    "restart of {pod} waits: {count} partitions are under-replicated"
+                ))
+            }
+            Err(message) => roll_blocked = Some(format!("restart of {pod} waits: {message}")),
+        }
     }
-    let status = status::compute(
+    if let Some(message) = &roll_blocked {
+        tracing::info!(cluster = %names.cluster, message, "Roll waits");
+    }
+    let mut status = status::compute(
         cluster,
         &names,
         &observed,
         generation,
         monitor_error.as_deref(),
     );
+    if let Some(message) = roll_blocked {
+        for condition in status
+            .conditions
+            .iter_mut()
+            .filter(|c| c.reason == "Rolling")
+        {
+            condition.message.clone_from(&message);
+        }
+    }
     let ready = status::is_ready(&status);
     write_status(cluster, ctx, status).await?;
     ctx.succeeded(&key(cluster));
@@ -214,6 +220,48 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     } else {
         REQUEUE_BUSY
     }))
+}
+
+/// Under-replicated partitions of the cluster, asked from its brokers.
+async fn under_replicated(
+    cluster: &Cluster,
+    ctx: &Context,
+    namespace: &str,
+) -> Result<usize, String> {
+    let candidates = crate::bootstrap::addresses(ctx, cluster, namespace).await;
+    let (mut admin, _) = crate::bootstrap::connect(&candidates)
+        .await
+        .map_err(|e| format!("cannot reach the brokers to check replication: {e}"))?;
+    admin
+        .under_replicated_partitions()
+        .await
+        .map_err(|e| format!("cannot check replication: {e}"))
+}
+
+/// Deletes one broker pod so the StatefulSet recreates it on the new revision.
+async fn restart(
+    ctx: &Context,
+    namespace: &str,
+    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    pod: String,
+) -> Result<(), Error> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    pods.delete(&pod, &DeleteParams::default())
+        .await
+        .map_err(|source| Error::Delete {
+            kind: "Pod",
+            name: pod.clone(),
+            source,
+        })?;
+    ctx.event(
+        reference,
+        false,
+        "RollingBroker",
+        "Restart",
+        format!("Restarted {pod} to apply a new configuration"),
+    )
+    .await;
+    Ok(())
 }
 
 /// Applies every desired object, ConfigMap before the StatefulSet. Returns a message when
