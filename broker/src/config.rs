@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::group::GroupConfig;
 use crate::storage::{LogConfig, LogConfigError};
 
 /// One documented configuration key.
@@ -168,6 +169,46 @@ pub const KEYS: &[KeySpec] = &[
         "Partitions of __consumer_offsets.",
     ),
     key(
+        "offsets.retention.minutes",
+        "10080",
+        "Offsets of a group that has been empty this long are deleted (7 days).",
+    ),
+    key(
+        "offsets.retention.check.interval.ms",
+        "600000",
+        "How often expired offsets are looked for.",
+    ),
+    key(
+        "offset.metadata.max.bytes",
+        "4096",
+        "Largest metadata string of a committed offset.",
+    ),
+    key(
+        "group.min.session.timeout.ms",
+        "6000",
+        "Smallest session timeout a classic group member may ask for.",
+    ),
+    key(
+        "group.max.session.timeout.ms",
+        "1800000",
+        "Largest session timeout a classic group member may ask for.",
+    ),
+    key(
+        "group.initial.rebalance.delay.ms",
+        "3000",
+        "How long the first rebalance of an empty classic group waits for more members.",
+    ),
+    key(
+        "group.consumer.session.timeout.ms",
+        "45000",
+        "Session timeout of KIP-848 consumer group members.",
+    ),
+    key(
+        "group.consumer.heartbeat.interval.ms",
+        "5000",
+        "Heartbeat interval given to KIP-848 consumer group members.",
+    ),
+    key(
         "process.roles",
         "broker,controller",
         "KRaft roles of this node (a single node is both).",
@@ -250,6 +291,8 @@ pub struct BrokerConfig {
     pub log_defaults: LogConfig,
     pub retention_check_interval_ms: u64,
     pub offsets_topic_num_partitions: i32,
+    /// Group coordinator settings (`offsets.*`, `group.*`).
+    pub groups: GroupConfig,
     pub rack: Option<String>,
     pub cluster_id: Option<String>,
     /// Every key with its effective value (DescribeConfigs on the broker resource).
@@ -427,6 +470,37 @@ impl BrokerConfig {
             retention_check_interval_ms: int("log.retention.check.interval.ms", 1, i64::MAX)?
                 as u64,
             offsets_topic_num_partitions: int("offsets.topic.num.partitions", 1, 10_000)? as i32,
+            groups: GroupConfig {
+                offsets_partitions: int("offsets.topic.num.partitions", 1, 10_000)? as i32,
+                min_session_timeout_ms: int("group.min.session.timeout.ms", 1, i64::from(i32::MAX))?
+                    as i32,
+                max_session_timeout_ms: int("group.max.session.timeout.ms", 1, i64::from(i32::MAX))?
+                    as i32,
+                initial_rebalance_delay_ms: int(
+                    "group.initial.rebalance.delay.ms",
+                    0,
+                    i64::from(i32::MAX),
+                )?,
+                offsets_retention_ms: int("offsets.retention.minutes", 1, i64::from(i32::MAX))?
+                    * 60_000,
+                retention_check_interval_ms: int(
+                    "offsets.retention.check.interval.ms",
+                    1,
+                    i64::MAX,
+                )?,
+                offset_metadata_max_bytes: int("offset.metadata.max.bytes", 0, i64::from(i32::MAX))?
+                    as usize,
+                consumer_session_timeout_ms: int(
+                    "group.consumer.session.timeout.ms",
+                    1,
+                    i64::from(i32::MAX),
+                )? as i32,
+                consumer_heartbeat_interval_ms: int(
+                    "group.consumer.heartbeat.interval.ms",
+                    1,
+                    i64::from(i32::MAX),
+                )? as i32,
+            },
             rack: optional("broker.rack"),
             cluster_id: optional("cluster.id"),
             raw,

@@ -5,6 +5,7 @@
 //! ```text
 //!   server  (sockets, framing, ordering, back-pressure, sendfile)
 //!     -> api  (one module per Kafka API, one route table)
+//!       -> group  (consumer-group coordinator, offsets in __consumer_offsets)
 //!       -> controller  (topics, configs, producer ids: the metadata log)
 //!         -> storage  (partition logs on disk, Kafka's format)
 //! ```
@@ -13,6 +14,8 @@
 //! - [`storage`]: segmented partition logs, sparse mmap indexes, recovery, retention,
 //!   compaction, idempotent-producer state and the [`storage::LogManager`].
 //! - [`controller`]: the metadata log and the cluster image built from it.
+//! - [`group`]: the consumer-group coordinator (classic and KIP-848 protocols) and
+//!   committed offsets in `__consumer_offsets`.
 //! - [`api`]: the Kafka APIs and the route table; [`api::errors`] maps failures to codes.
 //! - [`server`]: the tokio network pipeline.
 //! - [`metrics`]: Prometheus metrics and `/metrics`, `/healthz`, `/readyz`.
@@ -21,6 +24,7 @@
 pub mod api;
 pub mod config;
 pub mod controller;
+pub mod group;
 pub mod metrics;
 pub mod server;
 pub mod state;

@@ -8,7 +8,9 @@ use anyhow::Context;
 use clap::Parser;
 use oxbow_broker::api;
 use oxbow_broker::config::BrokerConfig;
-use oxbow_broker::controller::Controller;
+use oxbow_broker::controller::{Controller, ControllerError};
+use oxbow_broker::group::metrics::GroupMetrics;
+use oxbow_broker::group::{GroupCoordinator, OFFSETS_TOPIC};
 use oxbow_broker::metrics::{self, Metrics};
 use oxbow_broker::server;
 use oxbow_broker::state::{AppendNotifier, BrokerState};
@@ -93,6 +95,13 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     .context("opening the metadata log")?;
     let metrics =
         Arc::new(Metrics::new(config.metrics_partition_labels).context("registering metrics")?);
+    ensure_offsets_topic(&controller, config.groups.offsets_partitions)?;
+    let groups = Arc::new(GroupCoordinator::load(
+        config.groups.clone(),
+        Arc::clone(&logs),
+        Arc::new(SystemClock),
+        GroupMetrics::new(metrics.registry()).context("registering group metrics")?,
+    ));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let listener = tokio::net::TcpListener::bind(config.listener)
         .await
@@ -101,6 +110,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         config: config.clone(),
         controller,
         logs: Arc::clone(&logs),
+        groups: Arc::clone(&groups),
         metrics,
         appends: AppendNotifier::default(),
         shutting_down: shutdown_rx.clone(),
@@ -119,6 +129,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         config.retention_check_interval_ms,
         shutdown_rx.clone(),
     ));
+    let group_timers = tokio::spawn(tick_groups(groups, shutdown_rx.clone()));
     tracing::info!(
         listener = %config.listener,
         advertised = %format!("{}:{}", config.advertised_host, config.advertised_port),
@@ -149,6 +160,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     if let Err(error) = maintenance.await {
         tracing::error!(%error, "Maintenance task failed");
     }
+    if let Err(error) = group_timers.await {
+        tracing::error!(%error, "Group timer task failed");
+    }
     if let Some(task) = metrics_task {
         task.abort();
         let _ = task.await;
@@ -173,6 +187,30 @@ async fn maintain(logs: Arc<LogManager>, interval_ms: u64, mut shutdown: watch::
                     tracing::error!(%error, "Log maintenance task failed");
                 }
             }
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// Creates the compacted `__consumer_offsets` topic on first start.
+fn ensure_offsets_topic(controller: &Controller, partitions: i32) -> anyhow::Result<()> {
+    if controller.image().topics.contains_key(OFFSETS_TOPIC) {
+        return Ok(());
+    }
+    let configs = [("cleanup.policy".to_string(), "compact".to_string())].into();
+    match controller.create_topic(OFFSETS_TOPIC, partitions, 1, configs, false) {
+        Ok(_) | Err(ControllerError::TopicAlreadyExists(_)) => Ok(()),
+        Err(error) => Err(error).context("creating __consumer_offsets"),
+    }
+}
+
+/// Drives the group timers (session and rebalance timeouts, offset expiry).
+async fn tick_groups(groups: Arc<GroupCoordinator>, mut shutdown: watch::Receiver<bool>) {
+    let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => groups.tick(),
             _ = shutdown.changed() => return,
         }
     }

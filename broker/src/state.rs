@@ -9,6 +9,7 @@ use tokio::sync::watch;
 
 use crate::config::BrokerConfig;
 use crate::controller::Controller;
+use crate::group::GroupCoordinator;
 use crate::metrics::Metrics;
 use crate::storage::{LogManager, TopicPartition};
 
@@ -18,6 +19,7 @@ pub struct BrokerState {
     pub config: BrokerConfig,
     pub controller: Controller,
     pub logs: Arc<LogManager>,
+    pub groups: Arc<GroupCoordinator>,
     pub metrics: Arc<Metrics>,
     pub appends: AppendNotifier,
     /// Flips to true when the broker starts shutting down: parked fetches return.

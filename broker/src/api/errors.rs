@@ -4,6 +4,7 @@ use kafka_protocol::ResponseError;
 
 use super::admin::AdminError;
 use crate::controller::ControllerError;
+use crate::group::GroupError;
 use crate::storage::{BatchError, LogError, LogManagerError};
 
 /// Kafka's "no error".
@@ -77,5 +78,39 @@ pub fn admin_error(error: &AdminError) -> i16 {
         AdminError::UnsupportedEndpointType(_) => ResponseError::UnsupportedEndpointType.code(),
         AdminError::Controller(error) => controller_error(error),
         AdminError::Log(error) => log_error(error),
+    }
+}
+
+pub fn group_error(error: &GroupError) -> i16 {
+    let code = match error {
+        GroupError::InvalidGroupId => ResponseError::InvalidGroupId,
+        GroupError::UnknownMemberId => ResponseError::UnknownMemberId,
+        GroupError::MemberIdRequired => ResponseError::MemberIdRequired,
+        GroupError::IllegalGeneration => ResponseError::IllegalGeneration,
+        GroupError::RebalanceInProgress => ResponseError::RebalanceInProgress,
+        GroupError::InconsistentGroupProtocol => ResponseError::InconsistentGroupProtocol,
+        GroupError::InvalidSessionTimeout => ResponseError::InvalidSessionTimeout,
+        GroupError::FencedInstanceId => ResponseError::FencedInstanceId,
+        GroupError::NonEmptyGroup => ResponseError::NonEmptyGroup,
+        GroupError::GroupIdNotFound => ResponseError::GroupIdNotFound,
+        GroupError::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
+        GroupError::GroupSubscribedToTopic => ResponseError::GroupSubscribedToTopic,
+        GroupError::FencedMemberEpoch => ResponseError::FencedMemberEpoch,
+        GroupError::UnreleasedInstanceId => ResponseError::UnreleasedInstanceId,
+        GroupError::UnsupportedAssignor => ResponseError::UnsupportedAssignor,
+        GroupError::StaleMemberEpoch => ResponseError::StaleMemberEpoch,
+        GroupError::InvalidRequest(_) => ResponseError::InvalidRequest,
+        GroupError::UnknownTopicOrPartition => ResponseError::UnknownTopicOrPartition,
+        GroupError::OffsetMetadataTooLarge => ResponseError::OffsetMetadataTooLarge,
+        GroupError::Storage(_) => ResponseError::KafkaStorageError,
+    };
+    code.code()
+}
+
+/// `group_error` of a result, or NONE.
+pub fn group_result<T>(result: &Result<T, GroupError>) -> i16 {
+    match result {
+        Ok(_) => NONE,
+        Err(error) => group_error(error),
     }
 }

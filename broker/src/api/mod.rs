@@ -12,21 +12,34 @@ mod configs;
 
 mod alter_configs;
 pub mod api_versions;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_partitions;
 mod create_topics;
+mod delete_groups;
 mod delete_records;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
+mod describe_groups;
 mod describe_log_dirs;
 mod fetch;
+mod find_coordinator;
+mod heartbeat;
 mod incremental_alter_configs;
 mod init_producer_id;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod list_offsets;
 mod lookup;
 mod metadata;
+mod offset_commit;
+mod offset_delete;
+mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod sync_group;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -174,6 +187,19 @@ pub fn routes() -> Routes {
         Box::new(describe_cluster::DescribeClusterApi),
         Box::new(delete_records::DeleteRecordsApi),
         Box::new(describe_log_dirs::DescribeLogDirsApi),
+        Box::new(find_coordinator::FindCoordinatorApi),
+        Box::new(join_group::JoinGroupApi),
+        Box::new(sync_group::SyncGroupApi),
+        Box::new(heartbeat::HeartbeatApi),
+        Box::new(leave_group::LeaveGroupApi),
+        Box::new(offset_commit::OffsetCommitApi),
+        Box::new(offset_fetch::OffsetFetchApi),
+        Box::new(list_groups::ListGroupsApi),
+        Box::new(describe_groups::DescribeGroupsApi),
+        Box::new(delete_groups::DeleteGroupsApi),
+        Box::new(offset_delete::OffsetDeleteApi),
+        Box::new(consumer_group_heartbeat::ConsumerGroupHeartbeatApi),
+        Box::new(consumer_group_describe::ConsumerGroupDescribeApi),
     ];
     let mut routes = Routes {
         apis: BTreeMap::new(),
@@ -182,6 +208,20 @@ pub fn routes() -> Routes {
         routes.register(api);
     }
     routes
+}
+
+/// The client host reported for group members (the request context does not carry the
+/// peer address yet).
+pub(crate) const CLIENT_HOST: &str = "/127.0.0.1";
+
+/// The request header's client id, for group members.
+pub(crate) fn client_id(context: &RequestContext<'_>) -> String {
+    context
+        .header
+        .client_id
+        .as_ref()
+        .map(|c| c.to_string())
+        .unwrap_or_default()
 }
 
 /// The API's name as a metric label: a closed set, computed once per key.

@@ -44,11 +44,10 @@ async fn respond(
     state: Arc<BrokerState>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (status, content_type, body) = match request.uri().path() {
-        "/metrics" => (
-            StatusCode::OK,
-            "text/plain; version=0.0.4",
-            state.metrics.render(&state.logs),
-        ),
+        "/metrics" => (StatusCode::OK, "text/plain; version=0.0.4", {
+            state.groups.refresh_metrics();
+            state.metrics.render(&state.logs)
+        }),
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
         "/readyz" => {
             let offline = state.logs.log_dirs().iter().all(|d| d.is_offline());

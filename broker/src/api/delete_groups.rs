@@ -1,0 +1,33 @@
+//! DeleteGroups: only groups without members; offsets and metadata get tombstones.
+
+use bytes::Bytes;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse};
+
+use super::{Api, HandlerFuture, RequestContext, errors};
+
+#[derive(Debug)]
+pub struct DeleteGroupsApi;
+
+impl Api for DeleteGroupsApi {
+    fn key(&self) -> ApiKey {
+        ApiKey::DeleteGroups
+    }
+
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let request: DeleteGroupsRequest = context.decode(body)?;
+            let results = request
+                .groups_names
+                .into_iter()
+                .map(|group_id| {
+                    let result = context.broker.groups.delete_group(&group_id.0);
+                    DeletableGroupResult::default()
+                        .with_group_id(group_id)
+                        .with_error_code(errors::group_result(&result))
+                })
+                .collect();
+            context.respond(&DeleteGroupsResponse::default().with_results(results))
+        })
+    }
+}

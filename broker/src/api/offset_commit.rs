@@ -1,0 +1,109 @@
+//! OffsetCommit: validates the member and generation (classic) or member epoch
+//! (KIP-848) and appends the offsets to the group's `__consumer_offsets` partition.
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::storage::TopicPartition;
+
+#[derive(Debug)]
+pub struct OffsetCommitApi;
+
+impl Api for OffsetCommitApi {
+    fn key(&self) -> ApiKey {
+        ApiKey::OffsetCommit
+    }
+
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let request: OffsetCommitRequest = context.decode(body)?;
+            let image = context.broker.controller.image();
+            let mut topics = Vec::new();
+            let mut to_commit = Vec::new();
+            // (topic index, partition, error) of partitions refused before the commit.
+            let mut refused = Vec::new();
+            for (index, topic) in request.topics.iter().enumerate() {
+                let name = if context.version >= 10 {
+                    image
+                        .topics
+                        .values()
+                        .find(|t| t.topic_id == topic.topic_id)
+                        .map(|t| t.name.clone())
+                } else {
+                    Some(topic.name.0.to_string())
+                };
+                let known = name.as_ref().and_then(|n| image.topics.get(n));
+                topics.push(
+                    OffsetCommitResponseTopic::default()
+                        .with_name(TopicName(StrBytes::from_string(
+                            name.clone().unwrap_or_default(),
+                        )))
+                        .with_topic_id(topic.topic_id),
+                );
+                for partition in &topic.partitions {
+                    let index_ok = known
+                        .is_some_and(|t| (0..t.partitions).contains(&partition.partition_index));
+                    match (&name, index_ok) {
+                        (Some(name), true) => to_commit.push((
+                            index,
+                            TopicPartition::new(name.clone(), partition.partition_index),
+                            partition.committed_offset,
+                            partition.committed_leader_epoch,
+                            partition.committed_metadata.as_ref().map(|m| m.to_string()),
+                        )),
+                        (None, _) if context.version >= 10 => refused.push((
+                            index,
+                            partition.partition_index,
+                            ResponseError::UnknownTopicId.code(),
+                        )),
+                        _ => refused.push((
+                            index,
+                            partition.partition_index,
+                            ResponseError::UnknownTopicOrPartition.code(),
+                        )),
+                    }
+                }
+            }
+            let mut indexes = std::collections::HashMap::new();
+            let offsets = to_commit
+                .into_iter()
+                .map(|(index, tp, offset, epoch, metadata)| {
+                    indexes.insert(tp.clone(), index);
+                    (tp, offset, epoch, metadata)
+                })
+                .collect();
+            let results = context.broker.groups.commit_offsets(
+                &request.group_id.0,
+                &request.member_id,
+                request.group_instance_id.as_deref(),
+                request.generation_id_or_member_epoch,
+                offsets,
+            );
+            for (tp, result) in results {
+                if let Some(topic) = indexes.get(&tp).and_then(|i| topics.get_mut(*i)) {
+                    topic.partitions.push(
+                        OffsetCommitResponsePartition::default()
+                            .with_partition_index(tp.partition)
+                            .with_error_code(errors::group_result(&result)),
+                    );
+                }
+            }
+            for (index, partition, code) in refused {
+                if let Some(topic) = topics.get_mut(index) {
+                    topic.partitions.push(
+                        OffsetCommitResponsePartition::default()
+                            .with_partition_index(partition)
+                            .with_error_code(code),
+                    );
+                }
+            }
+            context.respond(&OffsetCommitResponse::default().with_topics(topics))
+        })
+    }
+}

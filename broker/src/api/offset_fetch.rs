@@ -1,0 +1,152 @@
+//! OffsetFetch: committed offsets of one group (v0-v7) or several (v8+); partitions
+//! without a commit answer offset -1.
+
+use bytes::Bytes;
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{ApiKey, OffsetFetchRequest, OffsetFetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::group::coordinator::FetchedOffset;
+use crate::storage::TopicPartition;
+
+#[derive(Debug)]
+pub struct OffsetFetchApi;
+
+impl Api for OffsetFetchApi {
+    fn key(&self) -> ApiKey {
+        ApiKey::OffsetFetch
+    }
+
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let request: OffsetFetchRequest = context.decode(body)?;
+            let groups = &context.broker.groups;
+            if context.version < 8 {
+                let partitions = request.topics.map(|topics| {
+                    topics
+                        .iter()
+                        .flat_map(|t| {
+                            t.partition_indexes
+                                .iter()
+                                .map(|p| TopicPartition::new(t.name.0.to_string(), *p))
+                        })
+                        .collect()
+                });
+                let fetched = groups.fetch_offsets(&request.group_id.0, partitions);
+                let topics = group_by_topic(fetched)
+                    .into_iter()
+                    .map(|(topic, partitions)| {
+                        OffsetFetchResponseTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(topic)))
+                            .with_partitions(
+                                partitions
+                                    .into_iter()
+                                    .map(|f| {
+                                        let (offset, epoch, metadata) = values(&f);
+                                        OffsetFetchResponsePartition::default()
+                                            .with_partition_index(f.partition)
+                                            .with_committed_offset(offset)
+                                            .with_committed_leader_epoch(epoch)
+                                            .with_metadata(Some(StrBytes::from_string(metadata)))
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect();
+                return context.respond(
+                    &OffsetFetchResponse::default()
+                        .with_topics(topics)
+                        .with_error_code(errors::NONE),
+                );
+            }
+            let image = context.broker.controller.image();
+            let name_of = |name: &TopicName, id: &Uuid| -> String {
+                if context.version >= 10 {
+                    image
+                        .topics
+                        .values()
+                        .find(|t| &t.topic_id == id)
+                        .map(|t| t.name.clone())
+                        .unwrap_or_default()
+                } else {
+                    name.0.to_string()
+                }
+            };
+            let id_of = |name: &str| {
+                image
+                    .topics
+                    .get(name)
+                    .map(|t| t.topic_id)
+                    .unwrap_or_default()
+            };
+            let response_groups = request
+                .groups
+                .iter()
+                .map(|group| {
+                    let partitions = group.topics.as_ref().map(|topics| {
+                        topics
+                            .iter()
+                            .flat_map(|t| {
+                                let name = name_of(&t.name, &t.topic_id);
+                                t.partition_indexes
+                                    .iter()
+                                    .map(move |p| TopicPartition::new(name.clone(), *p))
+                            })
+                            .collect()
+                    });
+                    let fetched = groups.fetch_offsets(&group.group_id.0, partitions);
+                    let topics = group_by_topic(fetched)
+                        .into_iter()
+                        .map(|(topic, partitions)| {
+                            OffsetFetchResponseTopics::default()
+                                .with_topic_id(id_of(&topic))
+                                .with_name(TopicName(StrBytes::from_string(topic)))
+                                .with_partitions(
+                                    partitions
+                                        .into_iter()
+                                        .map(|f| {
+                                            let (offset, epoch, metadata) = values(&f);
+                                            OffsetFetchResponsePartitions::default()
+                                                .with_partition_index(f.partition)
+                                                .with_committed_offset(offset)
+                                                .with_committed_leader_epoch(epoch)
+                                                .with_metadata(Some(StrBytes::from_string(
+                                                    metadata,
+                                                )))
+                                        })
+                                        .collect(),
+                                )
+                        })
+                        .collect();
+                    OffsetFetchResponseGroup::default()
+                        .with_group_id(group.group_id.clone())
+                        .with_topics(topics)
+                })
+                .collect();
+            context.respond(&OffsetFetchResponse::default().with_groups(response_groups))
+        })
+    }
+}
+
+fn values(fetched: &FetchedOffset) -> (i64, i32, String) {
+    match &fetched.offset {
+        Some(v) => (v.offset, v.leader_epoch, v.metadata.clone()),
+        None => (-1, -1, String::new()),
+    }
+}
+
+fn group_by_topic(fetched: Vec<FetchedOffset>) -> Vec<(String, Vec<FetchedOffset>)> {
+    let mut topics: Vec<(String, Vec<FetchedOffset>)> = Vec::new();
+    for f in fetched {
+        match topics.iter_mut().find(|(t, _)| *t == f.topic) {
+            Some((_, list)) => list.push(f),
+            None => topics.push((f.topic.clone(), vec![f])),
+        }
+    }
+    topics
+}

@@ -1,0 +1,873 @@
+//! The group coordinator: every group whose `__consumer_offsets` partition this broker
+//! leads, the parked JoinGroup/SyncGroup responses, persistence and loading.
+//!
+//! One mutex guards all groups; it is held only while a state machine runs and its
+//! records are appended (a few microseconds), never across an `.await`. A parked
+//! JoinGroup waits on a oneshot channel that an [`Action`] later completes.
+//!
+//! Write path: a change is appended to the group's offsets partition first and applied
+//! in memory after the append succeeded, so what a client was told is on disk.
+//! Load path: at start-up every offsets partition is read from its log start offset;
+//! later records win, tombstones delete; undecodable records are skipped with a warning.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use super::classic::{Action, ClassicGroup, JoinRequest, JoinResponseData, Reply};
+use super::consumer::ConsumerGroup;
+use super::metrics::GroupMetrics;
+use super::records::{
+    self, GroupMetadataValue, OffsetValue, RecordKey, RecordValue, encode_group_value, encode_key,
+    encode_offset_value,
+};
+use super::{GroupError, OFFSETS_TOPIC};
+use crate::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use crate::storage::log_read::ReadLimit;
+use crate::storage::{Clock, LogManager, TopicPartition};
+
+/// Group settings, from the broker configuration (Kafka's names in the comments).
+#[derive(Debug, Clone)]
+pub struct GroupConfig {
+    /// offsets.topic.num.partitions
+    pub offsets_partitions: i32,
+    /// group.min.session.timeout.ms / group.max.session.timeout.ms
+    pub min_session_timeout_ms: i32,
+    pub max_session_timeout_ms: i32,
+    /// group.initial.rebalance.delay.ms
+    pub initial_rebalance_delay_ms: i64,
+    /// offsets.retention.minutes, in ms
+    pub offsets_retention_ms: i64,
+    /// offsets.retention.check.interval.ms
+    pub retention_check_interval_ms: i64,
+    /// offset.metadata.max.bytes
+    pub offset_metadata_max_bytes: usize,
+    /// group.consumer.session.timeout.ms (KIP-848)
+    pub consumer_session_timeout_ms: i32,
+    /// group.consumer.heartbeat.interval.ms (KIP-848)
+    pub consumer_heartbeat_interval_ms: i32,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        Self {
+            offsets_partitions: 50,
+            min_session_timeout_ms: 6_000,
+            max_session_timeout_ms: 1_800_000,
+            initial_rebalance_delay_ms: 3_000,
+            offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
+            retention_check_interval_ms: 600_000,
+            offset_metadata_max_bytes: 4096,
+            consumer_session_timeout_ms: 45_000,
+            consumer_heartbeat_interval_ms: 5_000,
+        }
+    }
+}
+
+/// A group's protocol and state.
+#[derive(Debug)]
+pub enum GroupKind {
+    Classic(ClassicGroup),
+    Consumer(ConsumerGroup),
+}
+
+/// A group: its membership and its committed offsets.
+#[derive(Debug)]
+pub struct Group {
+    pub kind: GroupKind,
+    pub offsets: BTreeMap<TopicPartition, OffsetValue>,
+}
+
+impl Group {
+    pub fn is_empty(&self) -> bool {
+        match &self.kind {
+            GroupKind::Classic(g) => g.is_empty(),
+            GroupKind::Consumer(g) => g.members.is_empty(),
+        }
+    }
+
+    /// (protocol type, state name, group type) as ListGroups reports them.
+    pub fn summary(&self) -> (String, &'static str, &'static str) {
+        match &self.kind {
+            GroupKind::Classic(g) => (g.protocol_type.clone(), g.state.name(), "classic"),
+            GroupKind::Consumer(g) => ("consumer".to_string(), g.state_name(), "consumer"),
+        }
+    }
+
+    /// Since when the group has had no members (for offset expiry).
+    fn empty_since(&self) -> i64 {
+        let state = match &self.kind {
+            GroupKind::Classic(g) => g.state_timestamp,
+            GroupKind::Consumer(g) => g.empty_since,
+        };
+        let newest_commit = self
+            .offsets
+            .values()
+            .map(|o| o.commit_timestamp)
+            .max()
+            .unwrap_or(0);
+        state.max(newest_commit)
+    }
+}
+
+type JoinWaiter = oneshot::Sender<JoinResponseData>;
+type SyncWaiter = oneshot::Sender<Result<Bytes, GroupError>>;
+
+#[derive(Debug, Default)]
+struct Groups {
+    groups: HashMap<String, Group>,
+    join_waiters: HashMap<(String, String), JoinWaiter>,
+    sync_waiters: HashMap<(String, String), SyncWaiter>,
+    last_expiry_check: i64,
+}
+
+/// The coordinator of every group on this broker.
+#[derive(Debug)]
+pub struct GroupCoordinator {
+    pub config: GroupConfig,
+    clock: Arc<dyn Clock>,
+    logs: Arc<LogManager>,
+    state: Mutex<Groups>,
+    pub metrics: GroupMetrics,
+}
+
+/// One partition's committed offset as OffsetFetch reports it.
+#[derive(Debug, Clone)]
+pub struct FetchedOffset {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: Option<OffsetValue>,
+}
+
+impl GroupCoordinator {
+    /// Loads every group from `__consumer_offsets` (which must exist).
+    pub fn load(
+        config: GroupConfig,
+        logs: Arc<LogManager>,
+        clock: Arc<dyn Clock>,
+        metrics: GroupMetrics,
+    ) -> Self {
+        let coordinator = Self {
+            config,
+            clock,
+            logs,
+            state: Mutex::new(Groups::default()),
+            metrics,
+        };
+        let mut loaded_groups = 0usize;
+        {
+            let now = coordinator.clock.now_ms();
+            let mut state = coordinator.state.lock();
+            for partition in 0..coordinator.config.offsets_partitions {
+                for (key, value) in coordinator.read_partition(partition) {
+                    coordinator.replay(&mut state.groups, key, value, now);
+                }
+            }
+            state.groups.retain(|_, g| {
+                !(g.is_empty()
+                    && g.offsets.is_empty()
+                    && matches!(&g.kind, GroupKind::Classic(c) if c.generation_id == 0))
+            });
+            loaded_groups = loaded_groups.max(state.groups.len());
+            state.last_expiry_check = now;
+        }
+        tracing::info!(
+            groups = loaded_groups,
+            "Loaded consumer groups from __consumer_offsets"
+        );
+        coordinator
+    }
+
+    fn read_partition(&self, partition: i32) -> Vec<(RecordKey, Option<RecordValue>)> {
+        let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+        let mut out = Vec::new();
+        let Some(log) = self.logs.get(&tp) else {
+            return out;
+        };
+        let mut offset = log.log_start_offset();
+        loop {
+            let read = match log.read_with_limit(offset, 1 << 20, ReadLimit::LogEnd) {
+                Ok(read) => read,
+                Err(error) => {
+                    tracing::error!(topic_partition = %tp, offset, %error, "Cannot read __consumer_offsets; the rest of the partition is not loaded");
+                    break;
+                }
+            };
+            if read.regions.is_empty() || read.next_offset <= offset {
+                break;
+            }
+            offset = read.next_offset;
+            let bytes = match read.read_to_vec() {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    tracing::error!(topic_partition = %tp, %error, "Cannot read __consumer_offsets");
+                    break;
+                }
+            };
+            let mut buffer = Bytes::from(bytes);
+            let records = match RecordBatchDecoder::decode_all(&mut buffer) {
+                Ok(sets) => sets.into_iter().flat_map(|set| set.records),
+                Err(error) => {
+                    tracing::warn!(topic_partition = %tp, %error, "Skipping undecodable __consumer_offsets batches");
+                    continue;
+                }
+            };
+            for record in records {
+                if record.control {
+                    continue;
+                }
+                let Some(key) = record.key else { continue };
+                let key = match records::decode_key(key) {
+                    Ok(key) => key,
+                    Err(error) => {
+                        tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a __consumer_offsets record");
+                        continue;
+                    }
+                };
+                match records::decode_value(&key, record.value) {
+                    Ok(value) => out.push((key, value)),
+                    Err(error) => {
+                        tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a __consumer_offsets record");
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn replay(
+        &self,
+        groups: &mut HashMap<String, Group>,
+        key: RecordKey,
+        value: Option<RecordValue>,
+        now: i64,
+    ) {
+        let delay = self.config.initial_rebalance_delay_ms;
+        match (key, value) {
+            (
+                RecordKey::Offset {
+                    group,
+                    topic,
+                    partition,
+                },
+                Some(RecordValue::Offset(value)),
+            ) => {
+                let entry = groups
+                    .entry(group)
+                    .or_insert_with(|| new_group(value.commit_timestamp, delay));
+                entry
+                    .offsets
+                    .insert(TopicPartition::new(topic, partition), value);
+            }
+            (
+                RecordKey::Offset {
+                    group,
+                    topic,
+                    partition,
+                },
+                None,
+            ) => {
+                if let Some(entry) = groups.get_mut(&group) {
+                    entry.offsets.remove(&TopicPartition::new(topic, partition));
+                }
+            }
+            (RecordKey::Group { group }, Some(RecordValue::Group(value))) => {
+                let offsets = groups.remove(&group).map(|g| g.offsets).unwrap_or_default();
+                groups.insert(
+                    group,
+                    Group {
+                        kind: GroupKind::Classic(ClassicGroup::from_record(value, now, delay)),
+                        offsets,
+                    },
+                );
+            }
+            (RecordKey::Group { group }, None) => {
+                groups.remove(&group);
+            }
+            (key, _) => tracing::warn!(
+                ?key,
+                "Skipping a __consumer_offsets record whose value does not match its key"
+            ),
+        }
+    }
+
+    pub fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Appends `records` to the group's offsets partition.
+    fn append(&self, group: &str, records: &[SimpleRecord]) -> Result<(), GroupError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let partition = records::partition_for(group, self.config.offsets_partitions);
+        let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+        let log = self
+            .logs
+            .get(&tp)
+            .ok_or(GroupError::CoordinatorNotAvailable)?;
+        let mut batch = build_batch(records, Compression::None, ProducerFields::default())
+            .map_err(|e| GroupError::Storage(e.to_string()))?;
+        log.append(&mut batch, 0).map_err(|error| {
+            tracing::error!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
+            GroupError::Storage(error.to_string())
+        })?;
+        Ok(())
+    }
+
+    fn record(&self, key: &RecordKey, value: Option<Bytes>) -> Result<SimpleRecord, GroupError> {
+        Ok(SimpleRecord {
+            key: Some(encode_key(key).map_err(|e| GroupError::Storage(e.to_string()))?),
+            value,
+            timestamp: self.now(),
+            headers: Vec::new(),
+        })
+    }
+
+    fn persist_group_metadata(&self, group_id: &str, value: &GroupMetadataValue) {
+        let result = encode_group_value(value)
+            .map_err(|e| GroupError::Storage(e.to_string()))
+            .and_then(|bytes| {
+                self.record(
+                    &RecordKey::Group {
+                        group: group_id.to_string(),
+                    },
+                    Some(bytes),
+                )
+            })
+            .and_then(|record| self.append(group_id, &[record]));
+        if let Err(error) = result {
+            tracing::warn!(group = group_id, %error, "Group metadata not persisted");
+        }
+    }
+
+    /// Carries out a classic group's actions: completes parked responses, persists.
+    fn run_actions(&self, state: &mut Groups, group_id: &str, actions: Vec<Action>) {
+        for action in actions {
+            match action {
+                Action::CompleteJoin {
+                    member_id,
+                    response,
+                } => {
+                    if let Some(waiter) = state
+                        .join_waiters
+                        .remove(&(group_id.to_string(), member_id))
+                    {
+                        let _ = waiter.send(response);
+                    }
+                }
+                Action::CompleteSync { member_id, result } => {
+                    if let Some(waiter) = state
+                        .sync_waiters
+                        .remove(&(group_id.to_string(), member_id))
+                    {
+                        let _ = waiter.send(result);
+                    }
+                }
+                Action::Persist => {
+                    if let Some(Group {
+                        kind: GroupKind::Classic(group),
+                        ..
+                    }) = state.groups.get(group_id)
+                    {
+                        let record = group.to_record();
+                        self.persist_group_metadata(group_id, &record);
+                    }
+                }
+                Action::RebalanceCompleted { duration_ms } => {
+                    self.metrics
+                        .rebalance_completed(group_id, "classic", duration_ms);
+                }
+            }
+        }
+    }
+
+    fn check_session_timeout(&self, timeout: i32) -> Result<(), GroupError> {
+        if timeout < self.config.min_session_timeout_ms
+            || timeout > self.config.max_session_timeout_ms
+        {
+            return Err(GroupError::InvalidSessionTimeout);
+        }
+        Ok(())
+    }
+
+    /// JoinGroup; resolves when the join phase of the rebalance completes.
+    pub async fn join(&self, group_id: &str, request: JoinRequest) -> JoinResponseData {
+        let member_id = request.member_id.clone();
+        if group_id.is_empty() {
+            return JoinResponseData::failed(GroupError::InvalidGroupId, &member_id);
+        }
+        if let Err(error) = self.check_session_timeout(request.session_timeout_ms) {
+            return JoinResponseData::failed(error, &member_id);
+        }
+        let receiver = {
+            let now = self.now();
+            let mut state = self.state.lock();
+            let delay = self.config.initial_rebalance_delay_ms;
+            let group = state
+                .groups
+                .entry(group_id.to_string())
+                .or_insert_with(|| new_group(now, delay));
+            if let GroupKind::Consumer(consumer) = &group.kind {
+                if !consumer.members.is_empty() {
+                    return JoinResponseData::failed(
+                        GroupError::InconsistentGroupProtocol,
+                        &member_id,
+                    );
+                }
+                group.kind = GroupKind::Classic(ClassicGroup::new(now, delay));
+            }
+            let GroupKind::Classic(classic) = &mut group.kind else {
+                return JoinResponseData::failed(GroupError::CoordinatorNotAvailable, &member_id);
+            };
+            let mut actions = Vec::new();
+            let reply = classic.join(request, now, &mut actions);
+            let receiver = match reply {
+                Reply::Now(response) => {
+                    self.run_actions(&mut state, group_id, actions);
+                    return response;
+                }
+                Reply::Wait(member_id) => {
+                    let (sender, receiver) = oneshot::channel();
+                    state
+                        .join_waiters
+                        .insert((group_id.to_string(), member_id), sender);
+                    receiver
+                }
+            };
+            self.run_actions(&mut state, group_id, actions);
+            receiver
+        };
+        receiver.await.unwrap_or_else(|_| {
+            JoinResponseData::failed(GroupError::RebalanceInProgress, &member_id)
+        })
+    }
+
+    /// SyncGroup; resolves when the leader's assignment arrives.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn sync(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation_id: i32,
+        protocol_type: Option<&str>,
+        protocol_name: Option<&str>,
+        assignments: Vec<(String, Bytes)>,
+    ) -> Result<Bytes, GroupError> {
+        let receiver = {
+            let now = self.now();
+            let mut state = self.state.lock();
+            let Some(Group {
+                kind: GroupKind::Classic(group),
+                ..
+            }) = state.groups.get_mut(group_id)
+            else {
+                return Err(GroupError::UnknownMemberId);
+            };
+            let mut actions = Vec::new();
+            let reply = group.sync(
+                member_id,
+                instance_id,
+                generation_id,
+                protocol_type,
+                protocol_name,
+                assignments,
+                now,
+                &mut actions,
+            );
+            let receiver = match reply {
+                Reply::Now(result) => {
+                    self.run_actions(&mut state, group_id, actions);
+                    return result;
+                }
+                Reply::Wait(member_id) => {
+                    let (sender, receiver) = oneshot::channel();
+                    state
+                        .sync_waiters
+                        .insert((group_id.to_string(), member_id), sender);
+                    receiver
+                }
+            };
+            self.run_actions(&mut state, group_id, actions);
+            receiver
+        };
+        receiver
+            .await
+            .unwrap_or(Err(GroupError::RebalanceInProgress))
+    }
+
+    pub fn heartbeat(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation_id: i32,
+    ) -> Result<(), GroupError> {
+        let now = self.now();
+        let mut state = self.state.lock();
+        match state.groups.get_mut(group_id) {
+            Some(Group {
+                kind: GroupKind::Classic(group),
+                ..
+            }) => group.heartbeat(member_id, instance_id, generation_id, now),
+            _ => Err(GroupError::UnknownMemberId),
+        }
+    }
+
+    /// LeaveGroup: one result per (member id, instance id).
+    pub fn leave(
+        &self,
+        group_id: &str,
+        members: &[(String, Option<String>)],
+    ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
+        let now = self.now();
+        let mut state = self.state.lock();
+        let Some(Group {
+            kind: GroupKind::Classic(group),
+            ..
+        }) = state.groups.get_mut(group_id)
+        else {
+            return Err(GroupError::UnknownMemberId);
+        };
+        let mut actions = Vec::new();
+        let results = members
+            .iter()
+            .map(|(member_id, instance)| {
+                group.leave(member_id, instance.as_deref(), now, &mut actions)
+            })
+            .collect();
+        self.run_actions(&mut state, group_id, actions);
+        Ok(results)
+    }
+
+    /// OffsetCommit. `member` is (member id, instance id, generation or member epoch);
+    /// `offsets` are (partition, offset, leader epoch, metadata) already checked to exist.
+    pub fn commit_offsets(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation_or_epoch: i32,
+        offsets: Vec<(TopicPartition, i64, i32, Option<String>)>,
+    ) -> Vec<(TopicPartition, Result<(), GroupError>)> {
+        let fail_all = |offsets: Vec<(TopicPartition, i64, i32, Option<String>)>,
+                        error: GroupError| {
+            offsets
+                .into_iter()
+                .map(|(tp, ..)| (tp, Err(error.clone())))
+                .collect()
+        };
+        if group_id.is_empty() {
+            return fail_all(offsets, GroupError::InvalidGroupId);
+        }
+        let now = self.now();
+        let mut state = self.state.lock();
+        let delay = self.config.initial_rebalance_delay_ms;
+        let group = state
+            .groups
+            .entry(group_id.to_string())
+            .or_insert_with(|| new_group(now, delay));
+        let valid = match &mut group.kind {
+            GroupKind::Classic(classic) => {
+                classic.validate_commit(member_id, instance_id, generation_or_epoch, now)
+            }
+            GroupKind::Consumer(consumer) => {
+                consumer.validate_commit(member_id, generation_or_epoch)
+            }
+        };
+        if let Err(error) = valid {
+            return fail_all(offsets, error);
+        }
+        let mut results = Vec::with_capacity(offsets.len());
+        let mut records = Vec::new();
+        let mut accepted = Vec::new();
+        for (tp, offset, leader_epoch, metadata) in offsets {
+            let metadata = metadata.unwrap_or_default();
+            if metadata.len() > self.config.offset_metadata_max_bytes {
+                results.push((tp, Err(GroupError::OffsetMetadataTooLarge)));
+                continue;
+            }
+            let value = OffsetValue {
+                offset,
+                leader_epoch,
+                metadata,
+                commit_timestamp: now,
+            };
+            let key = RecordKey::Offset {
+                group: group_id.to_string(),
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            };
+            match encode_offset_value(&value)
+                .map_err(|e| GroupError::Storage(e.to_string()))
+                .and_then(|bytes| self.record(&key, Some(bytes)))
+            {
+                Ok(record) => {
+                    records.push(record);
+                    accepted.push((tp, value));
+                }
+                Err(error) => results.push((tp, Err(error))),
+            }
+        }
+        match self.append(group_id, &records) {
+            Ok(()) => {
+                if let Some(group) = state.groups.get_mut(group_id) {
+                    for (tp, value) in accepted {
+                        group.offsets.insert(tp.clone(), value);
+                        results.push((tp, Ok(())));
+                    }
+                }
+            }
+            Err(error) => {
+                results.extend(accepted.into_iter().map(|(tp, _)| (tp, Err(error.clone()))))
+            }
+        }
+        results
+    }
+
+    /// OffsetFetch: `None` partitions = every committed offset of the group.
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        partitions: Option<Vec<TopicPartition>>,
+    ) -> Vec<FetchedOffset> {
+        let state = self.state.lock();
+        let offsets = state.groups.get(group_id).map(|g| &g.offsets);
+        match partitions {
+            Some(partitions) => partitions
+                .into_iter()
+                .map(|tp| FetchedOffset {
+                    offset: offsets.and_then(|o| o.get(&tp)).cloned(),
+                    topic: tp.topic,
+                    partition: tp.partition,
+                })
+                .collect(),
+            None => offsets
+                .into_iter()
+                .flatten()
+                .map(|(tp, value)| FetchedOffset {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                    offset: Some(value.clone()),
+                })
+                .collect(),
+        }
+    }
+
+    /// ListGroups: (group id, protocol type, state, group type).
+    pub fn list(&self) -> Vec<(String, String, &'static str, &'static str)> {
+        let state = self.state.lock();
+        let mut groups: Vec<_> = state
+            .groups
+            .iter()
+            .map(|(id, group)| {
+                let (protocol_type, state, kind) = group.summary();
+                (id.clone(), protocol_type, state, kind)
+            })
+            .collect();
+        groups.sort();
+        groups
+    }
+
+    /// Runs `f` on a group, if it exists (DescribeGroups, ConsumerGroupDescribe).
+    pub fn with_group<T>(&self, group_id: &str, f: impl FnOnce(&Group) -> T) -> Option<T> {
+        self.state.lock().groups.get(group_id).map(f)
+    }
+
+    /// DeleteGroups: only empty groups; their offsets and metadata get tombstones.
+    pub fn delete_group(&self, group_id: &str) -> Result<(), GroupError> {
+        let mut state = self.state.lock();
+        let group = state
+            .groups
+            .get(group_id)
+            .ok_or(GroupError::GroupIdNotFound)?;
+        if !group.is_empty() {
+            return Err(GroupError::NonEmptyGroup);
+        }
+        self.write_tombstones(group_id, group)?;
+        state.groups.remove(group_id);
+        self.metrics.forget_group(group_id);
+        Ok(())
+    }
+
+    fn write_tombstones(&self, group_id: &str, group: &Group) -> Result<(), GroupError> {
+        let mut records = Vec::new();
+        for tp in group.offsets.keys() {
+            records.push(self.record(
+                &RecordKey::Offset {
+                    group: group_id.to_string(),
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                },
+                None,
+            )?);
+        }
+        records.push(self.record(
+            &RecordKey::Group {
+                group: group_id.to_string(),
+            },
+            None,
+        )?);
+        self.append(group_id, &records)
+    }
+
+    /// OffsetDelete: refused per partition while the group subscribes to the topic.
+    pub fn delete_offsets(
+        &self,
+        group_id: &str,
+        partitions: Vec<TopicPartition>,
+    ) -> Result<Vec<(TopicPartition, Result<(), GroupError>)>, GroupError> {
+        let mut state = self.state.lock();
+        let group = state
+            .groups
+            .get_mut(group_id)
+            .ok_or(GroupError::GroupIdNotFound)?;
+        let subscribed = match &group.kind {
+            GroupKind::Classic(g) => g.subscribed_topics(),
+            GroupKind::Consumer(g) => g.subscribed_topics(),
+        };
+        let mut results = Vec::new();
+        let mut records = Vec::new();
+        let mut deleted = Vec::new();
+        for tp in partitions {
+            if subscribed.contains(&tp.topic) {
+                results.push((tp, Err(GroupError::GroupSubscribedToTopic)));
+                continue;
+            }
+            if group.offsets.contains_key(&tp) {
+                records.push(self.record(
+                    &RecordKey::Offset {
+                        group: group_id.to_string(),
+                        topic: tp.topic.clone(),
+                        partition: tp.partition,
+                    },
+                    None,
+                )?);
+                deleted.push(tp.clone());
+            }
+            results.push((tp, Ok(())));
+        }
+        self.append(group_id, &records)?;
+        for tp in deleted {
+            group.offsets.remove(&tp);
+        }
+        Ok(results)
+    }
+
+    /// Timers of every group, and offset expiry; called every ~100 ms.
+    pub fn tick(&self) {
+        let now = self.now();
+        let mut state = self.state.lock();
+        let ids: Vec<String> = state.groups.keys().cloned().collect();
+        for group_id in ids {
+            let mut actions = Vec::new();
+            match state.groups.get_mut(&group_id).map(|g| &mut g.kind) {
+                Some(GroupKind::Classic(group)) => group.tick(now, &mut actions),
+                Some(GroupKind::Consumer(group)) => {
+                    for duration_ms in group.tick(now) {
+                        self.metrics
+                            .rebalance_completed(&group_id, "consumer", duration_ms);
+                    }
+                }
+                None => {}
+            }
+            self.run_actions(&mut state, &group_id, actions);
+        }
+        if now - state.last_expiry_check >= self.config.retention_check_interval_ms {
+            state.last_expiry_check = now;
+            self.expire_offsets(&mut state, now);
+        }
+    }
+
+    /// `offsets.retention.minutes`: an empty group's offsets (and the group) go once the
+    /// group has been empty, and uncommitted to, for the retention time.
+    fn expire_offsets(&self, state: &mut Groups, now: i64) {
+        let expired: Vec<String> = state
+            .groups
+            .iter()
+            .filter(|(_, g)| {
+                g.is_empty() && now - g.empty_since() >= self.config.offsets_retention_ms
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for group_id in expired {
+            let Some(group) = state.groups.get(&group_id) else {
+                continue;
+            };
+            match self.write_tombstones(&group_id, group) {
+                Ok(()) => {
+                    tracing::info!(
+                        group = group_id,
+                        offsets = group.offsets.len(),
+                        "Expired the offsets of an empty group"
+                    );
+                    state.groups.remove(&group_id);
+                    self.metrics.forget_group(&group_id);
+                }
+                Err(error) => tracing::warn!(group = group_id, %error, "Offset expiry failed"),
+            }
+        }
+    }
+
+    /// Runs a KIP-848 group call under the lock, creating the group when `create`.
+    pub fn with_consumer_group<T>(
+        &self,
+        group_id: &str,
+        create: bool,
+        f: impl FnOnce(&mut ConsumerGroup, i64) -> Result<T, GroupError>,
+    ) -> Result<T, GroupError> {
+        let now = self.now();
+        let mut state = self.state.lock();
+        if !state.groups.contains_key(group_id) {
+            if !create {
+                return Err(GroupError::GroupIdNotFound);
+            }
+            state.groups.insert(
+                group_id.to_string(),
+                Group {
+                    kind: GroupKind::Consumer(ConsumerGroup::new(now)),
+                    offsets: BTreeMap::new(),
+                },
+            );
+        }
+        let group = state
+            .groups
+            .get_mut(group_id)
+            .ok_or(GroupError::GroupIdNotFound)?;
+        if let GroupKind::Classic(classic) = &group.kind {
+            if !classic.is_empty() || !create {
+                return Err(GroupError::GroupIdNotFound);
+            }
+            group.kind = GroupKind::Consumer(ConsumerGroup::new(now));
+        }
+        let GroupKind::Consumer(consumer) = &mut group.kind else {
+            return Err(GroupError::GroupIdNotFound);
+        };
+        consumer.session_timeout_ms = self.config.consumer_session_timeout_ms;
+        consumer.heartbeat_interval_ms = self.config.consumer_heartbeat_interval_ms;
+        let result = f(consumer, now);
+        for duration_ms in std::mem::take(&mut consumer.rebalances_completed) {
+            self.metrics
+                .rebalance_completed(group_id, "consumer", duration_ms);
+        }
+        result
+    }
+
+    /// Refreshes the per-group gauges (called when /metrics is scraped).
+    pub fn refresh_metrics(&self) {
+        let state = self.state.lock();
+        self.metrics.refresh(&state.groups, &self.logs);
+    }
+}
+
+fn new_group(now: i64, initial_delay_ms: i64) -> Group {
+    Group {
+        kind: GroupKind::Classic(ClassicGroup::new(now, initial_delay_ms)),
+        offsets: BTreeMap::new(),
+    }
+}

@@ -1,0 +1,86 @@
+"""Classic protocol with confluent-kafka: 3 members of a group on a 6-partition topic
+consume every message exactly once; a second group also sees everything; committed
+offsets survive a SIGKILL and restart of the broker, and the group resumes there."""
+
+import sys
+
+from confluent_kafka import Consumer, TopicPartition
+
+from common import Broker, create_topic, produce, wait_for
+from members import Member
+
+TOPIC = "orders"
+PARTITIONS = 6
+N = 3000
+
+
+def committed(bootstrap, group):
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        parts = consumer.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=30)
+        return {p.partition: p.offset for p in parts}
+    finally:
+        consumer.close()
+
+
+def run_group(broker, group, count, expected):
+    members = [Member(broker.bootstrap, group, TOPIC) for _ in range(count)]
+    for m in members:
+        m.start()
+    return members
+
+
+def main():
+    broker = Broker()
+    with broker:
+        create_topic(broker.bootstrap, TOPIC, PARTITIONS)
+        g1 = run_group(broker, "g1", 3, N)
+        g2 = run_group(broker, "g2", 2, N)
+        # Wait until both groups are stable: every partition assigned exactly once.
+        for group in (g1, g2):
+            wait_for(
+                lambda: sorted(p for m in group for p in m.assignment) == list(range(PARTITIONS))
+                and all(m.assignment for m in group),
+                90,
+                "every partition to be assigned",
+            )
+        values = [f"m-{i}" for i in range(N)]
+        produce(broker.bootstrap, TOPIC, values, PARTITIONS)
+        for name, group in (("g1", g1), ("g2", g2)):
+            wait_for(lambda: sum(len(m.values) for m in group) >= N, 90, f"{name} to consume {N}")
+        for name, group in (("g1", g1), ("g2", g2)):
+            got = [v for m in group for v in m.values]
+            assert len(got) == N, f"{name}: {len(got)} deliveries for {N} messages"
+            assert set(got) == set(values), f"{name}: wrong set of messages"
+            assert all(m.values for m in group), f"{name}: a member consumed nothing"
+            print(f"{name}: {len(group)} members, per member {[len(m.values) for m in group]}, every message once")
+        for m in g1 + g2:
+            m.stop()
+            assert not m.errors, m.errors
+        # Committed offsets cover everything (6 partitions, N/6 each).
+        expected = {p: N // PARTITIONS for p in range(PARTITIONS)}
+        wait_for(lambda: committed(broker.bootstrap, "g1") == expected, 30, "g1's commits")
+        assert committed(broker.bootstrap, "g2") == expected
+        lag = broker.metric("oxbow_group_lag_messages", group="g1", topic=TOPIC, partition="0")
+        offset = broker.metric("oxbow_group_committed_offset", group="g1", topic=TOPIC, partition="0")
+        assert lag == 0 and offset == N // PARTITIONS, (lag, offset)
+
+        # SIGKILL the broker; the commits are in __consumer_offsets.
+        broker.kill()
+        broker.start()
+        assert committed(broker.bootstrap, "g1") == expected, "g1's offsets lost in the restart"
+        assert committed(broker.bootstrap, "g2") == expected, "g2's offsets lost in the restart"
+        more = [f"n-{i}" for i in range(600)]
+        produce(broker.bootstrap, TOPIC, more, PARTITIONS)
+        g1 = run_group(broker, "g1", 3, len(more))
+        wait_for(lambda: sum(len(m.values) for m in g1) >= len(more), 90, "g1 to resume")
+        for m in g1:
+            m.stop()
+        got = [v for m in g1 for v in m.values]
+        assert sorted(got) == sorted(more), f"after restart g1 got {len(got)} messages, {len(set(got) - set(more))} old"
+        print("after SIGKILL + restart: offsets kept, g1 resumed at its commits")
+    print("classic confluent-kafka: OK")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
