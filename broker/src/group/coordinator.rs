@@ -114,6 +114,9 @@ impl Group {
     }
 }
 
+/// A result per partition (OffsetCommit, OffsetDelete).
+pub type PartitionResults = Vec<(TopicPartition, Result<(), GroupError>)>;
+
 type JoinWaiter = oneshot::Sender<JoinResponseData>;
 type SyncWaiter = oneshot::Sender<Result<Bytes, GroupError>>;
 
@@ -554,7 +557,7 @@ impl GroupCoordinator {
         instance_id: Option<&str>,
         generation_or_epoch: i32,
         offsets: Vec<(TopicPartition, i64, i32, Option<String>)>,
-    ) -> Vec<(TopicPartition, Result<(), GroupError>)> {
+    ) -> PartitionResults {
         let fail_all = |offsets: Vec<(TopicPartition, i64, i32, Option<String>)>,
                         error: GroupError| {
             offsets
@@ -721,7 +724,7 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
         partitions: Vec<TopicPartition>,
-    ) -> Result<Vec<(TopicPartition, Result<(), GroupError>)>, GroupError> {
+    ) -> Result<PartitionResults, GroupError> {
         let mut state = self.state.lock();
         let group = state
             .groups
