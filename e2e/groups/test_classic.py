@@ -1,4 +1,4 @@
-"""Classic protocol with confluent-kafka: 3 members of a group on a 6-partition topic
+"""Classic protocol (or, with `--protocol consumer`, KIP-848) with confluent-kafka: 3 members of a group on a 6-partition topic
 consume every message exactly once; a second group also sees everything; committed
 offsets survive a SIGKILL and restart of the broker, and the group resumes there."""
 
@@ -23,8 +23,12 @@ def committed(bootstrap, group):
         consumer.close()
 
 
+PROTOCOL = "consumer" if "--protocol" in sys.argv and sys.argv[-1] == "consumer" else "classic"
+
+
 def run_group(broker, group, count, expected):
-    members = [Member(broker.bootstrap, group, TOPIC) for _ in range(count)]
+    config = {"group.protocol": "consumer"} if PROTOCOL == "consumer" else {}
+    members = [Member(broker.bootstrap, group, TOPIC, **config) for _ in range(count)]
     for m in members:
         m.start()
     return members
@@ -79,7 +83,7 @@ def main():
         got = [v for m in g1 for v in m.values]
         assert sorted(got) == sorted(more), f"after restart g1 got {len(got)} messages, {len(set(got) - set(more))} old"
         print("after SIGKILL + restart: offsets kept, g1 resumed at its commits")
-    print("classic confluent-kafka: OK")
+    print(f"{PROTOCOL} protocol, confluent-kafka: OK")
 
 
 if __name__ == "__main__":

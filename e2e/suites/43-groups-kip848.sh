@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# KIP-848 consumer groups (group.protocol=consumer, server-side assignor) with
+# librdkafka: the same exactly-once-per-group, two-group and broker-restart checks as
+# the classic suite.
+source "$(dirname "$0")/../groups/env.sh"
+"$PYTHON" "$GROUPS_DIR/test_classic.py" --protocol consumer
