@@ -30,7 +30,9 @@ from confluent_kafka import (
     TopicPartition,
     TIMESTAMP_LOG_APPEND_TIME,
 )
+from confluent_kafka import TopicCollection
 from confluent_kafka.admin import (
+    AclOperation,
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
@@ -223,8 +225,15 @@ def describe_cluster(broker, admin):
     assert [(b["broker_id"], b["host"], b["port"]) for b in cluster["brokers"]] == \
         [(0, "127.0.0.1", broker.port)], cluster
     assert "DESCRIBE_CONFIGS" in cluster["authorized_operations"], cluster
-    metadata_view = result_of(admin.describe_cluster())
+    metadata_view = result_of(admin.describe_cluster(include_authorized_operations=True))
     assert metadata_view.cluster_id == cluster["cluster_id"]
+    assert [n.id for n in metadata_view.nodes] == [0], metadata_view.nodes
+    assert AclOperation.DESCRIBE_CONFIGS in (metadata_view.authorized_operations or []), \
+        metadata_view.authorized_operations
+    create(admin, "described-topic")
+    topic = result_of(only(admin.describe_topics(TopicCollection(["described-topic"]),
+                                                 include_authorized_operations=True)))
+    assert AclOperation.ALTER_CONFIGS in (topic.authorized_operations or []), topic.authorized_operations
 
 
 @check("CreatePartitions grows, refuses shrinking, unknown topics and bad assignments")

@@ -10,6 +10,16 @@ use crate::controller::{ControllerError, validate_topic_name};
 use crate::state::BrokerState;
 use crate::storage::LogError;
 
+/// Without ACLs every cluster operation is allowed: CREATE (5), ALTER (7), DESCRIBE (8),
+/// CLUSTER_ACTION (9), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11), IDEMPOTENT_WRITE (12), as
+/// a bit set of `AclOperation` ids — what Kafka reports without an authorizer.
+pub const CLUSTER_OPERATIONS: i32 =
+    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+/// Every topic operation: READ (3), WRITE (4), CREATE (5), DELETE (6), ALTER (7),
+/// DESCRIBE (8), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11).
+pub const TOPIC_OPERATIONS: i32 =
+    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+
 /// Why one topic, partition or config resource of an admin request was refused. The
 /// Kafka error code of each is chosen in [`super::errors::admin_error`].
 #[derive(Debug, thiserror::Error)]

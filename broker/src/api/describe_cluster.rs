@@ -7,7 +7,7 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::admin::AdminError;
+use super::admin::{AdminError, CLUSTER_OPERATIONS};
 use super::{Api, HandlerFuture, RequestContext, errors};
 
 #[derive(Debug)]
@@ -18,12 +18,6 @@ const ENDPOINT_BROKERS: i8 = 1;
 
 /// Kafka's value for "authorized operations not requested".
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
-
-/// Without ACLs every cluster operation is allowed: CREATE (5), ALTER (7), DESCRIBE (8),
-/// CLUSTER_ACTION (9), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11), IDEMPOTENT_WRITE (12),
-/// as a bit set of `AclOperation` ids — what Kafka reports without an authorizer.
-const CLUSTER_OPERATIONS: i32 =
-    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
 impl Api for DescribeClusterApi {
     fn key(&self) -> ApiKey {

@@ -9,6 +9,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
+use super::admin::{CLUSTER_OPERATIONS, TOPIC_OPERATIONS};
 use super::lookup::topic_or_create;
 use super::{Api, HandlerFuture, RequestContext};
 use crate::controller::image::TopicImage;
@@ -30,13 +31,20 @@ impl Api for MetadataApi {
             let broker = context.broker;
             // v0-3 always allow auto-creation; later versions say.
             let allow_create = context.version < 4 || request.allow_auto_topic_creation;
+            // Without an authorizer every operation is allowed (librdkafka's describe_cluster
+            // and describe_topics ask for them here).
+            let topic_operations = if request.include_topic_authorized_operations {
+                TOPIC_OPERATIONS
+            } else {
+                OPERATIONS_NOT_REQUESTED
+            };
             let topics: Vec<MetadataResponseTopic> = match &request.topics {
                 None => broker
                     .controller
                     .image()
                     .topics
                     .values()
-                    .map(|t| topic_entry(context, t))
+                    .map(|t| topic_entry(context, t, topic_operations))
                     .collect(),
                 Some(requested) => requested
                     .iter()
@@ -55,7 +63,7 @@ impl Api for MetadataApi {
                                 .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED);
                         };
                         match topic_or_create(broker, &name, allow_create) {
-                            Ok(topic) => topic_entry(context, &topic),
+                            Ok(topic) => topic_entry(context, &topic, topic_operations),
                             Err(code) => MetadataResponseTopic::default()
                                 .with_error_code(code)
                                 .with_name(Some(TopicName(StrBytes::from_string(name))))
@@ -76,19 +84,29 @@ impl Api for MetadataApi {
                 .with_cluster_id(Some(StrBytes::from_string(broker.controller.cluster_id())))
                 .with_controller_id(BrokerId(config.node_id))
                 .with_topics(topics)
-                .with_cluster_authorized_operations(OPERATIONS_NOT_REQUESTED);
+                .with_cluster_authorized_operations(
+                    if request.include_cluster_authorized_operations {
+                        CLUSTER_OPERATIONS
+                    } else {
+                        OPERATIONS_NOT_REQUESTED
+                    },
+                );
             context.respond(&response)
         })
     }
 }
 
-fn topic_entry(context: &RequestContext<'_>, topic: &TopicImage) -> MetadataResponseTopic {
+fn topic_entry(
+    context: &RequestContext<'_>,
+    topic: &TopicImage,
+    operations: i32,
+) -> MetadataResponseTopic {
     let node = BrokerId(context.broker.config.node_id);
     MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(topic.name.clone()))))
         .with_topic_id(topic.topic_id)
         .with_is_internal(topic.name.starts_with("__"))
-        .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED)
+        .with_topic_authorized_operations(operations)
         .with_partitions(
             (0..topic.partitions)
                 .map(|partition| {
