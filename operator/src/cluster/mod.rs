@@ -10,6 +10,7 @@ pub mod build;
 pub mod config;
 pub mod names;
 pub mod reconcile;
+mod statefulset;
 pub mod status;
 
 #[cfg(test)]
