@@ -308,11 +308,12 @@ impl LogSegment {
             .last_at_or_before_position(position + max_bytes, upper_offset)
         {
             let start = u64::from(entry.position);
-            if start > position && start <= self.size() {
-                if let Some(header) = self.header_at(start)? {
-                    end = start;
-                    next_offset = Some(header.base_offset as u64);
-                }
+            if start > position
+                && start <= self.size()
+                && let Some(header) = self.header_at(start)?
+            {
+                end = start;
+                next_offset = Some(header.base_offset as u64);
             }
         }
         while let Some(header) = self.header_at(end)? {
