@@ -130,6 +130,11 @@ ok "deleting a Cluster removes its cluster-scoped rack binding (finalizer)"
 listening() { python3 -c "import socket,sys; socket.create_connection(('$pod_ip', 9092), timeout=1)" 2>/dev/null; }
 until_true 60 listening || fail "the broker does not listen on $bootstrap"
 ok "the pod runner started the real broker: listening on $bootstrap"
+if [ "$rack" = true ] && k8s_local; then
+  rack_file="$(ls "$OXBOW_K8S_STATE"/pods/"$NS".events-0.*/volumes/rack/rack.yaml 2>/dev/null | head -n 1)"
+  grep -qx "broker.rack: \"$node_zone\"" "$rack_file" 2>/dev/null || fail "rack-init of events-0 wrote: $(cat "$rack_file" 2>&1)"
+  ok "the rack-init init container gave broker 0 broker.rack: $node_zone (its node's zone)"
+fi
 
 # --- Topic ---------------------------------------------------------------------------
 python3 - manifests/topic.yaml "$NS" > "$OXBOW_K8S_STATE/topic.yaml" <<'PY'
