@@ -286,6 +286,22 @@ def describe_topic_configs(broker, admin):
                  KafkaError.UNKNOWN_TOPIC_OR_PART, "describe unknown topic")
 
 
+@check("Invalid topic names get Kafka's answers")
+def invalid_topic_names(broker, admin):
+    for name in ["bad name!", "x" * 250]:
+        expect_error(only(admin.describe_configs([ConfigResource(ResourceType.TOPIC, name)])),
+                     KafkaError.TOPIC_EXCEPTION, "describe an invalid name")
+        expect_error(incremental(admin, name, op("retention.ms", "1000", AlterConfigOpType.SET)),
+                     KafkaError.TOPIC_EXCEPTION, "alter an invalid name")
+        # Kafka answers these two as unknown topics.
+        expect_error(only(admin.create_partitions([NewPartitions(name, 3)])),
+                     KafkaError.UNKNOWN_TOPIC_OR_PART, "grow an invalid name")
+        expect_error(only(admin.delete_topics([name])),
+                     KafkaError.UNKNOWN_TOPIC_OR_PART, "delete an invalid name")
+    expect_error(only(admin.create_topics([NewTopic("bad name!", 1, 1)])),
+                 KafkaError.TOPIC_EXCEPTION, "create an invalid name")
+
+
 @check("DescribeConfigs: broker resource, static configs read-only")
 def describe_broker_configs(broker, admin):
     configs = result_of(only(admin.describe_configs([ConfigResource(ResourceType.BROKER, "0")])))

@@ -7,8 +7,9 @@ use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicR
 use kafka_protocol::messages::{ApiKey, CreatePartitionsRequest, CreatePartitionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::admin::{AdminError, duplicates, existing_topic};
+use super::admin::{AdminError, duplicates};
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::controller::ControllerError;
 use crate::state::BrokerState;
 
 #[derive(Debug)]
@@ -56,7 +57,14 @@ fn grow(
     validate_only: bool,
 ) -> Result<(), AdminError> {
     let name = request.name.0.as_str();
-    let topic = existing_topic(broker, name)?;
+    // Kafka answers an invalid name here as an unknown topic (not INVALID_TOPIC_EXCEPTION).
+    let topic = broker
+        .controller
+        .image()
+        .topics
+        .get(name)
+        .cloned()
+        .ok_or_else(|| ControllerError::UnknownTopic(name.to_string()))?;
     if let Some(assignments) = &request.assignments {
         let new_partitions = i64::from(request.count) - i64::from(topic.partitions);
         if new_partitions > 0 && assignments.len() as i64 != new_partitions {
