@@ -12,6 +12,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
 
+/// The first version whose response lists the created topic's configs.
+const FIRST_VERSION_WITH_CONFIGS: i16 = 5;
+
 #[derive(Debug)]
 pub struct CreateTopicsApi;
 
@@ -79,22 +82,26 @@ impl Api for CreateTopicsApi {
                                 .with_topic_id(created.topic_id)
                                 .with_num_partitions(created.partitions)
                                 .with_replication_factor(created.replication_factor)
-                                .with_configs(Some(
-                                    effective
-                                        .into_iter()
-                                        .map(|(key, value)| {
-                                            CreatableTopicConfigs::default()
-                                                .with_config_source(
-                                                    if created.configs.contains_key(key) {
-                                                        SOURCE_TOPIC
-                                                    } else {
-                                                        SOURCE_DEFAULT
-                                                    },
-                                                )
-                                                .with_name(StrBytes::from_static_str(key))
-                                                .with_value(Some(StrBytes::from_string(value)))
-                                        })
-                                        .collect(),
+                                // The effective configs are part of the response from
+                                // v5 on; older versions cannot encode them.
+                                .with_configs((context.version >= FIRST_VERSION_WITH_CONFIGS).then(
+                                    || {
+                                        effective
+                                            .into_iter()
+                                            .map(|(key, value)| {
+                                                CreatableTopicConfigs::default()
+                                                    .with_config_source(
+                                                        if created.configs.contains_key(key) {
+                                                            SOURCE_TOPIC
+                                                        } else {
+                                                            SOURCE_DEFAULT
+                                                        },
+                                                    )
+                                                    .with_name(StrBytes::from_static_str(key))
+                                                    .with_value(Some(StrBytes::from_string(value)))
+                                            })
+                                            .collect()
+                                    },
                                 ))
                         }
                         Err(error) => {

@@ -63,8 +63,13 @@ pub async fn serve(
         }
     }
     drop(frames);
+    // When the processor stopped on bad input or a failed write, the reader still waits
+    // for the next frame (up to connections.max.idle.ms): cancel it so the socket closes
+    // now. After a normal end it has already finished and this changes nothing.
+    reader.abort();
     match reader.await {
         Ok(()) => {}
+        Err(error) if error.is_cancelled() => {}
         Err(error) => tracing::error!(%peer, %error, "Connection reader task failed"),
     }
 }
@@ -97,12 +102,13 @@ async fn read_frames(
             Ok(Err(_)) => return,
             Ok(Ok(_)) => {}
         }
-        let size = i32::from_be_bytes(size);
-        if size < 0 || size as usize > max_frame {
-            tracing::warn!(%peer, size, max = max_frame, "Closing connection: request frame size invalid or above socket.request.max.bytes");
-            return;
-        }
-        let size = size as usize;
+        let size = match super::request::frame_size(size, max_frame) {
+            Ok(size) => size,
+            Err(error) => {
+                tracing::warn!(%peer, %error, "Closing connection");
+                return;
+            }
+        };
         // Back-pressure: wait until answered requests free their bytes.
         let permits = size.clamp(1, budget) as u32;
         let Ok(permit) = Arc::clone(&inflight).acquire_many_owned(permits).await else {

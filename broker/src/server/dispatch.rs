@@ -1,14 +1,16 @@
 //! From a request frame to a response: header decoding, version negotiation, the route
-//! table, metrics. Garbage closes the connection (with a log line), never panics.
+//! table (header parsing in [`super::request`]), metrics. Garbage closes the connection
+//! (with a log line), never panics.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{Buf, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
-use kafka_protocol::protocol::{Decodable, Encodable};
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, ResponseHeader};
+use kafka_protocol::protocol::Encodable;
 use tracing::Instrument;
 
+use super::request::{self, ParsedRequest, RequestError};
 use crate::api::{ApiResponse, RequestContext, Routes};
 use crate::state::BrokerState;
 
@@ -19,32 +21,20 @@ pub struct Response {
     pub body: ApiResponse,
 }
 
-/// Smallest request: api key, version, correlation id.
-const MIN_REQUEST_BYTES: usize = 8;
-
 /// `Ok(None)`: nothing to send (acks=0). `Err`: close the connection, with the reason.
 pub async fn dispatch(
     frame: Bytes,
     state: &Arc<BrokerState>,
     routes: &Routes,
 ) -> Result<Option<Response>, String> {
-    if frame.len() < MIN_REQUEST_BYTES {
-        return Err(format!(
-            "request frame of {} bytes is too short for a header",
-            frame.len()
-        ));
-    }
-    let mut peek = frame.clone();
-    let api_key = peek.get_i16();
-    let version = peek.get_i16();
-    let correlation_id = peek.get_i32();
-    let Some(api) = routes.get(api_key) else {
-        return Err(format!("unknown or unsupported API key {api_key}"));
-    };
-    let key = api.key();
-    let versions = api.versions();
-    if version < versions.min || version > versions.max {
-        if key == ApiKey::ApiVersions {
+    let (key, version, header, body) = match request::parse_request(frame, routes) {
+        Ok(ParsedRequest::Request {
+            api,
+            version,
+            header,
+            body,
+        }) => (api, version, header, body),
+        Ok(ParsedRequest::ApiVersionsUnsupported { correlation_id }) => {
             // Answer in the v0 format so the client can negotiate down.
             let body = crate::api::api_versions::unsupported_version_response()
                 .map_err(|e| e.to_string())?;
@@ -54,19 +44,21 @@ pub async fn dispatch(
                 body: ApiResponse::Encoded(body),
             }));
         }
-        state
-            .metrics
-            .request_errors
-            .with_label_values(&[key.as_metric_label(), "35"])
-            .inc();
-        return Err(format!(
-            "{key:?} v{version} is not supported (supported {}..={})",
-            versions.min, versions.max
-        ));
-    }
-    let mut body = frame;
-    let header = RequestHeader::decode(&mut body, key.request_header_version(version))
-        .map_err(|error| format!("cannot decode {key:?} v{version} request header: {error}"))?;
+        Err(error) => {
+            if let RequestError::UnsupportedVersion { api, .. } = &error {
+                state
+                    .metrics
+                    .request_errors
+                    .with_label_values(&[api.as_metric_label(), "35"])
+                    .inc();
+            }
+            return Err(error.to_string());
+        }
+    };
+    let api = routes
+        .get(key as i16)
+        .ok_or_else(|| format!("{key:?} has no route"))?;
+    let correlation_id = header.correlation_id;
     let started = Instant::now();
     let context = RequestContext {
         broker: state,

@@ -1,0 +1,414 @@
+//! Bad input against the real `oxbow` binary on loopback: every case gets the Kafka error
+//! code Kafka would send, or a closed connection and a log line for garbage frames; the
+//! broker keeps serving other clients, and the records stored before are untouched.
+//!
+//! Each test starts its own broker (free loopback ports, a temporary log dir), stores a
+//! known batch, sends one kind of bad input, then checks from a fresh connection that the
+//! stored records and offsets are exactly as before.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::io::Write;
+use std::net::Shutdown;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::create_topics_request::CreatableTopicConfig;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsResponse, BrokerId, ListOffsetsRequest, ListOffsetsResponse,
+    MetadataRequest, MetadataResponse,
+};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+
+use support::*;
+
+// ---------------------------------------------------------------------------------------
+// Garbage frames: a closed connection and a log line
+
+#[test]
+fn malformed_frame_closes_the_connection() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    // A Produce header followed by bytes that are no Produce request.
+    let mut payload = BytesMut::new();
+    payload.put_i16(ApiKey::Produce as i16);
+    payload.put_i16(PRODUCE_VERSION);
+    payload.put_i32(7);
+    payload.put_slice(&[0xff; 5]);
+    client.send_frame(&payload);
+    assert!(client.is_closed_by_broker());
+    broker.assert_logged("Closing connection");
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn frame_shorter_than_a_request_header_closes_the_connection() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    client.send_frame(&[0, 18, 0]);
+    assert!(client.is_closed_by_broker());
+    broker.assert_logged("too short for a header");
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn huge_array_length_is_a_decode_error_not_an_allocation() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    // Produce v3: transactional_id (null), acks, timeout, then a topic array claiming
+    // i32::MAX entries in a frame of a few bytes.
+    let mut payload = BytesMut::new();
+    payload.put_i16(ApiKey::Produce as i16);
+    payload.put_i16(3);
+    payload.put_i32(1);
+    payload.put_i16(-1); // client id: null
+    payload.put_i16(-1); // transactional id: null
+    payload.put_i16(1);
+    payload.put_i32(1000);
+    payload.put_i32(i32::MAX);
+    client.send_frame(&payload);
+    assert!(client.is_closed_by_broker());
+    broker.assert_logged("Closing connection");
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn truncated_frame_is_dropped_without_harm() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    let payload = client.encode(
+        ApiKey::Produce,
+        PRODUCE_VERSION,
+        &produce_request(STORED_TOPIC, 0, batch(&["never stored"], 0)),
+    );
+    // The size prefix promises the whole request; only half of it arrives.
+    let mut frame = (payload.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&payload[..payload.len() / 2]);
+    client.stream.write_all(&frame).unwrap();
+    client.stream.shutdown(Shutdown::Write).unwrap();
+    assert!(client.is_closed_by_broker());
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn frame_over_socket_request_max_bytes_closes_the_connection() {
+    let mut broker = Broker::start(&["socket.request.max.bytes=4096"]);
+    let mut client = broker.client();
+    // Only the size prefix: the broker must not wait for (or buffer) the body.
+    client.stream.write_all(&8192i32.to_be_bytes()).unwrap();
+    assert!(client.is_closed_by_broker());
+    broker.assert_logged("socket.request.max.bytes");
+    // A negative size is garbage too.
+    let mut client = broker.client();
+    client.stream.write_all(&(-5i32).to_be_bytes()).unwrap();
+    assert!(client.is_closed_by_broker());
+    broker.assert_serving_and_intact();
+}
+
+// ---------------------------------------------------------------------------------------
+// Bad records: an error code, nothing appended
+
+#[test]
+fn wrong_crc_is_corrupt_message() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    let mut records = batch(&["corrupted"], 0).to_vec();
+    let last = records.len() - 1;
+    records[last] ^= 0x55;
+    let response = client.produce(STORED_TOPIC, 0, Bytes::from(records));
+    assert_eq!(
+        partition_error(&response),
+        ResponseError::CorruptMessage.code()
+    );
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn batch_over_max_message_bytes_is_message_too_large() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    let records = batch(&["big"], MAX_MESSAGE_BYTES);
+    assert!(records.len() > MAX_MESSAGE_BYTES);
+    let response = client.produce(STORED_TOPIC, 0, records);
+    assert_eq!(
+        partition_error(&response),
+        ResponseError::MessageTooLarge.code()
+    );
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn batch_exactly_at_max_message_bytes_is_stored() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    assert_eq!(
+        client.create_topics(vec![topic("limit", 1)]).topics[0].error_code,
+        0
+    );
+    let records = batch_of_size(MAX_MESSAGE_BYTES);
+    let response = client.produce("limit", 0, records);
+    assert_eq!(partition_error(&response), 0);
+    let response = client.produce("limit", 0, batch_of_size(MAX_MESSAGE_BYTES + 1));
+    assert_eq!(
+        partition_error(&response),
+        ResponseError::MessageTooLarge.code()
+    );
+    let fetched = client.fetch("limit", 0, 0);
+    let partition = &fetched.responses[0].partitions[0];
+    assert_eq!(partition.high_watermark, 1);
+    assert_eq!(
+        partition.records.as_ref().map(Bytes::len),
+        Some(MAX_MESSAGE_BYTES)
+    );
+    broker.assert_serving_and_intact();
+}
+
+// ---------------------------------------------------------------------------------------
+// Unknown topics, partitions and invalid names
+
+#[test]
+fn unknown_topic_with_auto_create_off_is_unknown_topic_or_partition() {
+    let mut broker = Broker::start(&["auto.create.topics.enable=false"]);
+    let mut client = broker.client();
+    let metadata = client.metadata(&["nowhere"], true);
+    assert_eq!(
+        metadata.topics[0].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    let response = client.produce("nowhere", 0, batch(&["lost"], 0));
+    assert_eq!(
+        partition_error(&response),
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    let fetched = client.fetch("nowhere", 0, 0);
+    assert_eq!(
+        fetched.responses[0].partitions[0].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    // Still not created.
+    let metadata = client.metadata(&["nowhere"], true);
+    assert_eq!(
+        metadata.topics[0].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn non_existent_partition_is_unknown_topic_or_partition() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    let code = ResponseError::UnknownTopicOrPartition.code();
+    for partition in [1, 7, -1, i32::MAX] {
+        let response = client.produce(STORED_TOPIC, partition, batch(&["lost"], 0));
+        assert_eq!(partition_error(&response), code, "produce to {partition}");
+        let fetched = client.fetch(STORED_TOPIC, partition, 0);
+        assert_eq!(
+            fetched.responses[0].partitions[0].error_code, code,
+            "fetch from {partition}"
+        );
+        let request = ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_topics(vec![
+                ListOffsetsTopic::default()
+                    .with_name(name(STORED_TOPIC))
+                    .with_partitions(vec![
+                        ListOffsetsPartition::default()
+                            .with_partition_index(partition)
+                            .with_timestamp(-1),
+                    ]),
+            ]);
+        let offsets: ListOffsetsResponse =
+            client.call(ApiKey::ListOffsets, LIST_OFFSETS_VERSION, &request);
+        assert_eq!(
+            offsets.topics[0].partitions[0].error_code, code,
+            "list offsets of {partition}"
+        );
+    }
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn invalid_topic_names_are_invalid_topic_exception() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    let too_long = "x".repeat(250);
+    let invalid = [
+        "",
+        ".",
+        "..",
+        "with/slash",
+        "white space",
+        "ünïcode",
+        &too_long,
+    ];
+    let created = client.create_topics(invalid.iter().map(|n| topic(n, 1)).collect());
+    for (result, wanted) in created.topics.iter().zip(invalid) {
+        assert_eq!(
+            result.error_code,
+            ResponseError::InvalidTopicException.code(),
+            "CreateTopics {wanted:?}"
+        );
+    }
+    let metadata = client.metadata(&invalid[1..], true);
+    for (result, wanted) in metadata.topics.iter().zip(&invalid[1..]) {
+        assert_eq!(
+            result.error_code,
+            ResponseError::InvalidTopicException.code(),
+            "Metadata {wanted:?}"
+        );
+    }
+    // None of them exists afterwards.
+    let all = client.call::<_, MetadataResponse>(
+        ApiKey::Metadata,
+        METADATA_VERSION,
+        &MetadataRequest::default().with_topics(None),
+    );
+    let names: Vec<String> = all
+        .topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+        .collect();
+    assert_eq!(names, vec![STORED_TOPIC.to_string()]);
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn negative_or_absurd_topic_settings_are_refused() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    let config = |key: &str, value: &str| {
+        topic("configured", 1).with_configs(vec![
+            CreatableTopicConfig::default()
+                .with_name(StrBytes::from_string(key.to_string()))
+                .with_value(Some(StrBytes::from_string(value.to_string()))),
+        ])
+    };
+    let cases = [
+        (topic("partitions", -5), ResponseError::InvalidPartitions),
+        (topic("zero", 0), ResponseError::InvalidPartitions),
+        (
+            topic("replicas", 1).with_replication_factor(3),
+            ResponseError::InvalidReplicationFactor,
+        ),
+        (config("segment.bytes", "-1"), ResponseError::InvalidConfig),
+        (
+            config("max.message.bytes", "lots"),
+            ResponseError::InvalidConfig,
+        ),
+        (
+            config("cleanup.policy", "shred"),
+            ResponseError::InvalidConfig,
+        ),
+        (config("no.such.config", "1"), ResponseError::InvalidConfig),
+    ];
+    for (request, expected) in cases {
+        let wanted = request.name.0.to_string();
+        let created = client.create_topics(vec![request]);
+        assert_eq!(
+            created.topics[0].error_code,
+            expected.code(),
+            "{wanted}: {:?}",
+            created.topics[0]
+        );
+    }
+    broker.assert_serving_and_intact();
+}
+
+// ---------------------------------------------------------------------------------------
+// APIs and versions the broker does not serve
+
+#[test]
+fn unknown_api_key_closes_the_connection() {
+    let mut broker = Broker::start(&[]);
+    for key in [9999i16, -1] {
+        let mut client = broker.client();
+        let mut payload = BytesMut::new();
+        payload.put_i16(key);
+        payload.put_i16(0);
+        payload.put_i32(1);
+        payload.put_i16(-1);
+        client.send_frame(&payload);
+        assert!(client.is_closed_by_broker(), "API key {key}");
+    }
+    broker.assert_logged("unknown or unsupported API key");
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn api_versions_newer_than_the_broker_gets_unsupported_version_in_v0_format() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    let mut payload = BytesMut::new();
+    payload.put_i16(ApiKey::ApiVersions as i16);
+    payload.put_i16(99);
+    payload.put_i32(42);
+    payload.put_i16(-1);
+    payload.put_u8(0); // a v2 header's (empty) tagged fields
+    client.send_frame(&payload);
+    let mut body = client
+        .receive()
+        .expect("an answer, not a closed connection");
+    // v0 response header: correlation id only; v0 body: error code and the ranges.
+    assert_eq!(body.get_i32(), 42);
+    let response = ApiVersionsResponse::decode(&mut body, 0).unwrap();
+    assert_eq!(
+        response.error_code,
+        ResponseError::UnsupportedVersion.code()
+    );
+    assert!(!body.has_remaining(), "trailing bytes after the v0 body");
+    let produce = response
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == ApiKey::Produce as i16)
+        .expect("Produce is listed");
+    assert!(produce.min_version <= PRODUCE_VERSION && PRODUCE_VERSION <= produce.max_version);
+    // The connection stays usable: negotiate down, as clients do.
+    assert_eq!(client.api_versions(3).error_code, 0);
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn unsupported_version_of_another_api_closes_the_connection() {
+    let mut broker = Broker::start(&[]);
+    let mut client = broker.client();
+    let supported = client.api_versions(3);
+    let produce = supported
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == ApiKey::Produce as i16)
+        .unwrap();
+    // As Kafka does: the request cannot be parsed, so no response can be framed for it.
+    let mut payload = BytesMut::new();
+    payload.put_i16(ApiKey::Produce as i16);
+    payload.put_i16(produce.max_version + 1);
+    payload.put_i32(5);
+    payload.put_i16(-1);
+    payload.put_u8(0);
+    client.send_frame(&payload);
+    assert!(client.is_closed_by_broker());
+    broker.assert_logged("is not supported");
+    broker.assert_serving_and_intact();
+}
+
+#[test]
+fn bad_input_on_one_connection_does_not_disturb_another() {
+    let mut broker = Broker::start(&[]);
+    let mut steady = broker.client();
+    assert_eq!(steady.api_versions(3).error_code, 0);
+    let mut bad = broker.client();
+    bad.send_frame(&[0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0, 0, 0]);
+    assert!(bad.is_closed_by_broker());
+    // The connection opened before the garbage keeps working, appends included.
+    assert_eq!(
+        steady.create_topics(vec![topic("other", 1)]).topics[0].error_code,
+        0
+    );
+    let response = steady.produce("other", 0, batch(&["fine"], 0));
+    assert_eq!(partition_error(&response), 0);
+    let fetched = steady.fetch("other", 0, 0);
+    assert_eq!(fetched.responses[0].partitions[0].high_watermark, 1);
+    broker.assert_serving_and_intact();
+}

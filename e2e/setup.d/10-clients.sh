@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the real Kafka clients of the client suite (idempotent, cached outside the clone):
+# kcat (Debian), Python confluent-kafka and kafka-python with its codec libraries (a venv in
+# ${OXBOW_CACHE}/clients/venv), and kafkajs with snappy (kafkajs-snappy), lz4 (lz4js) and zstd (@mongodb-js/zstd) codecs (npm, in
+# ${OXBOW_CACHE}/clients/node). See e2e/clients/README.md.
+set -euo pipefail
+cache="${OXBOW_CACHE:-$HOME/.cache/oxbow}/clients"
+mkdir -p "$cache"
+
+if ! command -v kcat >/dev/null; then
+  echo "Installing kcat"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null
+fi
+
+python_packages=(confluent-kafka==2.16.1 kafka-python==3.0.12 python-snappy lz4 zstandard crc32c)
+stamp="$cache/venv/.installed"
+if [ "$(cat "$stamp" 2>/dev/null)" != "${python_packages[*]}" ]; then
+  echo "Installing ${python_packages[*]} into $cache/venv"
+  python3 -m venv "$cache/venv"
+  "$cache/venv/bin/pip" install -q "${python_packages[@]}"
+  echo "${python_packages[*]}" >"$stamp"
+fi
+
+node_packages=(kafkajs@2.2.4 kafkajs-snappy@1.1.0 lz4js@0.2.0 @mongodb-js/zstd@1.2.2)
+stamp="$cache/node/.installed"
+if [ "$(cat "$stamp" 2>/dev/null)" != "${node_packages[*]}" ]; then
+  echo "Installing ${node_packages[*]} into $cache/node"
+  mkdir -p "$cache/node"
+  (cd "$cache/node" && [ -e package.json ] || echo '{"private": true}' >package.json)
+  (cd "$cache/node" && npm install --silent --no-audit --no-fund "${node_packages[@]}")
+  echo "${node_packages[*]}" >"$stamp"
+fi
