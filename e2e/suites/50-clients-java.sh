@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The Java client (kafka-clients of the pinned Kafka peer) against a fresh Oxbow broker:
-# default idempotent producer, a consumer group, byte-identical records, committed offsets.
-# franz-go's round trip (e2e/peers/franz-go/run) joins here once Oxbow decodes every
-# OffsetFetch version it advertises (franz-go sends v10).
+# The Java client (kafka-clients of the pinned Kafka peer) and franz-go against a fresh
+# Oxbow broker, each with its defaults: idempotent producer, a consumer group,
+# byte-identical records, committed offsets.
 set -euo pipefail
 peers="$(cd "$(dirname "$0")/../peers" && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-clients.XXXXXX")"
@@ -10,3 +9,4 @@ trap '"$peers/oxbow/stop" --dir "$work" || true; rm -rf "$work"' EXIT
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 "$peers/oxbow/start-single" --port "$port" --dir "$work" >/dev/null
 "$peers/java-client/run" --bootstrap "127.0.0.1:$port" --messages 2000
+"$peers/franz-go/run" --bootstrap "127.0.0.1:$port" --messages 2000

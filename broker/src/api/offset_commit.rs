@@ -7,7 +7,7 @@ use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse, TopicName};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::storage::TopicPartition;
@@ -18,6 +18,15 @@ pub struct OffsetCommitApi;
 impl Api for OffsetCommitApi {
     fn key(&self) -> ApiKey {
         ApiKey::OffsetCommit
+    }
+
+    /// v10 names topics by id and does not decode with the protocol crate yet; clients
+    /// (franz-go) negotiate down to v9.
+    fn versions(&self) -> VersionRange {
+        VersionRange {
+            min: ApiKey::OffsetCommit.valid_versions().min,
+            max: 9,
+        }
     }
 
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {

@@ -7,7 +7,7 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
 use kafka_protocol::messages::{ApiKey, OffsetFetchRequest, OffsetFetchResponse, TopicName};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{StrBytes, VersionRange};
 use uuid::Uuid;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
@@ -20,6 +20,15 @@ pub struct OffsetFetchApi;
 impl Api for OffsetFetchApi {
     fn key(&self) -> ApiKey {
         ApiKey::OffsetFetch
+    }
+
+    /// v10 names topics by id and does not decode with the protocol crate yet; clients
+    /// (franz-go) negotiate down to v9.
+    fn versions(&self) -> VersionRange {
+        VersionRange {
+            min: ApiKey::OffsetFetch.valid_versions().min,
+            max: 9,
+        }
     }
 
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
