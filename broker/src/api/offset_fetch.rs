@@ -11,7 +11,7 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 use uuid::Uuid;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
-use crate::group::coordinator::FetchedOffset;
+use crate::group::offsets::FetchedOffset;
 use crate::storage::TopicPartition;
 
 #[derive(Debug)]

@@ -22,7 +22,6 @@ use std::collections::{BTreeMap, HashMap};
 use bytes::Bytes;
 
 use super::GroupError;
-use super::records::{GroupMetadataValue, MemberMetadata};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClassicState {
@@ -567,114 +566,6 @@ impl ClassicGroup {
         Ok(member)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn sync(
-        &mut self,
-        member_id: &str,
-        instance_id: Option<&str>,
-        generation_id: i32,
-        protocol_type: Option<&str>,
-        protocol_name: Option<&str>,
-        assignments: Vec<(String, Bytes)>,
-        now: i64,
-        actions: &mut Vec<Action>,
-    ) -> Reply<Result<Bytes, GroupError>> {
-        if let Err(error) = self.check_member(member_id, instance_id, generation_id) {
-            return Reply::Now(Err(error));
-        }
-        if protocol_type.is_some_and(|t| t != self.protocol_type)
-            || protocol_name.is_some_and(|n| Some(n) != self.protocol_name.as_deref())
-        {
-            return Reply::Now(Err(GroupError::InconsistentGroupProtocol));
-        }
-        match self.state {
-            ClassicState::Empty => Reply::Now(Err(GroupError::UnknownMemberId)),
-            ClassicState::PreparingRebalance => Reply::Now(Err(GroupError::RebalanceInProgress)),
-            ClassicState::Stable => Reply::Now(Ok(self
-                .members
-                .get(member_id)
-                .map(|m| m.assignment.clone())
-                .unwrap_or_default())),
-            ClassicState::CompletingRebalance => {
-                if let Some(member) = self.members.get_mut(member_id) {
-                    member.awaiting_sync = true;
-                    member.last_heartbeat = now;
-                }
-                if self.leader.as_deref() == Some(member_id) {
-                    let mut assignments: HashMap<String, Bytes> = assignments.into_iter().collect();
-                    for member in self.members.values_mut() {
-                        member.assignment =
-                            assignments.remove(&member.member_id).unwrap_or_default();
-                    }
-                    self.set_state(ClassicState::Stable, now);
-                    actions.push(Action::Persist);
-                    for member in self.members.values_mut() {
-                        if member.awaiting_sync {
-                            member.awaiting_sync = false;
-                            actions.push(Action::CompleteSync {
-                                member_id: member.member_id.clone(),
-                                result: Ok(member.assignment.clone()),
-                            });
-                        }
-                    }
-                }
-                Reply::Wait(member_id.to_string())
-            }
-        }
-    }
-
-    pub fn heartbeat(
-        &mut self,
-        member_id: &str,
-        instance_id: Option<&str>,
-        generation_id: i32,
-        now: i64,
-    ) -> Result<(), GroupError> {
-        if self.state == ClassicState::Empty {
-            return Err(GroupError::UnknownMemberId);
-        }
-        self.check_member(member_id, instance_id, generation_id)?;
-        if let Some(member) = self.members.get_mut(member_id) {
-            member.last_heartbeat = now;
-        }
-        if self.state == ClassicState::PreparingRebalance {
-            return Err(GroupError::RebalanceInProgress);
-        }
-        Ok(())
-    }
-
-    /// LeaveGroup of one member, named by member id or (static members) instance id.
-    pub fn leave(
-        &mut self,
-        member_id: &str,
-        instance_id: Option<&str>,
-        now: i64,
-        actions: &mut Vec<Action>,
-    ) -> Result<(), GroupError> {
-        let id = match (member_id.is_empty(), instance_id) {
-            (true, Some(instance)) => self
-                .static_members
-                .get(instance)
-                .cloned()
-                .ok_or(GroupError::UnknownMemberId)?,
-            _ => member_id.to_string(),
-        };
-        if self.pending_members.remove(&id).is_some() {
-            self.try_complete_join(now, actions);
-            return Ok(());
-        }
-        if !self.members.contains_key(&id) {
-            return Err(GroupError::UnknownMemberId);
-        }
-        if let Some(instance) = instance_id
-            && self.static_members.get(instance) != Some(&id)
-        {
-            return Err(GroupError::FencedInstanceId);
-        }
-        self.remove_and_rebalance(&id, GroupError::UnknownMemberId, now, actions);
-        Ok(())
-    }
-
     fn remove_and_rebalance(
         &mut self,
         member_id: &str,
@@ -705,28 +596,6 @@ impl ClassicGroup {
             ClassicState::PreparingRebalance => self.try_complete_join(now, actions),
             ClassicState::Empty => {}
         }
-    }
-
-    /// OffsetCommit's membership check. A commit with no member id and generation -1 is
-    /// a standalone consumer's, accepted only while the group has no members.
-    pub fn validate_commit(
-        &mut self,
-        member_id: &str,
-        instance_id: Option<&str>,
-        generation_id: i32,
-        now: i64,
-    ) -> Result<(), GroupError> {
-        if generation_id < 0 && member_id.is_empty() && self.members.is_empty() {
-            return Ok(());
-        }
-        self.check_member(member_id, instance_id, generation_id)?;
-        if self.state == ClassicState::CompletingRebalance {
-            return Err(GroupError::RebalanceInProgress);
-        }
-        if let Some(member) = self.members.get_mut(member_id) {
-            member.last_heartbeat = now;
-        }
-        Ok(())
     }
 
     /// Timers: session timeouts, the rebalance timeout, the sync timeout, pending members.
@@ -774,97 +643,10 @@ impl ClassicGroup {
             _ => {}
         }
     }
-
-    /// The persisted form.
-    pub fn to_record(&self) -> GroupMetadataValue {
-        let protocol = self.protocol_name.clone().unwrap_or_default();
-        GroupMetadataValue {
-            protocol_type: self.protocol_type.clone(),
-            generation: self.generation_id,
-            protocol: self.protocol_name.clone(),
-            leader: self.leader.clone(),
-            current_state_timestamp: self.state_timestamp,
-            members: self
-                .members
-                .values()
-                .map(|m| MemberMetadata {
-                    member_id: m.member_id.clone(),
-                    group_instance_id: m.group_instance_id.clone(),
-                    client_id: m.client_id.clone(),
-                    client_host: m.client_host.clone(),
-                    rebalance_timeout: m.rebalance_timeout_ms,
-                    session_timeout: m.session_timeout_ms,
-                    subscription: m.metadata_for(&protocol),
-                    assignment: m.assignment.clone(),
-                })
-                .collect(),
-        }
-    }
-
-    /// A group loaded from `__consumer_offsets`: Stable with its members (who must
-    /// heartbeat within their session timeout from `now`), or Empty.
-    pub fn from_record(record: GroupMetadataValue, now: i64, initial_delay_ms: i64) -> Self {
-        let mut group = Self::new(record.current_state_timestamp, initial_delay_ms);
-        group.protocol_type = record.protocol_type;
-        group.generation_id = record.generation;
-        group.protocol_name = record.protocol.clone();
-        group.leader = record.leader;
-        let protocol = record.protocol.unwrap_or_default();
-        for m in record.members {
-            if let Some(instance) = &m.group_instance_id {
-                group
-                    .static_members
-                    .insert(instance.clone(), m.member_id.clone());
-            }
-            group.members.insert(
-                m.member_id.clone(),
-                Member {
-                    member_id: m.member_id,
-                    group_instance_id: m.group_instance_id,
-                    client_id: m.client_id,
-                    client_host: m.client_host,
-                    session_timeout_ms: m.session_timeout,
-                    rebalance_timeout_ms: m.rebalance_timeout,
-                    protocols: vec![(protocol.clone(), m.subscription)],
-                    assignment: m.assignment,
-                    last_heartbeat: now,
-                    awaiting_join: false,
-                    awaiting_sync: false,
-                },
-            );
-        }
-        if !group.members.is_empty() {
-            group.state = ClassicState::Stable;
-        }
-        group
-    }
-
-    /// Topics the members subscribe to (consumer protocol), for OffsetDelete.
-    pub fn subscribed_topics(&self) -> Vec<String> {
-        use kafka_protocol::messages::ConsumerProtocolSubscription;
-        use kafka_protocol::protocol::Decodable;
-        if self.protocol_type != "consumer" {
-            return Vec::new();
-        }
-        let protocol = self.protocol_name.clone().unwrap_or_default();
-        let mut topics = Vec::new();
-        for member in self.members.values() {
-            let mut metadata = member.metadata_for(&protocol);
-            if metadata.len() < 2 {
-                continue;
-            }
-            let version = bytes::Buf::get_i16(&mut metadata);
-            if let Ok(subscription) =
-                ConsumerProtocolSubscription::decode(&mut metadata, version.clamp(0, 3))
-            {
-                topics.extend(subscription.topics.iter().map(|t| t.to_string()));
-            }
-        }
-        topics.sort();
-        topics.dedup();
-        topics
-    }
 }
+
+mod members;
+mod persist;
 
 #[cfg(test)]
 mod tests;

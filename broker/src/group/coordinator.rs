@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafka_protocol::records::{Compression, RecordBatchDecoder};
+use kafka_protocol::records::Compression;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
@@ -22,12 +22,10 @@ use super::classic::{Action, ClassicGroup, JoinRequest, JoinResponseData, Reply}
 use super::consumer::ConsumerGroup;
 use super::metrics::GroupMetrics;
 use super::records::{
-    self, GroupMetadataValue, OffsetValue, RecordKey, RecordValue, encode_group_value, encode_key,
-    encode_offset_value,
+    self, GroupMetadataValue, OffsetValue, RecordKey, encode_group_value, encode_key,
 };
 use super::{GroupError, OFFSETS_TOPIC};
 use crate::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
-use crate::storage::log_read::ReadLimit;
 use crate::storage::{Clock, LogManager, TopicPartition};
 
 /// Group settings, from the broker configuration (Kafka's names in the comments).
@@ -99,7 +97,7 @@ impl Group {
     }
 
     /// Since when the group has had no members (for offset expiry).
-    fn empty_since(&self) -> i64 {
+    pub(super) fn empty_since(&self) -> i64 {
         let state = match &self.kind {
             GroupKind::Classic(g) => g.state_timestamp,
             GroupKind::Consumer(g) => g.empty_since,
@@ -121,29 +119,21 @@ type JoinWaiter = oneshot::Sender<JoinResponseData>;
 type SyncWaiter = oneshot::Sender<Result<Bytes, GroupError>>;
 
 #[derive(Debug, Default)]
-struct Groups {
-    groups: HashMap<String, Group>,
-    join_waiters: HashMap<(String, String), JoinWaiter>,
-    sync_waiters: HashMap<(String, String), SyncWaiter>,
-    last_expiry_check: i64,
+pub(super) struct Groups {
+    pub(super) groups: HashMap<String, Group>,
+    pub(super) join_waiters: HashMap<(String, String), JoinWaiter>,
+    pub(super) sync_waiters: HashMap<(String, String), SyncWaiter>,
+    pub(super) last_expiry_check: i64,
 }
 
 /// The coordinator of every group on this broker.
 #[derive(Debug)]
 pub struct GroupCoordinator {
     pub config: GroupConfig,
-    clock: Arc<dyn Clock>,
-    logs: Arc<LogManager>,
-    state: Mutex<Groups>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) logs: Arc<LogManager>,
+    pub(super) state: Mutex<Groups>,
     pub metrics: GroupMetrics,
-}
-
-/// One partition's committed offset as OffsetFetch reports it.
-#[derive(Debug, Clone)]
-pub struct FetchedOffset {
-    pub topic: String,
-    pub partition: i32,
-    pub offset: Option<OffsetValue>,
 }
 
 impl GroupCoordinator {
@@ -185,125 +175,12 @@ impl GroupCoordinator {
         coordinator
     }
 
-    fn read_partition(&self, partition: i32) -> Vec<(RecordKey, Option<RecordValue>)> {
-        let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-        let mut out = Vec::new();
-        let Some(log) = self.logs.get(&tp) else {
-            return out;
-        };
-        let mut offset = log.log_start_offset();
-        loop {
-            let read = match log.read_with_limit(offset, 1 << 20, ReadLimit::LogEnd) {
-                Ok(read) => read,
-                Err(error) => {
-                    tracing::error!(topic_partition = %tp, offset, %error, "Cannot read __consumer_offsets; the rest of the partition is not loaded");
-                    break;
-                }
-            };
-            if read.regions.is_empty() || read.next_offset <= offset {
-                break;
-            }
-            offset = read.next_offset;
-            let bytes = match read.read_to_vec() {
-                Ok(bytes) => bytes,
-                Err(error) => {
-                    tracing::error!(topic_partition = %tp, %error, "Cannot read __consumer_offsets");
-                    break;
-                }
-            };
-            let mut buffer = Bytes::from(bytes);
-            let records = match RecordBatchDecoder::decode_all(&mut buffer) {
-                Ok(sets) => sets.into_iter().flat_map(|set| set.records),
-                Err(error) => {
-                    tracing::warn!(topic_partition = %tp, %error, "Skipping undecodable __consumer_offsets batches");
-                    continue;
-                }
-            };
-            for record in records {
-                if record.control {
-                    continue;
-                }
-                let Some(key) = record.key else { continue };
-                let key = match records::decode_key(key) {
-                    Ok(key) => key,
-                    Err(error) => {
-                        tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a __consumer_offsets record");
-                        continue;
-                    }
-                };
-                match records::decode_value(&key, record.value) {
-                    Ok(value) => out.push((key, value)),
-                    Err(error) => {
-                        tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a __consumer_offsets record");
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    fn replay(
-        &self,
-        groups: &mut HashMap<String, Group>,
-        key: RecordKey,
-        value: Option<RecordValue>,
-        now: i64,
-    ) {
-        let delay = self.config.initial_rebalance_delay_ms;
-        match (key, value) {
-            (
-                RecordKey::Offset {
-                    group,
-                    topic,
-                    partition,
-                },
-                Some(RecordValue::Offset(value)),
-            ) => {
-                let entry = groups
-                    .entry(group)
-                    .or_insert_with(|| new_group(value.commit_timestamp, delay));
-                entry
-                    .offsets
-                    .insert(TopicPartition::new(topic, partition), value);
-            }
-            (
-                RecordKey::Offset {
-                    group,
-                    topic,
-                    partition,
-                },
-                None,
-            ) => {
-                if let Some(entry) = groups.get_mut(&group) {
-                    entry.offsets.remove(&TopicPartition::new(topic, partition));
-                }
-            }
-            (RecordKey::Group { group }, Some(RecordValue::Group(value))) => {
-                let offsets = groups.remove(&group).map(|g| g.offsets).unwrap_or_default();
-                groups.insert(
-                    group,
-                    Group {
-                        kind: GroupKind::Classic(ClassicGroup::from_record(value, now, delay)),
-                        offsets,
-                    },
-                );
-            }
-            (RecordKey::Group { group }, None) => {
-                groups.remove(&group);
-            }
-            (key, _) => tracing::warn!(
-                ?key,
-                "Skipping a __consumer_offsets record whose value does not match its key"
-            ),
-        }
-    }
-
     pub fn now(&self) -> i64 {
         self.clock.now_ms()
     }
 
     /// Appends `records` to the group's offsets partition.
-    fn append(&self, group: &str, records: &[SimpleRecord]) -> Result<(), GroupError> {
+    pub(super) fn append(&self, group: &str, records: &[SimpleRecord]) -> Result<(), GroupError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -322,7 +199,11 @@ impl GroupCoordinator {
         Ok(())
     }
 
-    fn record(&self, key: &RecordKey, value: Option<Bytes>) -> Result<SimpleRecord, GroupError> {
+    pub(super) fn record(
+        &self,
+        key: &RecordKey,
+        value: Option<Bytes>,
+    ) -> Result<SimpleRecord, GroupError> {
         Ok(SimpleRecord {
             key: Some(encode_key(key).map_err(|e| GroupError::Storage(e.to_string()))?),
             value,
@@ -548,120 +429,6 @@ impl GroupCoordinator {
         Ok(results)
     }
 
-    /// OffsetCommit. `member` is (member id, instance id, generation or member epoch);
-    /// `offsets` are (partition, offset, leader epoch, metadata) already checked to exist.
-    pub fn commit_offsets(
-        &self,
-        group_id: &str,
-        member_id: &str,
-        instance_id: Option<&str>,
-        generation_or_epoch: i32,
-        offsets: Vec<(TopicPartition, i64, i32, Option<String>)>,
-    ) -> PartitionResults {
-        let fail_all = |offsets: Vec<(TopicPartition, i64, i32, Option<String>)>,
-                        error: GroupError| {
-            offsets
-                .into_iter()
-                .map(|(tp, ..)| (tp, Err(error.clone())))
-                .collect()
-        };
-        if group_id.is_empty() {
-            return fail_all(offsets, GroupError::InvalidGroupId);
-        }
-        let now = self.now();
-        let mut state = self.state.lock();
-        let delay = self.config.initial_rebalance_delay_ms;
-        let group = state
-            .groups
-            .entry(group_id.to_string())
-            .or_insert_with(|| new_group(now, delay));
-        let valid = match &mut group.kind {
-            GroupKind::Classic(classic) => {
-                classic.validate_commit(member_id, instance_id, generation_or_epoch, now)
-            }
-            GroupKind::Consumer(consumer) => {
-                consumer.validate_commit(member_id, generation_or_epoch)
-            }
-        };
-        if let Err(error) = valid {
-            return fail_all(offsets, error);
-        }
-        let mut results = Vec::with_capacity(offsets.len());
-        let mut records = Vec::new();
-        let mut accepted = Vec::new();
-        for (tp, offset, leader_epoch, metadata) in offsets {
-            let metadata = metadata.unwrap_or_default();
-            if metadata.len() > self.config.offset_metadata_max_bytes {
-                results.push((tp, Err(GroupError::OffsetMetadataTooLarge)));
-                continue;
-            }
-            let value = OffsetValue {
-                offset,
-                leader_epoch,
-                metadata,
-                commit_timestamp: now,
-            };
-            let key = RecordKey::Offset {
-                group: group_id.to_string(),
-                topic: tp.topic.clone(),
-                partition: tp.partition,
-            };
-            match encode_offset_value(&value)
-                .map_err(|e| GroupError::Storage(e.to_string()))
-                .and_then(|bytes| self.record(&key, Some(bytes)))
-            {
-                Ok(record) => {
-                    records.push(record);
-                    accepted.push((tp, value));
-                }
-                Err(error) => results.push((tp, Err(error))),
-            }
-        }
-        match self.append(group_id, &records) {
-            Ok(()) => {
-                if let Some(group) = state.groups.get_mut(group_id) {
-                    for (tp, value) in accepted {
-                        group.offsets.insert(tp.clone(), value);
-                        results.push((tp, Ok(())));
-                    }
-                }
-            }
-            Err(error) => {
-                results.extend(accepted.into_iter().map(|(tp, _)| (tp, Err(error.clone()))))
-            }
-        }
-        results
-    }
-
-    /// OffsetFetch: `None` partitions = every committed offset of the group.
-    pub fn fetch_offsets(
-        &self,
-        group_id: &str,
-        partitions: Option<Vec<TopicPartition>>,
-    ) -> Vec<FetchedOffset> {
-        let state = self.state.lock();
-        let offsets = state.groups.get(group_id).map(|g| &g.offsets);
-        match partitions {
-            Some(partitions) => partitions
-                .into_iter()
-                .map(|tp| FetchedOffset {
-                    offset: offsets.and_then(|o| o.get(&tp)).cloned(),
-                    topic: tp.topic,
-                    partition: tp.partition,
-                })
-                .collect(),
-            None => offsets
-                .into_iter()
-                .flatten()
-                .map(|(tp, value)| FetchedOffset {
-                    topic: tp.topic.clone(),
-                    partition: tp.partition,
-                    offset: Some(value.clone()),
-                })
-                .collect(),
-        }
-    }
-
     /// ListGroups: (group id, protocol type, state, group type).
     pub fn list(&self) -> Vec<(String, String, &'static str, &'static str)> {
         let state = self.state.lock();
@@ -698,70 +465,6 @@ impl GroupCoordinator {
         Ok(())
     }
 
-    fn write_tombstones(&self, group_id: &str, group: &Group) -> Result<(), GroupError> {
-        let mut records = Vec::new();
-        for tp in group.offsets.keys() {
-            records.push(self.record(
-                &RecordKey::Offset {
-                    group: group_id.to_string(),
-                    topic: tp.topic.clone(),
-                    partition: tp.partition,
-                },
-                None,
-            )?);
-        }
-        records.push(self.record(
-            &RecordKey::Group {
-                group: group_id.to_string(),
-            },
-            None,
-        )?);
-        self.append(group_id, &records)
-    }
-
-    /// OffsetDelete: refused per partition while the group subscribes to the topic.
-    pub fn delete_offsets(
-        &self,
-        group_id: &str,
-        partitions: Vec<TopicPartition>,
-    ) -> Result<PartitionResults, GroupError> {
-        let mut state = self.state.lock();
-        let group = state
-            .groups
-            .get_mut(group_id)
-            .ok_or(GroupError::GroupIdNotFound)?;
-        let subscribed = match &group.kind {
-            GroupKind::Classic(g) => g.subscribed_topics(),
-            GroupKind::Consumer(g) => g.subscribed_topics(),
-        };
-        let mut results = Vec::new();
-        let mut records = Vec::new();
-        let mut deleted = Vec::new();
-        for tp in partitions {
-            if subscribed.contains(&tp.topic) {
-                results.push((tp, Err(GroupError::GroupSubscribedToTopic)));
-                continue;
-            }
-            if group.offsets.contains_key(&tp) {
-                records.push(self.record(
-                    &RecordKey::Offset {
-                        group: group_id.to_string(),
-                        topic: tp.topic.clone(),
-                        partition: tp.partition,
-                    },
-                    None,
-                )?);
-                deleted.push(tp.clone());
-            }
-            results.push((tp, Ok(())));
-        }
-        self.append(group_id, &records)?;
-        for tp in deleted {
-            group.offsets.remove(&tp);
-        }
-        Ok(results)
-    }
-
     /// Timers of every group, and offset expiry; called every ~100 ms.
     pub fn tick(&self) {
         let now = self.now();
@@ -784,36 +487,6 @@ impl GroupCoordinator {
         if now - state.last_expiry_check >= self.config.retention_check_interval_ms {
             state.last_expiry_check = now;
             self.expire_offsets(&mut state, now);
-        }
-    }
-
-    /// `offsets.retention.minutes`: an empty group's offsets (and the group) go once the
-    /// group has been empty, and uncommitted to, for the retention time.
-    fn expire_offsets(&self, state: &mut Groups, now: i64) {
-        let expired: Vec<String> = state
-            .groups
-            .iter()
-            .filter(|(_, g)| {
-                g.is_empty() && now - g.empty_since() >= self.config.offsets_retention_ms
-            })
-            .map(|(id, _)| id.clone())
-            .collect();
-        for group_id in expired {
-            let Some(group) = state.groups.get(&group_id) else {
-                continue;
-            };
-            match self.write_tombstones(&group_id, group) {
-                Ok(()) => {
-                    tracing::info!(
-                        group = group_id,
-                        offsets = group.offsets.len(),
-                        "Expired the offsets of an empty group"
-                    );
-                    state.groups.remove(&group_id);
-                    self.metrics.forget_group(&group_id);
-                }
-                Err(error) => tracing::warn!(group = group_id, %error, "Offset expiry failed"),
-            }
         }
     }
 
@@ -868,7 +541,7 @@ impl GroupCoordinator {
     }
 }
 
-fn new_group(now: i64, initial_delay_ms: i64) -> Group {
+pub(super) fn new_group(now: i64, initial_delay_ms: i64) -> Group {
     Group {
         kind: GroupKind::Classic(ClassicGroup::new(now, initial_delay_ms)),
         offsets: BTreeMap::new(),

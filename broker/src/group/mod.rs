@@ -22,13 +22,16 @@
 //!
 //! Modules: [`records`] (the on-disk key/value schemas), [`classic`] (the classic
 //! protocol), [`consumer`] (KIP-848), [`assignor`] (server-side `uniform` and `range`),
-//! [`coordinator`] (the shared state, persistence and loading), [`metrics`].
+//! [`coordinator`] (the shared state, persistence, timers), `load` (start-up),
+//! [`offsets`] (commits, fetches, deletes, expiry), [`metrics`].
 
 pub mod assignor;
 pub mod classic;
 pub mod consumer;
 pub mod coordinator;
+mod load;
 pub mod metrics;
+pub mod offsets;
 pub mod records;
 
 pub use coordinator::{GroupConfig, GroupCoordinator};
