@@ -209,6 +209,14 @@ impl<const WORDS: usize> MappedEntries<WORDS> {
         }
     }
 
+    /// Forgets every entry without zeroing the file: for a rebuild that overwrites entries
+    /// from the start (an index after an unclean stop may claim its whole preallocated
+    /// length; zeroing that would touch every page of it).
+    pub fn reset(&self) {
+        let _writer = self.writer.lock();
+        self.len.store(0, Ordering::Release);
+    }
+
     /// Binary search: the index of the last entry for which `is_at_or_before` holds, given
     /// that the predicate holds for a prefix of the entries.
     pub fn last_where(&self, is_at_or_before: impl Fn(&[u32; WORDS]) -> bool) -> Option<usize> {

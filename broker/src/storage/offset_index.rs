@@ -120,6 +120,11 @@ impl OffsetIndex {
             .and_then(|i| self.entry(i))
     }
 
+    /// Forgets every entry before a rebuild (see [`MappedEntries::reset`]).
+    pub fn reset(&self) {
+        self.entries.reset();
+    }
+
     /// Drops every entry for batches ending at or after `offset`.
     pub fn truncate_to(&self, offset: u64) {
         let keep = self

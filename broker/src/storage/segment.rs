@@ -414,8 +414,8 @@ impl LogSegment {
     /// and truncates the file at the first torn or corrupt batch. Returns the number of
     /// bytes cut off.
     pub(super) fn recover(&self, index_interval_bytes: u64) -> Result<u64, SegmentError> {
-        self.offset_index.truncate_to(self.base_offset);
-        self.time_index.truncate_to(self.base_offset);
+        self.offset_index.reset();
+        self.time_index.reset();
         self.max_timestamp.store(NO_TIMESTAMP, Ordering::Release);
         self.bytes_since_last_index_entry
             .store(0, Ordering::Release);

@@ -106,6 +106,11 @@ impl TimeIndex {
             .and_then(|i| self.entry(i))
     }
 
+    /// Forgets every entry before a rebuild (see [`MappedEntries::reset`]).
+    pub fn reset(&self) {
+        self.entries.reset();
+    }
+
     /// Drops every entry for offsets at or after `offset`.
     pub fn truncate_to(&self, offset: u64) {
         let keep = self
