@@ -309,7 +309,21 @@ impl GroupCoordinator {
                 return JoinResponseData::failed(GroupError::CoordinatorNotAvailable, &member_id);
             };
             let mut actions = Vec::new();
+            tracing::debug!(
+                group = group_id,
+                member_id,
+                state = classic.state.name(),
+                "JoinGroup"
+            );
             let reply = classic.join(request, now, &mut actions);
+            tracing::debug!(
+                group = group_id,
+                member_id,
+                state = classic.state.name(),
+                ?reply,
+                ?actions,
+                "JoinGroup handled"
+            );
             let receiver = match reply {
                 Reply::Now(response) => {
                     self.run_actions(&mut state, group_id, actions);
@@ -364,6 +378,15 @@ impl GroupCoordinator {
                 now,
                 &mut actions,
             );
+            tracing::debug!(
+                group = group_id,
+                member_id,
+                generation_id,
+                state = group.state.name(),
+                ?reply,
+                ?actions,
+                "SyncGroup handled"
+            );
             let receiver = match reply {
                 Reply::Now(result) => {
                     self.run_actions(&mut state, group_id, actions);
@@ -398,7 +421,18 @@ impl GroupCoordinator {
             Some(Group {
                 kind: GroupKind::Classic(group),
                 ..
-            }) => group.heartbeat(member_id, instance_id, generation_id, now),
+            }) => {
+                let result = group.heartbeat(member_id, instance_id, generation_id, now);
+                tracing::debug!(
+                    group = group_id,
+                    member_id,
+                    generation_id,
+                    state = group.state.name(),
+                    ?result,
+                    "Heartbeat"
+                );
+                result
+            }
             _ => Err(GroupError::UnknownMemberId),
         }
     }
@@ -425,6 +459,7 @@ impl GroupCoordinator {
                 group.leave(member_id, instance.as_deref(), now, &mut actions)
             })
             .collect();
+        tracing::debug!(group = group_id, ?members, ?results, ?actions, "LeaveGroup");
         self.run_actions(&mut state, group_id, actions);
         Ok(results)
     }
@@ -473,7 +508,17 @@ impl GroupCoordinator {
         for group_id in ids {
             let mut actions = Vec::new();
             match state.groups.get_mut(&group_id).map(|g| &mut g.kind) {
-                Some(GroupKind::Classic(group)) => group.tick(now, &mut actions),
+                Some(GroupKind::Classic(group)) => {
+                    group.tick(now, &mut actions);
+                    if !actions.is_empty() {
+                        tracing::debug!(
+                            group = group_id,
+                            state = group.state.name(),
+                            ?actions,
+                            "Group timers"
+                        );
+                    }
+                }
                 Some(GroupKind::Consumer(group)) => {
                     for duration_ms in group.tick(now) {
                         self.metrics

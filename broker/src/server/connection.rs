@@ -10,6 +10,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tracing::Instrument;
 
 use super::{dispatch, frame_writer};
 use crate::api::Routes;
@@ -44,7 +45,9 @@ pub async fn serve(
     ));
     while let Some(Frame { bytes, _permit }) = frames.recv().await {
         let size = bytes.len() as i64;
-        let response = dispatch::dispatch(bytes.freeze(), &state, &routes).await;
+        let response = dispatch::dispatch(bytes.freeze(), &state, &routes)
+            .instrument(tracing::debug_span!("connection", %peer))
+            .await;
         let outcome = match response {
             Ok(Some(response)) => {
                 frame_writer::write(&mut write_half, response, state.config.fetch_sendfile).await

@@ -70,13 +70,22 @@ pub async fn dispatch(
         "request",
         api = key.as_metric_label(),
         version,
-        correlation_id
+        correlation_id,
+        client_id = header.client_id.as_deref().unwrap_or("")
     );
     let answer = api
         .handle(&context, body)
-        .instrument(span)
+        .instrument(span.clone())
         .await
         .map_err(|error| error.to_string())?;
+    // One line per answered request at trace level: enough to follow a client's
+    // conversation when debugging interoperability.
+    span.in_scope(|| {
+        tracing::trace!(
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "Answered"
+        )
+    });
     let label = key.as_metric_label();
     state.metrics.requests.with_label_values(&[label]).inc();
     state

@@ -459,8 +459,8 @@ impl Log {
                 }
             }
         }
-        match (duplicates.first(), duplicates.last()) {
-            (Some(first), Some(last)) if duplicates.len() == batches.len() => {
+        match (duplicates.first(), duplicates.last(), batches.first()) {
+            (Some(first), Some(last), _) if duplicates.len() == batches.len() => {
                 Ok(Some(AppendInfo {
                     base_offset: first.0,
                     last_offset: last.1,
@@ -470,17 +470,16 @@ impl Log {
                     duplicate: true,
                 }))
             }
-            (Some(_), _) => {
-                let (_, _, header) = &batches[0];
-                Err(LogError::OutOfOrderSequence {
-                    topic_partition: self.topic_partition.clone(),
-                    source: SequenceError::OutOfOrder {
-                        producer_id: header.producer_id,
-                        expected: -1,
-                        received: header.base_sequence,
-                    },
-                })
-            }
+            // Some batches of the request were appended before and some were not: the
+            // producer resent a mix, which Kafka rejects as out of order.
+            (Some(_), _, Some((_, _, header))) => Err(LogError::OutOfOrderSequence {
+                topic_partition: self.topic_partition.clone(),
+                source: SequenceError::OutOfOrder {
+                    producer_id: header.producer_id,
+                    expected: -1,
+                    received: header.base_sequence,
+                },
+            }),
             _ => Ok(None),
         }
     }
