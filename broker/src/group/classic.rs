@@ -609,7 +609,11 @@ impl ClassicGroup {
             .members
             .values()
             .filter(|m| {
-                !m.awaiting_join && now - m.last_heartbeat > i64::from(m.session_timeout_ms)
+                // Kafka keeps parked members alive: their connection is busy with the
+                // JoinGroup/SyncGroup, and the rebalance and sync timeouts bound the wait.
+                !m.awaiting_join
+                    && !m.awaiting_sync
+                    && now - m.last_heartbeat > i64::from(m.session_timeout_ms)
             })
             .map(|m| m.member_id.clone())
             .collect();

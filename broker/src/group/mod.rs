@@ -33,6 +33,8 @@ mod load;
 pub mod metrics;
 pub mod offsets;
 pub mod records;
+#[cfg(test)]
+mod tests;
 
 pub use coordinator::{GroupConfig, GroupCoordinator};
 

@@ -135,6 +135,96 @@ fn session_timeout_evicts_a_silent_member() {
     assert_eq!(group.state, ClassicState::PreparingRebalance);
 }
 
+/// Two members, a and b, stable in generation 2 at time 0.
+fn stable_pair(group: &mut ClassicGroup, actions: &mut Vec<Action>) -> (String, String) {
+    let a = join_new(group, 0, actions);
+    let _ = group.sync(&a, None, 1, None, None, vec![], 0, actions);
+    let b = join_new(group, 0, actions);
+    let _ = group.join(join_request(&a, None, "range"), 0, actions);
+    let _ = group.sync(&a, None, 2, None, None, vec![], 0, actions);
+    let _ = group.sync(&b, None, 2, None, None, vec![], 0, actions);
+    assert_eq!(group.state, ClassicState::Stable);
+    actions.clear();
+    (a, b)
+}
+
+#[test]
+fn rebalance_timeout_evicts_a_member_that_heartbeats_but_never_rejoins() {
+    // The rebalance timeout is the client's max.poll.interval.ms: an application that
+    // stopped polling still heartbeats from the client's background thread, but never
+    // re-joins; the rebalance goes on without it once the timeout (30 s here) passes.
+    let mut group = ClassicGroup::new(0, 0);
+    let mut actions = Vec::new();
+    let (a, b) = stable_pair(&mut group, &mut actions);
+    let c = join_new(&mut group, 1_000, &mut actions);
+    assert_eq!(group.state, ClassicState::PreparingRebalance);
+    let Reply::Wait(_) = group.join(join_request(&b, None, "range"), 1_000, &mut actions) else {
+        panic!("b re-joins and parks");
+    };
+    for now in (1_500..31_000).step_by(500) {
+        assert_eq!(
+            group.heartbeat(&a, None, 2, now),
+            Err(GroupError::RebalanceInProgress)
+        );
+        group.tick(now, &mut actions);
+        assert!(group.members.contains_key(&a), "a is kept until {now} ms");
+        assert_eq!(group.state, ClassicState::PreparingRebalance);
+    }
+    assert!(
+        joined(&actions).is_empty(),
+        "nobody is answered while a may re-join"
+    );
+    let _ = group.heartbeat(&a, None, 2, 31_000);
+    group.tick(31_000, &mut actions);
+    assert!(!group.members.contains_key(&a));
+    assert_eq!(group.state, ClassicState::CompletingRebalance);
+    assert_eq!(group.generation_id, 3);
+    let mut answered: Vec<String> = joined(&actions).into_iter().map(|(id, _)| id).collect();
+    answered.sort();
+    let mut expected = vec![b.clone(), c.clone()];
+    expected.sort();
+    assert_eq!(answered, expected);
+    assert_eq!(
+        group.heartbeat(&a, None, 2, 31_100),
+        Err(GroupError::UnknownMemberId),
+        "the evicted member learns it must join again"
+    );
+}
+
+#[test]
+fn a_member_waiting_for_the_leaders_assignment_is_not_expired() {
+    // As in Kafka, a member parked in SyncGroup cannot heartbeat on that connection;
+    // only the sync timeout (the rebalance timeout) may end its wait.
+    let mut group = ClassicGroup::new(0, 0);
+    let mut actions = Vec::new();
+    let (a, b) = stable_pair(&mut group, &mut actions);
+    let c = join_new(&mut group, 1_000, &mut actions);
+    let _ = group.join(join_request(&a, None, "range"), 1_000, &mut actions);
+    let _ = group.join(join_request(&b, None, "range"), 1_000, &mut actions);
+    assert_eq!(group.state, ClassicState::CompletingRebalance);
+    let leader = group.leader.clone().unwrap();
+    let follower = [&a, &b, &c]
+        .into_iter()
+        .find(|m| **m != leader)
+        .unwrap()
+        .clone();
+    assert!(matches!(
+        group.sync(&follower, None, 3, None, None, vec![], 1_000, &mut actions),
+        Reply::Wait(_)
+    ));
+    // Past the follower's 10 s session timeout but within the 30 s sync timeout.
+    for now in (1_500..=20_000).step_by(500) {
+        for member in [&a, &b, &c] {
+            if *member != follower {
+                let _ = group.heartbeat(member, None, 3, now);
+            }
+        }
+        group.tick(now, &mut actions);
+    }
+    assert!(group.members.contains_key(&follower));
+    assert_eq!(group.state, ClassicState::CompletingRebalance);
+}
+
 #[test]
 fn static_member_rejoins_without_rebalance() {
     let mut group = ClassicGroup::new(0, 0);

@@ -1,0 +1,145 @@
+//! The coordinator over real `__consumer_offsets` logs in a temporary directory, with a
+//! manual clock: offset expiry (`offsets.retention.minutes`) and its persistence.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use prometheus::Registry;
+
+use super::classic::JoinRequest;
+use super::metrics::GroupMetrics;
+use super::{GroupConfig, GroupCoordinator, OFFSETS_TOPIC};
+use crate::storage::{LogConfig, LogManager, ManualClock, TopicPartition};
+
+const START_MS: i64 = 1_700_000_000_000;
+const RETENTION_MS: i64 = 60_000;
+
+fn config() -> GroupConfig {
+    GroupConfig {
+        offsets_partitions: 3,
+        initial_rebalance_delay_ms: 0,
+        offsets_retention_ms: RETENTION_MS,
+        retention_check_interval_ms: 1_000,
+        ..GroupConfig::default()
+    }
+}
+
+/// A coordinator loaded from the offsets logs in `dir` (created on first use).
+fn open(dir: &std::path::Path, clock: &Arc<ManualClock>) -> GroupCoordinator {
+    let (logs, _) = LogManager::open(
+        &[dir.to_path_buf()],
+        &|_| LogConfig::default(),
+        clock.clone(),
+    )
+    .unwrap();
+    for partition in 0..config().offsets_partitions {
+        let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+        if logs.get(&tp).is_none() {
+            logs.create(tp, LogConfig::default()).unwrap();
+        }
+    }
+    GroupCoordinator::load(
+        config(),
+        Arc::new(logs),
+        clock.clone(),
+        GroupMetrics::new(&Registry::new()).unwrap(),
+    )
+}
+
+fn committed(coordinator: &GroupCoordinator, group: &str) -> Option<i64> {
+    coordinator
+        .fetch_offsets(group, Some(vec![TopicPartition::new("t", 0)]))
+        .first()
+        .and_then(|f| f.offset.as_ref())
+        .map(|o| o.offset)
+}
+
+fn commit(coordinator: &GroupCoordinator, group: &str, member: &str, generation: i32, offset: i64) {
+    let results = coordinator.commit_offsets(
+        group,
+        member,
+        None,
+        generation,
+        vec![(TopicPartition::new("t", 0), offset, -1, None)],
+    );
+    assert!(results.iter().all(|(_, r)| r.is_ok()), "{results:?}");
+}
+
+/// One classic member joins and syncs `group` (no initial delay: both complete at once).
+fn join_one(coordinator: &GroupCoordinator, group: &str) -> (String, i32) {
+    let request = |member_id: &str| JoinRequest {
+        member_id: member_id.to_string(),
+        client_id: "c".into(),
+        client_host: "/127.0.0.1".into(),
+        session_timeout_ms: 600_000,
+        rebalance_timeout_ms: 600_000,
+        protocol_type: "consumer".into(),
+        protocols: vec![("range".into(), Bytes::from_static(b"meta"))],
+        require_known_member_id: true,
+        ..JoinRequest::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let first = runtime.block_on(coordinator.join(group, request("")));
+    let joined = runtime.block_on(coordinator.join(group, request(&first.member_id)));
+    assert_eq!(joined.error, None);
+    let member = joined.member_id;
+    let assignment = vec![(member.clone(), Bytes::new())];
+    let synced = runtime.block_on(coordinator.sync(
+        group,
+        &member,
+        None,
+        joined.generation_id,
+        None,
+        None,
+        assignment,
+    ));
+    assert!(synced.is_ok(), "{synced:?}");
+    (member, joined.generation_id)
+}
+
+#[test]
+fn offsets_of_an_empty_group_expire_after_the_retention_and_stay_expired() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let coordinator = open(dir.path(), &clock);
+    commit(&coordinator, "standalone", "", -1, 42);
+    let (member, generation) = join_one(&coordinator, "active");
+    commit(&coordinator, "active", &member, generation, 7);
+
+    clock.advance(RETENTION_MS - 1);
+    coordinator.tick();
+    assert_eq!(committed(&coordinator, "standalone"), Some(42), "not yet");
+
+    clock.advance(1_000);
+    coordinator.tick();
+    assert_eq!(committed(&coordinator, "standalone"), None);
+    assert_eq!(
+        committed(&coordinator, "active"),
+        Some(7),
+        "a group with members keeps its offsets"
+    );
+
+    // The tombstones are in __consumer_offsets: a restarted coordinator agrees.
+    drop(coordinator);
+    let reloaded = open(dir.path(), &clock);
+    assert_eq!(committed(&reloaded, "standalone"), None);
+    assert_eq!(committed(&reloaded, "active"), Some(7));
+}
+
+#[test]
+fn a_new_commit_restarts_the_retention_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let coordinator = open(dir.path(), &clock);
+    commit(&coordinator, "g", "", -1, 1);
+    clock.advance(RETENTION_MS / 2);
+    commit(&coordinator, "g", "", -1, 2);
+    clock.advance(RETENTION_MS / 2 + 1_000);
+    coordinator.tick();
+    assert_eq!(committed(&coordinator, "g"), Some(2));
+    clock.advance(RETENTION_MS / 2);
+    coordinator.tick();
+    assert_eq!(committed(&coordinator, "g"), None);
+}
