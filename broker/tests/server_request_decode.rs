@@ -6,43 +6,20 @@
 //! (`e2e/suites/25-fuzz.sh`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, FetchRequest, MetadataRequest, ProduceRequest, RequestHeader, RequestKind,
+    ApiKey, FetchRequest, MetadataRequest, ProduceRequest, RequestHeader,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use oxbow_broker::api::{Routes, routes};
-use oxbow_broker::server::request::{ParsedRequest, frame_size, parse_request};
+use oxbow_broker::server::request;
 use proptest::prelude::*;
 
 const MAX_FRAME: usize = 100 * 1024 * 1024;
 
 /// What the fuzz target does with its input.
 fn decode_stream(routes: &Routes, data: &[u8]) -> usize {
-    let mut decoded = 0;
-    let mut rest = Bytes::copy_from_slice(data);
-    while rest.remaining() >= 4 {
-        let prefix = [rest[0], rest[1], rest[2], rest[3]];
-        let Ok(size) = frame_size(prefix, MAX_FRAME) else {
-            break;
-        };
-        rest.advance(4);
-        if rest.remaining() < size {
-            break;
-        }
-        let frame = rest.split_to(size);
-        if let Ok(ParsedRequest::Request {
-            api,
-            version,
-            mut body,
-            ..
-        }) = parse_request(frame, routes)
-            && RequestKind::decode(api, &mut body, version).is_ok()
-        {
-            decoded += 1;
-        }
-    }
-    decoded
+    request::decode_stream(routes, data, MAX_FRAME)
 }
 
 fn framed(payload: &[u8]) -> Vec<u8> {

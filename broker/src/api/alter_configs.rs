@@ -8,11 +8,10 @@ use bytes::Bytes;
 use kafka_protocol::messages::alter_configs_request::AlterConfigsResource;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
-use kafka_protocol::protocol::StrBytes;
 
 use super::admin::AdminError;
-use super::configs::{ConfigResource, alter_broker, duplicate_key};
-use super::{Api, HandlerFuture, RequestContext, errors};
+use super::configs::{ConfigResource, alter_broker, alter_outcome, duplicate_key};
+use super::{Api, HandlerFuture, RequestContext};
 use crate::state::BrokerState;
 
 #[derive(Debug)]
@@ -30,18 +29,16 @@ impl Api for AlterConfigsApi {
                 .resources
                 .iter()
                 .map(|resource| {
-                    let response = AlterConfigsResourceResponse::default()
+                    let (code, message) = alter_outcome(
+                        "AlterConfigs",
+                        &resource.resource_name,
+                        alter(context.broker, resource, request.validate_only),
+                    );
+                    AlterConfigsResourceResponse::default()
                         .with_resource_type(resource.resource_type)
-                        .with_resource_name(resource.resource_name.clone());
-                    match alter(context.broker, resource, request.validate_only) {
-                        Ok(()) => response,
-                        Err(error) => {
-                            tracing::info!(resource = %resource.resource_name, %error, "AlterConfigs refused");
-                            response
-                                .with_error_code(errors::admin_error(&error))
-                                .with_error_message(Some(StrBytes::from_string(error.to_string())))
-                        }
-                    }
+                        .with_resource_name(resource.resource_name.clone())
+                        .with_error_code(code)
+                        .with_error_message(message)
                 })
                 .collect();
             context.respond(&AlterConfigsResponse::default().with_responses(responses))

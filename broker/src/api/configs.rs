@@ -81,6 +81,27 @@ pub fn alter_broker(keys: &[String]) -> Result<(), AdminError> {
 }
 
 /// The first config key named twice in one resource, which Kafka refuses.
+/// The error code and message of one resource of AlterConfigs or IncrementalAlterConfigs
+/// (`(0, None)` when it was altered); a refusal is logged with the API's name.
+pub fn alter_outcome(
+    api: &str,
+    resource_name: &str,
+    result: Result<(), AdminError>,
+) -> (i16, Option<kafka_protocol::protocol::StrBytes>) {
+    match result {
+        Ok(()) => (0, None),
+        Err(error) => {
+            tracing::info!(resource = resource_name, %error, "{api} refused");
+            (
+                super::errors::admin_error(&error),
+                Some(kafka_protocol::protocol::StrBytes::from_string(
+                    error.to_string(),
+                )),
+            )
+        }
+    }
+}
+
 pub fn duplicate_key(keys: &[String]) -> Result<(), AdminError> {
     match duplicates(keys.iter().map(String::as_str))
         .into_iter()

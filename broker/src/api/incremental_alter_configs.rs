@@ -12,11 +12,12 @@ use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use kafka_protocol::messages::{
     ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
-use kafka_protocol::protocol::StrBytes;
 
 use super::admin::AdminError;
-use super::configs::{ConfigResource, TYPE_LIST, alter_broker, duplicate_key, topic_config_type};
-use super::{Api, HandlerFuture, RequestContext, errors};
+use super::configs::{
+    ConfigResource, TYPE_LIST, alter_broker, alter_outcome, duplicate_key, topic_config_type,
+};
+use super::{Api, HandlerFuture, RequestContext};
 use crate::controller::ControllerError;
 use crate::controller::image::TopicImage;
 use crate::state::BrokerState;
@@ -43,18 +44,16 @@ impl Api for IncrementalAlterConfigsApi {
                 .resources
                 .iter()
                 .map(|resource| {
-                    let response = AlterConfigsResourceResponse::default()
+                    let (code, message) = alter_outcome(
+                        "IncrementalAlterConfigs",
+                        &resource.resource_name,
+                        alter(context.broker, resource, request.validate_only),
+                    );
+                    AlterConfigsResourceResponse::default()
                         .with_resource_type(resource.resource_type)
-                        .with_resource_name(resource.resource_name.clone());
-                    match alter(context.broker, resource, request.validate_only) {
-                        Ok(()) => response,
-                        Err(error) => {
-                            tracing::info!(resource = %resource.resource_name, %error, "IncrementalAlterConfigs refused");
-                            response
-                                .with_error_code(errors::admin_error(&error))
-                                .with_error_message(Some(StrBytes::from_string(error.to_string())))
-                        }
-                    }
+                        .with_resource_name(resource.resource_name.clone())
+                        .with_error_code(code)
+                        .with_error_message(message)
                 })
                 .collect();
             context.respond(&IncrementalAlterConfigsResponse::default().with_responses(responses))

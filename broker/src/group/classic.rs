@@ -303,15 +303,23 @@ impl ClassicGroup {
                 response.members.clear();
                 Reply::Now(response)
             }
-            _ => {
-                if let Some(m) = self.members.get_mut(&member_id) {
-                    m.awaiting_join = true;
-                }
-                self.prepare_rebalance(now, actions);
-                self.try_complete_join(now, actions);
-                Reply::Wait(member_id)
-            }
+            _ => self.park_join(member_id, now, actions),
         }
+    }
+
+    /// Parks a member's JoinGroup and starts a rebalance (or extends the one under way).
+    fn park_join(
+        &mut self,
+        member_id: String,
+        now: i64,
+        actions: &mut Vec<Action>,
+    ) -> Reply<JoinResponseData> {
+        if let Some(m) = self.members.get_mut(&member_id) {
+            m.awaiting_join = true;
+        }
+        self.prepare_rebalance(now, actions);
+        self.try_complete_join(now, actions);
+        Reply::Wait(member_id)
     }
 
     fn replace_static_member(
@@ -363,14 +371,7 @@ impl ClassicGroup {
                 response.members.clear();
                 Reply::Now(response)
             }
-            _ => {
-                if let Some(m) = self.members.get_mut(&new_id) {
-                    m.awaiting_join = true;
-                }
-                self.prepare_rebalance(now, actions);
-                self.try_complete_join(now, actions);
-                Reply::Wait(new_id)
-            }
+            _ => self.park_join(new_id, now, actions),
         }
     }
 
@@ -404,9 +405,7 @@ impl ClassicGroup {
                 awaiting_sync: false,
             },
         );
-        self.prepare_rebalance(now, actions);
-        self.try_complete_join(now, actions);
-        Reply::Wait(member_id)
+        self.park_join(member_id, now, actions)
     }
 
     fn prepare_rebalance(&mut self, now: i64, actions: &mut Vec<Action>) {

@@ -115,14 +115,14 @@ impl Group {
 /// A result per partition (OffsetCommit, OffsetDelete).
 pub type PartitionResults = Vec<(TopicPartition, Result<(), GroupError>)>;
 
-type JoinWaiter = oneshot::Sender<JoinResponseData>;
-type SyncWaiter = oneshot::Sender<Result<Bytes, GroupError>>;
+/// Parked responses by (group id, member id).
+type Waiters<T> = HashMap<(String, String), oneshot::Sender<T>>;
 
 #[derive(Debug, Default)]
 pub(super) struct Groups {
     pub(super) groups: HashMap<String, Group>,
-    pub(super) join_waiters: HashMap<(String, String), JoinWaiter>,
-    pub(super) sync_waiters: HashMap<(String, String), SyncWaiter>,
+    pub(super) join_waiters: Waiters<JoinResponseData>,
+    pub(super) sync_waiters: Waiters<Result<Bytes, GroupError>>,
     pub(super) last_expiry_check: i64,
 }
 
@@ -270,6 +270,28 @@ impl GroupCoordinator {
         }
     }
 
+    /// Carries out a classic call's actions. A parked reply gets its waiter first, because
+    /// the same actions may already complete it; `Err` is the receiver to await.
+    fn settle<T>(
+        &self,
+        state: &mut Groups,
+        group_id: &str,
+        reply: Reply<T>,
+        actions: Vec<Action>,
+        waiters: fn(&mut Groups) -> &mut Waiters<T>,
+    ) -> Result<T, oneshot::Receiver<T>> {
+        let settled = match reply {
+            Reply::Now(value) => Ok(value),
+            Reply::Wait(member_id) => {
+                let (sender, receiver) = oneshot::channel();
+                waiters(state).insert((group_id.to_string(), member_id), sender);
+                Err(receiver)
+            }
+        };
+        self.run_actions(state, group_id, actions);
+        settled
+    }
+
     fn check_session_timeout(&self, timeout: i32) -> Result<(), GroupError> {
         if timeout < self.config.min_session_timeout_ms
             || timeout > self.config.max_session_timeout_ms
@@ -309,12 +331,6 @@ impl GroupCoordinator {
                 return JoinResponseData::failed(GroupError::CoordinatorNotAvailable, &member_id);
             };
             let mut actions = Vec::new();
-            tracing::debug!(
-                group = group_id,
-                member_id,
-                state = classic.state.name(),
-                "JoinGroup"
-            );
             let reply = classic.join(request, now, &mut actions);
             tracing::debug!(
                 group = group_id,
@@ -324,21 +340,12 @@ impl GroupCoordinator {
                 ?actions,
                 "JoinGroup handled"
             );
-            let receiver = match reply {
-                Reply::Now(response) => {
-                    self.run_actions(&mut state, group_id, actions);
-                    return response;
-                }
-                Reply::Wait(member_id) => {
-                    let (sender, receiver) = oneshot::channel();
-                    state
-                        .join_waiters
-                        .insert((group_id.to_string(), member_id), sender);
-                    receiver
-                }
-            };
-            self.run_actions(&mut state, group_id, actions);
-            receiver
+            match self.settle(&mut state, group_id, reply, actions, |s| {
+                &mut s.join_waiters
+            }) {
+                Ok(response) => return response,
+                Err(receiver) => receiver,
+            }
         };
         receiver.await.unwrap_or_else(|_| {
             JoinResponseData::failed(GroupError::RebalanceInProgress, &member_id)
@@ -387,21 +394,12 @@ impl GroupCoordinator {
                 ?actions,
                 "SyncGroup handled"
             );
-            let receiver = match reply {
-                Reply::Now(result) => {
-                    self.run_actions(&mut state, group_id, actions);
-                    return result;
-                }
-                Reply::Wait(member_id) => {
-                    let (sender, receiver) = oneshot::channel();
-                    state
-                        .sync_waiters
-                        .insert((group_id.to_string(), member_id), sender);
-                    receiver
-                }
-            };
-            self.run_actions(&mut state, group_id, actions);
-            receiver
+            match self.settle(&mut state, group_id, reply, actions, |s| {
+                &mut s.sync_waiters
+            }) {
+                Ok(result) => return result,
+                Err(receiver) => receiver,
+            }
         };
         receiver
             .await

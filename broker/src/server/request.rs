@@ -11,7 +11,7 @@
 //! Nothing here panics or allocates more than the frame, whatever the bytes.
 
 use bytes::{Buf, Bytes};
-use kafka_protocol::messages::{ApiKey, RequestHeader};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind};
 use kafka_protocol::protocol::Decodable;
 
 use crate::api::Routes;
@@ -111,6 +111,37 @@ pub fn parse_request(frame: Bytes, routes: &Routes) -> Result<ParsedRequest, Req
         header,
         body,
     })
+}
+
+/// What a connection does with a byte stream, minus the handler: split it into frames,
+/// parse and route each header, decode the body with the request decoder of its API and
+/// version. Returns how many requests decoded. The fuzz target (`fuzz/`) and its stable
+/// proptest driver (`tests/server_request_decode.rs`) feed it arbitrary bytes.
+pub fn decode_stream(routes: &Routes, data: &[u8], max_frame: usize) -> usize {
+    let mut decoded = 0;
+    let mut rest = Bytes::copy_from_slice(data);
+    while rest.remaining() >= 4 {
+        let mut prefix = [0u8; 4];
+        rest.copy_to_slice(&mut prefix);
+        let Ok(size) = frame_size(prefix, max_frame) else {
+            break;
+        };
+        if rest.remaining() < size {
+            break;
+        }
+        let frame = rest.split_to(size);
+        if let Ok(ParsedRequest::Request {
+            api,
+            version,
+            mut body,
+            ..
+        }) = parse_request(frame, routes)
+            && RequestKind::decode(api, &mut body, version).is_ok()
+        {
+            decoded += 1;
+        }
+    }
+    decoded
 }
 
 #[cfg(test)]
