@@ -6,6 +6,7 @@ use super::GroupError;
 use super::coordinator::{Group, GroupCoordinator, GroupKind, Groups, PartitionResults, new_group};
 use super::records::{OffsetValue, RecordKey, encode_offset_value};
 use crate::storage::TopicPartition;
+use crate::storage::batch_builder::SimpleRecord;
 
 /// One partition's committed offset as OffsetFetch reports it.
 #[derive(Debug, Clone)]
@@ -130,17 +131,26 @@ impl GroupCoordinator {
         }
     }
 
+    /// The record that deletes one committed offset.
+    fn offset_tombstone(
+        &self,
+        group_id: &str,
+        tp: &TopicPartition,
+    ) -> Result<SimpleRecord, GroupError> {
+        self.record(
+            &RecordKey::Offset {
+                group: group_id.to_string(),
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            },
+            None,
+        )
+    }
+
     pub(super) fn write_tombstones(&self, group_id: &str, group: &Group) -> Result<(), GroupError> {
         let mut records = Vec::new();
         for tp in group.offsets.keys() {
-            records.push(self.record(
-                &RecordKey::Offset {
-                    group: group_id.to_string(),
-                    topic: tp.topic.clone(),
-                    partition: tp.partition,
-                },
-                None,
-            )?);
+            records.push(self.offset_tombstone(group_id, tp)?);
         }
         records.push(self.record(
             &RecordKey::Group {
@@ -175,14 +185,7 @@ impl GroupCoordinator {
                 continue;
             }
             if group.offsets.contains_key(&tp) {
-                records.push(self.record(
-                    &RecordKey::Offset {
-                        group: group_id.to_string(),
-                        topic: tp.topic.clone(),
-                        partition: tp.partition,
-                    },
-                    None,
-                )?);
+                records.push(self.offset_tombstone(group_id, &tp)?);
                 deleted.push(tp.clone());
             }
             results.push((tp, Ok(())));
