@@ -209,19 +209,34 @@ pub const KEYS: &[KeySpec] = &[
         "Heartbeat interval given to KIP-848 consumer group members.",
     ),
     key(
+        "offsets.topic.replication.factor",
+        "3",
+        "Replication factor of __consumer_offsets (capped to the live brokers, with a warning).",
+    ),
+    key(
         "process.roles",
         "broker,controller",
-        "KRaft roles of this node (a single node is both).",
+        "KRaft roles of this node: broker, controller, or both.",
     ),
     key(
         "controller.quorum.voters",
         "",
-        "Controller voters id@host:port,…; empty = this node alone.",
+        "Controller voters id@host:port,... (1, 3 or 5); empty = this node alone.",
     ),
     key(
         "controller.listener.names",
         "CONTROLLER",
-        "Listener name of the controller quorum.",
+        "Name of the listener in `listeners` that serves the controller quorum.",
+    ),
+    key(
+        "broker.heartbeat.interval.ms",
+        "500",
+        "How often a broker heartbeats to the active controller.",
+    ),
+    key(
+        "broker.session.timeout.ms",
+        "3000",
+        "A broker without a heartbeat for this long is fenced and its leaderships move.",
     ),
     key(
         "broker.rack",
@@ -231,7 +246,7 @@ pub const KEYS: &[KeySpec] = &[
     key(
         "cluster.id",
         "",
-        "Cluster id reported to clients; generated and stored on first start when empty.",
+        "Cluster id; the first active controller records it (generated when empty), and a node configured with another is refused.",
     ),
 ];
 
@@ -295,6 +310,17 @@ pub struct BrokerConfig {
     pub groups: GroupConfig,
     pub rack: Option<String>,
     pub cluster_id: Option<String>,
+    pub offsets_topic_replication_factor: i16,
+    /// `process.roles` holds `broker`.
+    pub is_broker: bool,
+    /// `process.roles` holds `controller`: this node is a voter of the quorum.
+    pub is_controller: bool,
+    /// The quorum's voters: node id → controller listener `host:port`.
+    pub voters: BTreeMap<i32, String>,
+    /// The controller listener, when `listeners` names one.
+    pub controller_listener: Option<SocketAddr>,
+    pub broker_heartbeat_interval_ms: u64,
+    pub broker_session_timeout_ms: u64,
     /// Every key with its effective value (DescribeConfigs on the broker resource).
     pub raw: BTreeMap<String, String>,
 }
@@ -396,7 +422,21 @@ impl BrokerConfig {
                 .map_err(|_| invalid(key, "expected true or false"))
         };
         let listener_text = get("listeners");
-        let listener = first_plaintext(&listener_text)
+        let controller_names: Vec<String> = get("controller.listener.names")
+            .split(',')
+            .map(|n| n.trim().to_ascii_uppercase())
+            .filter(|n| !n.is_empty())
+            .collect();
+        let controller_listener = match named_listener(&listener_text, &controller_names) {
+            Some(address) => Some(address.parse::<SocketAddr>().map_err(|_| {
+                invalid(
+                    "listeners",
+                    "the controller listener needs an IP address and port, e.g. CONTROLLER://127.0.0.1:9093",
+                )
+            })?),
+            None => None,
+        };
+        let listener = first_plaintext(&listener_text, &controller_names)
             .ok_or_else(|| invalid("listeners", "expected PLAINTEXT://host:port"))?;
         let listener: SocketAddr = listener.parse().map_err(|_| {
             invalid(
@@ -408,7 +448,7 @@ impl BrokerConfig {
         let (advertised_host, advertised_port) = if advertised_text.trim().is_empty() {
             (listener.ip().to_string(), listener.port())
         } else {
-            let address = first_plaintext(&advertised_text)
+            let address = first_plaintext(&advertised_text, &controller_names)
                 .ok_or_else(|| invalid("advertised.listeners", "expected PLAINTEXT://host:port"))?;
             let (host, port) = address
                 .rsplit_once(':')
@@ -448,8 +488,55 @@ impl BrokerConfig {
                 })?;
         }
         let optional = |key: &str| Some(get(key).trim().to_string()).filter(|s| !s.is_empty());
+        let node_id = int("node.id", 0, i64::from(i32::MAX))? as i32;
+        let mut is_broker = false;
+        let mut is_controller = false;
+        for role in get("process.roles").split(',').map(str::trim) {
+            match role {
+                "broker" => is_broker = true,
+                "controller" => is_controller = true,
+                "" => {}
+                _ => return Err(invalid("process.roles", "roles are broker and controller")),
+            }
+        }
+        if !is_broker && !is_controller {
+            return Err(invalid("process.roles", "at least one role is needed"));
+        }
+        let mut voters = parse_voters(&get("controller.quorum.voters"))
+            .map_err(|reason| invalid("controller.quorum.voters", &reason))?;
+        if voters.is_empty() {
+            if !is_controller {
+                return Err(invalid(
+                    "controller.quorum.voters",
+                    "a broker-only node needs the voters of the quorum it joins",
+                ));
+            }
+            let address =
+                controller_listener.map_or_else(|| "127.0.0.1:0".to_string(), |a| a.to_string());
+            voters.insert(node_id, address);
+        }
+        if is_controller && !voters.contains_key(&node_id) {
+            return Err(invalid(
+                "controller.quorum.voters",
+                &format!("node.id {node_id} has the controller role but is not a voter"),
+            ));
+        }
+        if !is_controller && voters.contains_key(&node_id) {
+            return Err(invalid(
+                "process.roles",
+                &format!(
+                    "node {node_id} is a voter in controller.quorum.voters but lacks the controller role"
+                ),
+            ));
+        }
+        if is_controller && voters.len() > 1 && controller_listener.is_none() {
+            return Err(invalid(
+                "listeners",
+                "a voter of a multi-node quorum needs a controller listener (e.g. CONTROLLER://127.0.0.1:9093)",
+            ));
+        }
         Ok(Self {
-            node_id: int("node.id", 0, i64::from(i32::MAX))? as i32,
+            node_id,
             listener,
             advertised_host,
             advertised_port,
@@ -503,6 +590,18 @@ impl BrokerConfig {
             },
             rack: optional("broker.rack"),
             cluster_id: optional("cluster.id"),
+            offsets_topic_replication_factor: int(
+                "offsets.topic.replication.factor",
+                1,
+                i64::from(i16::MAX),
+            )? as i16,
+            is_broker,
+            is_controller,
+            voters,
+            controller_listener,
+            broker_heartbeat_interval_ms: int("broker.heartbeat.interval.ms", 10, 3_600_000)?
+                as u64,
+            broker_session_timeout_ms: int("broker.session.timeout.ms", 100, 3_600_000)? as u64,
             raw,
         })
     }
@@ -527,13 +626,47 @@ impl BrokerConfig {
     }
 }
 
-/// `host:port` of the first PLAINTEXT listener in a Kafka listener list.
-fn first_plaintext(listeners: &str) -> Option<String> {
+/// `host:port` of the first client listener in a Kafka listener list: the first one whose
+/// name is not a controller listener's.
+fn first_plaintext(listeners: &str, controller_names: &[String]) -> Option<String> {
     listeners.split(',').map(str::trim).find_map(|listener| {
         let (name, address) = listener.split_once("://")?;
-        (name.eq_ignore_ascii_case("PLAINTEXT") || !name.eq_ignore_ascii_case("CONTROLLER"))
+        (!controller_names.contains(&name.to_ascii_uppercase())).then(|| address.to_string())
+    })
+}
+
+/// `host:port` of the listener named one of `names`.
+fn named_listener(listeners: &str, names: &[String]) -> Option<String> {
+    listeners.split(',').map(str::trim).find_map(|listener| {
+        let (name, address) = listener.split_once("://")?;
+        names
+            .contains(&name.to_ascii_uppercase())
             .then(|| address.to_string())
     })
+}
+
+/// `controller.quorum.voters`: `id@host:port,...`.
+fn parse_voters(text: &str) -> Result<BTreeMap<i32, String>, String> {
+    let mut voters = BTreeMap::new();
+    for voter in text.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+        let (id, address) = voter
+            .split_once('@')
+            .ok_or_else(|| format!("`{voter}` is not id@host:port"))?;
+        let id: i32 = id
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{id}` in `{voter}` is not a node id"))?;
+        let (host, port) = address
+            .rsplit_once(':')
+            .ok_or_else(|| format!("`{address}` in `{voter}` has no port"))?;
+        if host.is_empty() || port.parse::<u16>().is_err() {
+            return Err(format!("`{address}` in `{voter}` is not host:port"));
+        }
+        if voters.insert(id, address.to_string()).is_some() {
+            return Err(format!("node id {id} is listed twice"));
+        }
+    }
+    Ok(voters)
 }
 
 #[cfg(test)]

@@ -8,9 +8,10 @@ use anyhow::Context;
 use clap::Parser;
 use oxbow_broker::api;
 use oxbow_broker::config::BrokerConfig;
-use oxbow_broker::controller::{Controller, ControllerError};
+use oxbow_broker::controller::records::Endpoint;
+use oxbow_broker::controller::{Controller, QuorumSettings};
+use oxbow_broker::group::GroupCoordinator;
 use oxbow_broker::group::metrics::GroupMetrics;
-use oxbow_broker::group::{GroupCoordinator, OFFSETS_TOPIC};
 use oxbow_broker::metrics::{self, Metrics};
 use oxbow_broker::server;
 use oxbow_broker::state::{AppendNotifier, BrokerState};
@@ -18,12 +19,16 @@ use oxbow_broker::storage::{LogManager, SystemClock};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
-/// Directory under the first log dir that holds the metadata log.
+mod dev;
+
+/// Directory under the first log dir that holds the metadata quorum's log and snapshots.
 const METADATA_DIR: &str = "__oxbow_metadata";
 
 #[derive(Debug, Parser)]
 #[command(name = "oxbow", version, about = "Oxbow: a Kafka-compatible streaming broker", after_help = BrokerConfig::help_table())]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// YAML file of Kafka-style keys (`listeners: PLAINTEXT://127.0.0.1:9092`); repeatable, later files win.
     #[arg(long = "config", value_name = "FILE")]
     config: Vec<PathBuf>,
@@ -32,12 +37,22 @@ struct Cli {
     overrides: Vec<String>,
 }
 
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Run a local cluster of separate broker processes on loopback (combined broker and
+    /// controller nodes); Ctrl-C stops them all.
+    Dev(dev::DevArgs),
+}
+
 fn main() {
     let cli = Cli::parse();
+    if let Some(Command::Dev(args)) = &cli.command {
+        std::process::exit(dev::run(args, &cli.overrides));
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -85,27 +100,48 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         .first()
         .context("no log dir")?
         .join(METADATA_DIR);
-    let controller = Controller::open(
-        &metadata_dir,
-        config.node_id,
-        config.cluster_id.clone(),
-        Arc::clone(&logs),
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let settings = QuorumSettings {
+        node_id: config.node_id,
+        voters: config.voters.clone(),
+        is_voter: config.is_controller,
+        is_broker: config.is_broker,
+        controller_listener: config.controller_listener,
+        cluster_id: config.cluster_id.clone(),
+        heartbeat_interval: Duration::from_millis(config.broker_heartbeat_interval_ms),
+        session_timeout: Duration::from_millis(config.broker_session_timeout_ms),
+        metadata_dir,
+        endpoint: Endpoint {
+            host: config.advertised_host.clone(),
+            port: config.advertised_port,
+        },
+        rack: config.rack.clone(),
+    };
+    let (controller, mut controller_tasks) = Controller::start(
+        settings,
         defaults,
+        config.is_broker.then(|| Arc::clone(&logs)),
+        shutdown_rx.clone(),
     )
-    .context("opening the metadata log")?;
+    .await
+    .context("starting the metadata quorum")?;
     let metrics =
         Arc::new(Metrics::new(config.metrics_partition_labels).context("registering metrics")?);
-    ensure_offsets_topic(&controller, config.groups.offsets_partitions)?;
     let groups = Arc::new(GroupCoordinator::load(
         config.groups.clone(),
         Arc::clone(&logs),
         Arc::new(SystemClock),
         GroupMetrics::new(metrics.registry()).context("registering group metrics")?,
     ));
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let listener = tokio::net::TcpListener::bind(config.listener)
-        .await
-        .with_context(|| format!("binding the Kafka listener {}", config.listener))?;
+    let listener = if config.is_broker {
+        Some(
+            tokio::net::TcpListener::bind(config.listener)
+                .await
+                .with_context(|| format!("binding the Kafka listener {}", config.listener))?,
+        )
+    } else {
+        None
+    };
     let state = Arc::new(BrokerState {
         config: config.clone(),
         controller,
@@ -132,29 +168,46 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let group_timers = tokio::spawn(tick_groups(groups, shutdown_rx.clone()));
     tracing::info!(
         listener = %config.listener,
+        controller_listener = ?config.controller_listener,
         advertised = %format!("{}:{}", config.advertised_host, config.advertised_port),
         node_id = config.node_id,
+        roles = %format!("{}{}", if config.is_broker { "broker " } else { "" }, if config.is_controller { "controller" } else { "" }),
+        voters = ?config.voters,
         log_dirs = ?config.log_dirs,
         partitions = logs.all().len(),
-        "Oxbow broker started"
+        "Oxbow node started"
     );
     let routes = Arc::new(api::routes());
-    let server = tokio::spawn(server::run(
-        listener,
-        Arc::clone(&state),
-        routes,
-        shutdown_rx,
-    ));
+    let server = listener.map(|listener| {
+        tokio::spawn(server::run(
+            listener,
+            Arc::clone(&state),
+            routes,
+            shutdown_rx,
+        ))
+    });
 
     let mut terminate =
         signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let mut failure = None;
     tokio::select! {
         _ = terminate.recv() => tracing::info!("SIGTERM received; shutting down"),
         _ = interrupt.recv() => tracing::info!("SIGINT received; shutting down"),
+        Some(ended) = controller_tasks.join_next() => {
+            let reason = match ended {
+                Ok(Ok(())) => "a controller task ended".to_string(),
+                Ok(Err(error)) => error.to_string(),
+                Err(error) => format!("a controller task failed: {error}"),
+            };
+            tracing::error!(%reason, "Stopping the node");
+            failure = Some(reason);
+        }
     }
     let _ = shutdown_tx.send(true);
-    if let Err(error) = server.await {
+    if let Some(server) = server
+        && let Err(error) = server.await
+    {
         tracing::error!(%error, "Server task failed");
     }
     if let Err(error) = maintenance.await {
@@ -162,6 +215,18 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     }
     if let Err(error) = group_timers.await {
         tracing::error!(%error, "Group timer task failed");
+    }
+    while let Some(ended) = controller_tasks.join_next().await {
+        match ended {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::error!(%error, "Controller task failed"),
+            Err(error) => tracing::error!(%error, "Controller task panicked"),
+        }
+    }
+    if let Some(raft) = state.controller.raft()
+        && let Err(error) = raft.shutdown().await
+    {
+        tracing::error!(%error, "Raft shutdown failed");
     }
     if let Some(task) = metrics_task {
         task.abort();
@@ -171,6 +236,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         .await
         .context("shutdown task")?
         .context("flushing logs")?;
+    if let Some(reason) = failure {
+        anyhow::bail!(reason);
+    }
     tracing::info!("Clean shutdown complete");
     Ok(())
 }
@@ -189,18 +257,6 @@ async fn maintain(logs: Arc<LogManager>, interval_ms: u64, mut shutdown: watch::
             }
             _ = shutdown.changed() => return,
         }
-    }
-}
-
-/// Creates the compacted `__consumer_offsets` topic on first start.
-fn ensure_offsets_topic(controller: &Controller, partitions: i32) -> anyhow::Result<()> {
-    if controller.image().topics.contains_key(OFFSETS_TOPIC) {
-        return Ok(());
-    }
-    let configs = [("cleanup.policy".to_string(), "compact".to_string())].into();
-    match controller.create_topic(OFFSETS_TOPIC, partitions, 1, configs, false) {
-        Ok(_) | Err(ControllerError::TopicAlreadyExists(_)) => Ok(()),
-        Err(error) => Err(error).context("creating __consumer_offsets"),
     }
 }
 

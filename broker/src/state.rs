@@ -17,7 +17,7 @@ use crate::storage::{LogManager, TopicPartition};
 #[derive(Debug)]
 pub struct BrokerState {
     pub config: BrokerConfig,
-    pub controller: Controller,
+    pub controller: Arc<Controller>,
     pub logs: Arc<LogManager>,
     pub groups: Arc<GroupCoordinator>,
     pub metrics: Arc<Metrics>,

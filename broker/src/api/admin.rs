@@ -32,6 +32,8 @@ pub enum AdminError {
     UnknownTopicId(Uuid),
     #[error("partition {partition} of topic `{topic}` does not exist")]
     UnknownPartition { topic: String, partition: i32 },
+    #[error("this broker does not lead partition {partition} of topic `{topic}`")]
+    NotLeader { topic: String, partition: i32 },
     #[error("give a topic name or a topic id, not both")]
     NameAndId,
     #[error("resource type {0} is not supported")]

@@ -25,28 +25,25 @@ impl Api for AlterConfigsApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: AlterConfigsRequest = context.decode(body)?;
-            let responses = request
-                .resources
-                .iter()
-                .map(|resource| {
-                    let (code, message) = alter_outcome(
-                        "AlterConfigs",
-                        &resource.resource_name,
-                        alter(context.broker, resource, request.validate_only),
-                    );
+            let mut responses = Vec::with_capacity(request.resources.len());
+            for resource in &request.resources {
+                let outcome = alter(context.broker, resource, request.validate_only).await;
+                let (code, message) =
+                    alter_outcome("AlterConfigs", &resource.resource_name, outcome);
+                responses.push(
                     AlterConfigsResourceResponse::default()
                         .with_resource_type(resource.resource_type)
                         .with_resource_name(resource.resource_name.clone())
                         .with_error_code(code)
-                        .with_error_message(message)
-                })
-                .collect();
+                        .with_error_message(message),
+                );
+            }
             context.respond(&AlterConfigsResponse::default().with_responses(responses))
         })
     }
 }
 
-fn alter(
+async fn alter(
     broker: &BrokerState,
     resource: &AlterConfigsResource,
     validate_only: bool,
@@ -74,7 +71,8 @@ fn alter(
         .collect::<Result<BTreeMap<_, _>, AdminError>>()?;
     broker
         .controller
-        .set_topic_configs(&topic.name, configs, validate_only)?;
+        .set_topic_configs(&topic.name, configs, validate_only)
+        .await?;
     if !validate_only {
         tracing::info!(topic = %topic.name, "Replaced topic configs");
     }

@@ -32,7 +32,7 @@ impl Api for ConsumerGroupHeartbeatApi {
                 .image()
                 .topics
                 .values()
-                .map(|t| (t.name.clone(), (t.topic_id, t.partitions)))
+                .map(|t| (t.name.clone(), (t.topic_id, t.partition_count())))
                 .collect();
             let heartbeat = HeartbeatRequest {
                 member_id: request.member_id.to_string(),

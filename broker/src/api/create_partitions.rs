@@ -24,18 +24,18 @@ impl Api for CreatePartitionsApi {
         Box::pin(async move {
             let request: CreatePartitionsRequest = context.decode(body)?;
             let twice = duplicates(request.topics.iter().map(|t| &*t.name.0));
-            let results = request
-                .topics
-                .iter()
-                .map(|topic| {
+            let mut results = Vec::with_capacity(request.topics.len());
+            for topic in &request.topics {
+                {
                     let name = topic.name.0.to_string();
                     let outcome = if twice.contains(&name) {
                         Err(AdminError::DuplicateTopic(name.clone()))
                     } else {
-                        grow(context.broker, topic, request.validate_only)
+                        grow(context.broker, topic, request.validate_only).await
                     };
-                    let result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
-                    match outcome {
+                    let result =
+                        CreatePartitionsTopicResult::default().with_name(topic.name.clone());
+                    results.push(match outcome {
                         Ok(()) => result,
                         Err(error) => {
                             tracing::info!(topic = %name, count = topic.count, %error, "CreatePartitions refused");
@@ -43,15 +43,15 @@ impl Api for CreatePartitionsApi {
                                 .with_error_code(errors::admin_error(&error))
                                 .with_error_message(Some(StrBytes::from_string(error.to_string())))
                         }
-                    }
-                })
-                .collect();
+                    });
+                }
+            }
             context.respond(&CreatePartitionsResponse::default().with_results(results))
         })
     }
 }
 
-fn grow(
+async fn grow(
     broker: &BrokerState,
     request: &CreatePartitionsTopic,
     validate_only: bool,
@@ -66,16 +66,20 @@ fn grow(
         .cloned()
         .ok_or_else(|| ControllerError::UnknownTopic(name.to_string()))?;
     if let Some(assignments) = &request.assignments {
-        let new_partitions = i64::from(request.count) - i64::from(topic.partitions);
+        let new_partitions = i64::from(request.count) - i64::from(topic.partition_count());
         if new_partitions > 0 && assignments.len() as i64 != new_partitions {
             return Err(AdminError::InvalidReplicaAssignment(format!(
                 "{} assignment(s) given for {new_partitions} new partition(s)",
                 assignments.len()
             )));
         }
-        let node_id = broker.config.node_id;
+        let image = broker.controller.image();
         for assignment in assignments {
-            if let Some(unknown) = assignment.broker_ids.iter().find(|id| id.0 != node_id) {
+            if let Some(unknown) = assignment
+                .broker_ids
+                .iter()
+                .find(|id| !image.brokers.contains_key(&id.0))
+            {
                 return Err(AdminError::InvalidReplicaAssignment(format!(
                     "the manual partition assignment includes broker {}, but no such broker is registered",
                     unknown.0
@@ -93,6 +97,7 @@ fn grow(
     }
     broker
         .controller
-        .create_partitions(name, request.count, validate_only)?;
+        .create_partitions(name, request.count, validate_only)
+        .await?;
     Ok(())
 }

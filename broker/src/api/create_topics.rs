@@ -31,10 +31,9 @@ impl Api for CreateTopicsApi {
         Box::pin(async move {
             let request: CreateTopicsRequest = context.decode(body)?;
             let broker = context.broker;
-            let results = request
-                .topics
-                .into_iter()
-                .map(|topic| {
+            let mut results = Vec::with_capacity(request.topics.len());
+            for topic in request.topics {
+                results.push({
                     let name = topic.name.0.to_string();
                     let configs: BTreeMap<String, String> = topic
                         .configs
@@ -65,13 +64,17 @@ impl Api for CreateTopicsApi {
                         topic.replication_factor
                     };
                     let result = CreatableTopicResult::default().with_name(topic.name.clone());
-                    match broker.controller.create_topic(
-                        &name,
-                        partitions,
-                        replication_factor,
-                        configs,
-                        request.validate_only,
-                    ) {
+                    let created = broker
+                        .controller
+                        .create_topic(
+                            &name,
+                            partitions,
+                            replication_factor,
+                            configs,
+                            request.validate_only,
+                        )
+                        .await;
+                    match created {
                         Ok(created) => {
                             let effective = broker
                                 .controller
@@ -80,7 +83,7 @@ impl Api for CreateTopicsApi {
                                 .to_topic_configs();
                             result
                                 .with_topic_id(created.topic_id)
-                                .with_num_partitions(created.partitions)
+                                .with_num_partitions(created.partition_count())
                                 .with_replication_factor(created.replication_factor)
                                 // The effective configs are part of the response from
                                 // v5 on; older versions cannot encode them.
@@ -113,8 +116,8 @@ impl Api for CreateTopicsApi {
                                 .with_replication_factor(-1)
                         }
                     }
-                })
-                .collect();
+                });
+            }
             context.respond(&CreateTopicsResponse::default().with_topics(results))
         })
     }

@@ -3,12 +3,14 @@
 //! cleanup policy is compaction only refuse it, as in Kafka.
 
 use bytes::Bytes;
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
 use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsResponse};
 
 use super::admin::AdminError;
+use super::lookup::leader_log;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::state::BrokerState;
 use crate::storage::TopicPartition;
@@ -61,13 +63,19 @@ impl Api for DeleteRecordsApi {
 
 /// Deletes the records below `offset`; returns the new log start offset.
 fn delete_below(broker: &BrokerState, tp: &TopicPartition, offset: i64) -> Result<i64, AdminError> {
-    let log = broker
-        .logs
-        .get(tp)
-        .ok_or_else(|| AdminError::UnknownPartition {
-            topic: tp.topic.clone(),
-            partition: tp.partition,
-        })?;
+    let (log, _) = leader_log(broker, tp, -1).map_err(|code| {
+        if code == ResponseError::UnknownTopicOrPartition.code() {
+            AdminError::UnknownPartition {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            }
+        } else {
+            AdminError::NotLeader {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            }
+        }
+    })?;
     let policy = log.config().cleanup_policy;
     if policy.compact && !policy.delete {
         return Err(AdminError::CompactedTopic {

@@ -42,19 +42,18 @@ impl Api for DeleteTopicsApi {
                 .map(|(name, id)| name.clone().unwrap_or_else(|| id.to_string()))
                 .collect();
             let twice = duplicates(keys.iter().map(String::as_str));
-            let responses = wanted
-                .into_iter()
-                .zip(&keys)
-                .map(|((name, topic_id), key)| {
+            let mut responses = Vec::with_capacity(keys.len());
+            for ((name, topic_id), key) in wanted.into_iter().zip(&keys) {
+                {
                     let outcome = if twice.contains(key) {
                         Err(AdminError::DuplicateTopic(key.clone()))
                     } else {
-                        delete(context.broker, name.as_deref(), topic_id)
+                        delete(context.broker, name.as_deref(), topic_id).await
                     };
                     let result = DeletableTopicResult::default()
                         .with_name(name.map(|n| TopicName(StrBytes::from_string(n))))
                         .with_topic_id(topic_id);
-                    match outcome {
+                    responses.push(match outcome {
                         Ok((name, topic_id)) => result
                             .with_name(Some(TopicName(StrBytes::from_string(name))))
                             .with_topic_id(topic_id),
@@ -64,16 +63,16 @@ impl Api for DeleteTopicsApi {
                                 .with_error_code(errors::admin_error(&error))
                                 .with_error_message(Some(StrBytes::from_string(error.to_string())))
                         }
-                    }
-                })
-                .collect();
+                    });
+                }
+            }
             context.respond(&DeleteTopicsResponse::default().with_responses(responses))
         })
     }
 }
 
 /// Deletes the topic; returns its name and id.
-fn delete(
+async fn delete(
     broker: &BrokerState,
     name: Option<&str>,
     topic_id: Uuid,
@@ -89,6 +88,6 @@ fn delete(
             .ok_or(AdminError::UnknownTopicId(topic_id))?,
         (None, true) => return Err(ControllerError::UnknownTopic(String::new()).into()),
     };
-    let topic_id = broker.controller.delete_topic(&name)?;
+    let topic_id = broker.controller.delete_topic(&name).await?;
     Ok((name, topic_id))
 }

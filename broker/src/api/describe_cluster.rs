@@ -28,7 +28,6 @@ impl Api for DescribeClusterApi {
         Box::pin(async move {
             let request: DescribeClusterRequest = context.decode(body)?;
             let broker = context.broker;
-            let config = &broker.config;
             let endpoint_type = if context.version >= 1 {
                 request.endpoint_type
             } else {
@@ -37,7 +36,7 @@ impl Api for DescribeClusterApi {
             let response = DescribeClusterResponse::default()
                 .with_endpoint_type(endpoint_type)
                 .with_cluster_id(StrBytes::from_string(broker.controller.cluster_id()))
-                .with_controller_id(BrokerId(config.node_id))
+                .with_controller_id(BrokerId(broker.controller.controller_id().unwrap_or(-1)))
                 .with_cluster_authorized_operations(
                     if request.include_cluster_authorized_operations {
                         CLUSTER_OPERATIONS
@@ -54,14 +53,24 @@ impl Api for DescribeClusterApi {
                         .with_controller_id(BrokerId(-1)),
                 );
             }
-            let response = response.with_brokers(vec![
-                DescribeClusterBroker::default()
-                    .with_broker_id(BrokerId(config.node_id))
-                    .with_host(StrBytes::from_string(config.advertised_host.clone()))
-                    .with_port(i32::from(config.advertised_port))
-                    .with_rack(config.rack.clone().map(StrBytes::from_string))
-                    .with_is_fenced(false),
-            ]);
+            let include_fenced = request.include_fenced_brokers;
+            let response = response.with_brokers(
+                broker
+                    .controller
+                    .image()
+                    .brokers
+                    .values()
+                    .filter(|b| include_fenced || !b.fenced)
+                    .map(|b| {
+                        DescribeClusterBroker::default()
+                            .with_broker_id(BrokerId(b.node_id))
+                            .with_host(StrBytes::from_string(b.endpoint.host.clone()))
+                            .with_port(i32::from(b.endpoint.port))
+                            .with_rack(b.rack.clone().map(StrBytes::from_string))
+                            .with_is_fenced(b.fenced)
+                    })
+                    .collect(),
+            );
             context.respond(&response)
         })
     }

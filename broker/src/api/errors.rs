@@ -5,7 +5,7 @@ use kafka_protocol::ResponseError;
 use super::admin::AdminError;
 use crate::controller::ControllerError;
 use crate::group::GroupError;
-use crate::storage::{BatchError, LogError, LogManagerError};
+use crate::storage::{BatchError, LogError};
 
 /// Kafka's "no error".
 pub const NONE: i16 = 0;
@@ -43,19 +43,23 @@ pub fn log_error(error: &LogError) -> i16 {
 }
 
 pub fn controller_error(error: &ControllerError) -> i16 {
-    match error {
-        ControllerError::TopicAlreadyExists(_) => ResponseError::TopicAlreadyExists.code(),
-        ControllerError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition.code(),
-        ControllerError::InvalidTopicName { .. } => ResponseError::InvalidTopicException.code(),
-        ControllerError::InvalidPartitions { .. } => ResponseError::InvalidPartitions.code(),
-        ControllerError::InvalidReplicationFactor { .. } => {
-            ResponseError::InvalidReplicationFactor.code()
+    let code = match error {
+        ControllerError::TopicAlreadyExists(_) => ResponseError::TopicAlreadyExists,
+        ControllerError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition,
+        ControllerError::InvalidTopicName { .. } => ResponseError::InvalidTopicException,
+        ControllerError::InvalidPartitions { .. } => ResponseError::InvalidPartitions,
+        ControllerError::InvalidReplicationFactor { .. } => ResponseError::InvalidReplicationFactor,
+        ControllerError::InvalidConfig(_) => ResponseError::InvalidConfig,
+        ControllerError::DuplicateBrokerRegistration { .. } => {
+            ResponseError::DuplicateBrokerRegistration
         }
-        ControllerError::InvalidConfig(_) => ResponseError::InvalidConfig.code(),
-        ControllerError::MetadataLog(_) => ResponseError::UnknownServerError.code(),
-        ControllerError::Storage(LogManagerError::Log(error)) => log_error(error),
-        ControllerError::Storage(_) => ResponseError::KafkaStorageError.code(),
-    }
+        ControllerError::UnknownBroker(_) => ResponseError::BrokerIdNotRegistered,
+        ControllerError::BrokerHoldsReplicas { .. } => ResponseError::InvalidRequest,
+        ControllerError::NotController(_) => ResponseError::NotController,
+        ControllerError::Timeout(_) => ResponseError::RequestTimedOut,
+        ControllerError::Quorum(_) => ResponseError::UnknownServerError,
+    };
+    code.code()
 }
 
 pub fn admin_error(error: &AdminError) -> i16 {
@@ -72,6 +76,7 @@ pub fn admin_error(error: &AdminError) -> i16 {
         AdminError::NotAList { .. } => ResponseError::InvalidConfig.code(),
         AdminError::UnknownTopicId(_) => ResponseError::UnknownTopicId.code(),
         AdminError::UnknownPartition { .. } => ResponseError::UnknownTopicOrPartition.code(),
+        AdminError::NotLeader { .. } => ResponseError::NotLeaderOrFollower.code(),
         AdminError::InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment.code(),
         AdminError::CompactedTopic { .. } => ResponseError::PolicyViolation.code(),
         AdminError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),

@@ -19,7 +19,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::lookup::topic_name;
+use super::lookup::{leader_log, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RecordsPlaceholder, RequestContext, errors};
 use crate::storage::{ReadResult, TopicPartition};
 
@@ -129,12 +129,13 @@ fn read_all(
         for partition in &topic.partitions {
             let outcome = match name {
                 None => Err(ResponseError::UnknownTopicId.code()),
-                Some(name) => match broker
-                    .logs
-                    .get(&TopicPartition::new(name.clone(), partition.partition))
-                {
-                    None => Err(ResponseError::UnknownTopicOrPartition.code()),
-                    Some(log) => {
+                Some(name) => match leader_log(
+                    broker,
+                    &TopicPartition::new(name.clone(), partition.partition),
+                    partition.current_leader_epoch,
+                ) {
+                    Err(code) => Err(code),
+                    Ok((log, _)) => {
                         let limit = (partition.partition_max_bytes.max(0) as u64).min(remaining);
                         if limit == 0 && remaining == 0 {
                             // Response budget spent: report offsets, no records.

@@ -1,5 +1,6 @@
 //! FindCoordinator: the coordinator of a group is the leader of its
-//! `__consumer_offsets` partition — this broker, while there is one broker.
+//! `__consumer_offsets` partition. The topic is created on the first request, as Kafka
+//! does, with `offsets.topic.replication.factor` capped to the live brokers.
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
@@ -8,6 +9,10 @@ use kafka_protocol::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoo
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::controller::ControllerError;
+use crate::group::OFFSETS_TOPIC;
+use crate::group::records::partition_for;
+use crate::state::BrokerState;
 
 const KEY_TYPE_GROUP: i8 = 0;
 
@@ -22,28 +27,42 @@ impl Api for FindCoordinatorApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: FindCoordinatorRequest = context.decode(body)?;
-            let config = &context.broker.config;
+            let broker = context.broker;
+            let offsets_ready = if request.key_type == KEY_TYPE_GROUP {
+                ensure_offsets_topic(broker).await
+            } else {
+                false
+            };
+            let image = broker.controller.image();
             let answer = |key: &StrBytes| -> Coordinator {
-                let error = if request.key_type != KEY_TYPE_GROUP {
+                let coordinator = if request.key_type != KEY_TYPE_GROUP {
                     // Transactions have no coordinator yet.
-                    Some(ResponseError::CoordinatorNotAvailable.code())
+                    Err(ResponseError::CoordinatorNotAvailable.code())
                 } else if key.is_empty() {
-                    Some(ResponseError::InvalidRequest.code())
+                    Err(ResponseError::InvalidRequest.code())
+                } else if !offsets_ready {
+                    Err(ResponseError::CoordinatorNotAvailable.code())
                 } else {
-                    None
+                    image
+                        .topics
+                        .get(OFFSETS_TOPIC)
+                        .and_then(|t| t.partition(partition_for(key, t.partition_count())))
+                        .and_then(|p| image.brokers.get(&p.leader))
+                        .filter(|b| !b.fenced)
+                        .ok_or(ResponseError::CoordinatorNotAvailable.code())
                 };
-                match error {
-                    Some(code) => Coordinator::default()
+                match coordinator {
+                    Err(code) => Coordinator::default()
                         .with_key(key.clone())
                         .with_node_id(BrokerId(-1))
                         .with_host(StrBytes::from_static_str(""))
                         .with_port(-1)
                         .with_error_code(code),
-                    None => Coordinator::default()
+                    Ok(leader) => Coordinator::default()
                         .with_key(key.clone())
-                        .with_node_id(BrokerId(context.broker.controller.node_id()))
-                        .with_host(StrBytes::from_string(config.advertised_host.clone()))
-                        .with_port(i32::from(config.advertised_port))
+                        .with_node_id(BrokerId(leader.node_id))
+                        .with_host(StrBytes::from_string(leader.endpoint.host.clone()))
+                        .with_port(i32::from(leader.endpoint.port))
                         .with_error_code(errors::NONE),
                 }
             };
@@ -60,5 +79,41 @@ impl Api for FindCoordinatorApi {
             };
             context.respond(&response)
         })
+    }
+}
+
+/// Creates the compacted `__consumer_offsets` topic if it does not exist yet; whether it
+/// exists now.
+async fn ensure_offsets_topic(broker: &BrokerState) -> bool {
+    if broker.controller.image().topics.contains_key(OFFSETS_TOPIC) {
+        return true;
+    }
+    let live = broker.controller.image().live_brokers().count();
+    let wanted = broker.config.offsets_topic_replication_factor;
+    let replication_factor = wanted.min(i16::try_from(live).unwrap_or(i16::MAX)).max(1);
+    if replication_factor < wanted {
+        tracing::warn!(
+            wanted,
+            live_brokers = live,
+            "Creating __consumer_offsets with replication factor {replication_factor}: fewer live brokers than offsets.topic.replication.factor"
+        );
+    }
+    let configs = [("cleanup.policy".to_string(), "compact".to_string())].into();
+    let created = broker
+        .controller
+        .create_topic(
+            OFFSETS_TOPIC,
+            broker.config.groups.offsets_partitions,
+            replication_factor,
+            configs,
+            false,
+        )
+        .await;
+    match created {
+        Ok(_) | Err(ControllerError::TopicAlreadyExists(_)) => true,
+        Err(error) => {
+            tracing::warn!(%error, "Cannot create __consumer_offsets yet");
+            false
+        }
     }
 }

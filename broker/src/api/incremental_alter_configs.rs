@@ -40,28 +40,25 @@ impl Api for IncrementalAlterConfigsApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: IncrementalAlterConfigsRequest = context.decode(body)?;
-            let responses = request
-                .resources
-                .iter()
-                .map(|resource| {
-                    let (code, message) = alter_outcome(
-                        "IncrementalAlterConfigs",
-                        &resource.resource_name,
-                        alter(context.broker, resource, request.validate_only),
-                    );
+            let mut responses = Vec::with_capacity(request.resources.len());
+            for resource in &request.resources {
+                let outcome = alter(context.broker, resource, request.validate_only).await;
+                let (code, message) =
+                    alter_outcome("IncrementalAlterConfigs", &resource.resource_name, outcome);
+                responses.push(
                     AlterConfigsResourceResponse::default()
                         .with_resource_type(resource.resource_type)
                         .with_resource_name(resource.resource_name.clone())
                         .with_error_code(code)
-                        .with_error_message(message)
-                })
-                .collect();
+                        .with_error_message(message),
+                );
+            }
             context.respond(&IncrementalAlterConfigsResponse::default().with_responses(responses))
         })
     }
 }
 
-fn alter(
+async fn alter(
     broker: &BrokerState,
     resource: &AlterConfigsResource,
     validate_only: bool,
@@ -90,7 +87,8 @@ fn alter(
     }
     broker
         .controller
-        .set_topic_configs(&topic.name, configs, validate_only)?;
+        .set_topic_configs(&topic.name, configs, validate_only)
+        .await?;
     if !validate_only {
         tracing::info!(topic = %topic.name, "Altered topic configs");
     }
@@ -117,7 +115,7 @@ fn apply(
         return Ok(());
     }
     if !TOPIC_CONFIG_KEYS.contains(&key.as_str()) {
-        return Err(ControllerError::InvalidConfig(LogConfigError::UnknownKey { key }).into());
+        return Err(ControllerError::from(LogConfigError::UnknownKey { key }).into());
     }
     if operation == OP_SET {
         configs.insert(key, value);

@@ -40,7 +40,7 @@ impl Api for InitProducerIdApi {
                     .with_producer_id(request.producer_id)
                     .with_producer_epoch(request.producer_epoch + 1)
             } else {
-                match context.broker.controller.allocate_producer_id() {
+                match context.broker.controller.allocate_producer_id().await {
                     Ok(id) => response
                         .with_producer_id(ProducerId(id))
                         .with_producer_epoch(0),

@@ -8,6 +8,7 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
+use super::lookup::leader_log;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::storage::{Log, TopicPartition};
 
@@ -40,16 +41,20 @@ impl Api for ListOffsetsApi {
                                 TopicPartition::new(topic.name.0.to_string(), p.partition_index);
                             let response = ListOffsetsPartitionResponse::default()
                                 .with_partition_index(p.partition_index);
-                            let result = match context.broker.logs.get(&tp) {
-                                None => Err(ResponseError::UnknownTopicOrPartition.code()),
-                                Some(log) => lookup(&log, p.timestamp),
-                            };
+                            let result = leader_log(context.broker, &tp, p.current_leader_epoch)
+                                .and_then(|(log, epoch)| {
+                                    lookup(&log, p.timestamp).map(|(o, t)| (o, t, epoch))
+                                });
                             match result {
-                                Ok((offset, timestamp)) => response
+                                Ok((offset, timestamp, epoch)) => response
                                     .with_offset(offset)
                                     .with_timestamp(timestamp)
                                     // The leader epoch field exists from v4 on.
-                                    .with_leader_epoch(if context.version >= 4 { 0 } else { -1 }),
+                                    .with_leader_epoch(if context.version >= 4 {
+                                        epoch
+                                    } else {
+                                        -1
+                                    }),
                                 Err(code) => response
                                     .with_error_code(code)
                                     .with_offset(-1)

@@ -1,4 +1,7 @@
-//! Finding topics by name or id, and auto-creating them where Kafka would.
+//! Finding topics by name or id, auto-creating them where Kafka would, and finding the
+//! log of a partition this broker leads.
+
+use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
@@ -7,9 +10,10 @@ use super::errors;
 use crate::controller::image::TopicImage;
 use crate::controller::{ControllerError, validate_topic_name};
 use crate::state::BrokerState;
+use crate::storage::{Log, TopicPartition};
 
 /// The topic named `name`, created with broker defaults when auto-creation is allowed.
-pub fn topic_or_create(
+pub async fn topic_or_create(
     broker: &BrokerState,
     name: &str,
     allow_create: bool,
@@ -23,13 +27,16 @@ pub fn topic_or_create(
     if !(allow_create && broker.config.auto_create_topics) {
         return Err(ResponseError::UnknownTopicOrPartition.code());
     }
-    let created = broker.controller.create_topic(
-        name,
-        broker.config.num_partitions,
-        broker.config.default_replication_factor,
-        Default::default(),
-        false,
-    );
+    let created = broker
+        .controller
+        .create_topic(
+            name,
+            broker.config.num_partitions,
+            broker.config.default_replication_factor,
+            Default::default(),
+            false,
+        )
+        .await;
     match created {
         Ok(topic) => Ok(topic),
         // Another request created it first.
@@ -39,10 +46,17 @@ pub fn topic_or_create(
             .topics
             .get(name)
             .cloned()
-            .ok_or(ResponseError::UnknownTopicOrPartition.code()),
+            .ok_or(ResponseError::LeaderNotAvailable.code()),
         Err(error) => {
             tracing::warn!(topic = name, %error, "Auto-creating a topic failed");
-            Err(errors::controller_error(&error))
+            // While the quorum cannot take the topic, clients retry (as they do while
+            // Kafka's controller is unavailable).
+            Err(match error {
+                ControllerError::NotController(_) | ControllerError::Timeout(_) => {
+                    ResponseError::LeaderNotAvailable.code()
+                }
+                other => errors::controller_error(&other),
+            })
         }
     }
 }
@@ -58,4 +72,34 @@ pub fn topic_name(broker: &BrokerState, name: &str, topic_id: &Uuid) -> Option<S
             .map(|t| t.name.clone());
     }
     (!name.is_empty()).then(|| name.to_string())
+}
+
+/// The log and leader epoch of a partition this broker leads: an unknown partition is
+/// UNKNOWN_TOPIC_OR_PARTITION, one led elsewhere (or by nobody) NOT_LEADER_OR_FOLLOWER,
+/// so clients refresh their metadata and go to the leader. A client's
+/// `current_leader_epoch` (-1: not given) older than the leader's is FENCED_LEADER_EPOCH,
+/// a newer one UNKNOWN_LEADER_EPOCH (this broker has not seen that epoch yet).
+pub fn leader_log(
+    broker: &BrokerState,
+    topic_partition: &TopicPartition,
+    current_leader_epoch: i32,
+) -> Result<(Arc<Log>, i32), i16> {
+    let image = broker.controller.image();
+    let Some(state) = image.partition(&topic_partition.topic, topic_partition.partition) else {
+        return Err(ResponseError::UnknownTopicOrPartition.code());
+    };
+    if current_leader_epoch >= 0 && current_leader_epoch > state.leader_epoch {
+        return Err(ResponseError::UnknownLeaderEpoch.code());
+    }
+    if current_leader_epoch >= 0 && current_leader_epoch < state.leader_epoch {
+        return Err(ResponseError::FencedLeaderEpoch.code());
+    }
+    if state.leader != broker.config.node_id {
+        return Err(ResponseError::NotLeaderOrFollower.code());
+    }
+    let log = broker
+        .logs
+        .get(topic_partition)
+        .ok_or(ResponseError::NotLeaderOrFollower.code())?;
+    Ok((log, state.leader_epoch))
 }

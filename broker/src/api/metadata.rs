@@ -12,7 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::admin::{CLUSTER_OPERATIONS, TOPIC_OPERATIONS};
 use super::lookup::topic_or_create;
 use super::{Api, HandlerFuture, RequestContext};
-use crate::controller::image::TopicImage;
+use crate::controller::image::{ClusterImage, TopicImage};
 
 #[derive(Debug)]
 pub struct MetadataApi;
@@ -38,51 +38,57 @@ impl Api for MetadataApi {
             } else {
                 OPERATIONS_NOT_REQUESTED
             };
+            let image = broker.controller.image();
             let topics: Vec<MetadataResponseTopic> = match &request.topics {
-                None => broker
-                    .controller
-                    .image()
+                None => image
                     .topics
                     .values()
-                    .map(|t| topic_entry(context, t, topic_operations))
+                    .map(|t| topic_entry(&image, t, topic_operations))
                     .collect(),
-                Some(requested) => requested
-                    .iter()
-                    .map(|wanted| {
+                Some(requested) => {
+                    let mut topics = Vec::with_capacity(requested.len());
+                    for wanted in requested {
                         let name = wanted.name.as_ref().map(|n| n.0.to_string()).or_else(|| {
-                            broker
-                                .controller
-                                .image()
-                                .topic_by_id(&wanted.topic_id)
-                                .map(|t| t.name.clone())
+                            image.topic_by_id(&wanted.topic_id).map(|t| t.name.clone())
                         });
                         let Some(name) = name else {
-                            return MetadataResponseTopic::default()
-                                .with_error_code(ResponseError::UnknownTopicId.code())
-                                .with_topic_id(wanted.topic_id)
-                                .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED);
+                            topics.push(
+                                MetadataResponseTopic::default()
+                                    .with_error_code(ResponseError::UnknownTopicId.code())
+                                    .with_topic_id(wanted.topic_id)
+                                    .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED),
+                            );
+                            continue;
                         };
-                        match topic_or_create(broker, &name, allow_create) {
-                            Ok(topic) => topic_entry(context, &topic, topic_operations),
+                        topics.push(match topic_or_create(broker, &name, allow_create).await {
+                            Ok(topic) => {
+                                topic_entry(&broker.controller.image(), &topic, topic_operations)
+                            }
                             Err(code) => MetadataResponseTopic::default()
                                 .with_error_code(code)
                                 .with_name(Some(TopicName(StrBytes::from_string(name))))
                                 .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED),
-                        }
-                    })
-                    .collect(),
+                        });
+                    }
+                    topics
+                }
             };
-            let config = &broker.config;
+            let image = broker.controller.image();
             let response = MetadataResponse::default()
-                .with_brokers(vec![
-                    MetadataResponseBroker::default()
-                        .with_node_id(BrokerId(config.node_id))
-                        .with_host(StrBytes::from_string(config.advertised_host.clone()))
-                        .with_port(i32::from(config.advertised_port))
-                        .with_rack(config.rack.clone().map(StrBytes::from_string)),
-                ])
-                .with_cluster_id(Some(StrBytes::from_string(broker.controller.cluster_id())))
-                .with_controller_id(BrokerId(config.node_id))
+                .with_brokers(
+                    image
+                        .live_brokers()
+                        .map(|b| {
+                            MetadataResponseBroker::default()
+                                .with_node_id(BrokerId(b.node_id))
+                                .with_host(StrBytes::from_string(b.endpoint.host.clone()))
+                                .with_port(i32::from(b.endpoint.port))
+                                .with_rack(b.rack.clone().map(StrBytes::from_string))
+                        })
+                        .collect(),
+                )
+                .with_cluster_id(image.cluster_id.clone().map(StrBytes::from_string))
+                .with_controller_id(BrokerId(broker.controller.controller_id().unwrap_or(-1)))
                 .with_topics(topics)
                 .with_cluster_authorized_operations(
                     if request.include_cluster_authorized_operations {
@@ -96,26 +102,33 @@ impl Api for MetadataApi {
     }
 }
 
-fn topic_entry(
-    context: &RequestContext<'_>,
-    topic: &TopicImage,
-    operations: i32,
-) -> MetadataResponseTopic {
-    let node = BrokerId(context.broker.config.node_id);
+fn topic_entry(image: &ClusterImage, topic: &TopicImage, operations: i32) -> MetadataResponseTopic {
+    let ids = |nodes: &[i32]| nodes.iter().map(|n| BrokerId(*n)).collect::<Vec<_>>();
     MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(topic.name.clone()))))
         .with_topic_id(topic.topic_id)
         .with_is_internal(topic.name.starts_with("__"))
         .with_topic_authorized_operations(operations)
         .with_partitions(
-            (0..topic.partitions)
-                .map(|partition| {
+            topic
+                .partitions
+                .iter()
+                .enumerate()
+                .map(|(partition, state)| {
+                    // Kafka lists every replica but answers LEADER_NOT_AVAILABLE for a
+                    // partition without a live leader, so clients wait and retry.
+                    let error = if state.leader == -1 || !image.is_live(state.leader) {
+                        ResponseError::LeaderNotAvailable.code()
+                    } else {
+                        0
+                    };
                     MetadataResponsePartition::default()
-                        .with_partition_index(partition)
-                        .with_leader_id(node)
-                        .with_leader_epoch(0)
-                        .with_replica_nodes(vec![node])
-                        .with_isr_nodes(vec![node])
+                        .with_error_code(error)
+                        .with_partition_index(partition as i32)
+                        .with_leader_id(BrokerId(if error == 0 { state.leader } else { -1 }))
+                        .with_leader_epoch(state.leader_epoch)
+                        .with_replica_nodes(ids(&state.replicas))
+                        .with_isr_nodes(ids(&state.in_sync_replicas))
                 })
                 .collect(),
         )

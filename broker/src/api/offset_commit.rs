@@ -56,8 +56,9 @@ impl Api for OffsetCommitApi {
                         .with_topic_id(topic.topic_id),
                 );
                 for partition in &topic.partitions {
-                    let index_ok = known
-                        .is_some_and(|t| (0..t.partitions).contains(&partition.partition_index));
+                    let index_ok = known.is_some_and(|t| {
+                        (0..t.partition_count()).contains(&partition.partition_index)
+                    });
                     match (&name, index_ok) {
                         (Some(name), true) => to_commit.push((
                             index,

@@ -1,22 +1,18 @@
 //! OffsetForLeaderEpoch: the end offset of a leader epoch, which clients use to detect
-//! log truncation. One broker has only ever had leader epoch 0, so epoch 0 (and any
-//! later epoch) ends at the log end offset; earlier epochs do not exist.
+//! log truncation. Answered by the partition's leader, with its epoch fencing.
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
+use super::lookup::leader_log;
 use super::{Api, HandlerFuture, RequestContext};
 use crate::storage::TopicPartition;
 
 #[derive(Debug)]
 pub struct OffsetForLeaderEpochApi;
-
-/// The only leader epoch a single broker has had.
-const CURRENT_LEADER_EPOCH: i32 = 0;
 
 impl Api for OffsetForLeaderEpochApi {
     fn key(&self) -> ApiKey {
@@ -36,20 +32,19 @@ impl Api for OffsetForLeaderEpochApi {
                         .map(|p| {
                             let answer = EpochEndOffset::default().with_partition(p.partition);
                             let tp = TopicPartition::new(topic.topic.0.to_string(), p.partition);
-                            match context.broker.logs.get(&tp) {
-                                None => answer
-                                    .with_error_code(ResponseError::UnknownTopicOrPartition.code())
+                            match leader_log(context.broker, &tp, p.current_leader_epoch) {
+                                Err(code) => answer
+                                    .with_error_code(code)
                                     .with_leader_epoch(-1)
                                     .with_end_offset(-1),
-                                Some(_) if p.current_leader_epoch > CURRENT_LEADER_EPOCH => answer
-                                    .with_error_code(ResponseError::UnknownLeaderEpoch.code())
-                                    .with_leader_epoch(-1)
-                                    .with_end_offset(-1),
-                                Some(_) if p.leader_epoch < CURRENT_LEADER_EPOCH => {
+                                Ok(_) if p.leader_epoch < 0 => {
                                     answer.with_leader_epoch(-1).with_end_offset(-1)
                                 }
-                                Some(log) => answer
-                                    .with_leader_epoch(CURRENT_LEADER_EPOCH)
+                                // Until replication keeps a leader-epoch cache, a partition's
+                                // log has one copy that never diverges: every epoch up to the
+                                // current one ends at the log end, so no client truncates.
+                                Ok((log, epoch)) => answer
+                                    .with_leader_epoch(p.leader_epoch.min(epoch))
                                     .with_end_offset(log.log_end_offset() as i64),
                             }
                         })

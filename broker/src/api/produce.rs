@@ -7,7 +7,7 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::lookup::topic_name;
+use super::lookup::{leader_log, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RequestContext, errors};
 use crate::storage::TopicPartition;
 
@@ -85,9 +85,7 @@ fn append(
         return Err((ResponseError::InvalidRequiredAcks.code(), None));
     }
     let tp = TopicPartition::new(topic, partition);
-    let Some(log) = broker.logs.get(&tp) else {
-        return Err((ResponseError::UnknownTopicOrPartition.code(), None));
-    };
+    let (log, _) = leader_log(broker, &tp, -1).map_err(|code| (code, None))?;
     if acks == -1 && log.config().min_insync_replicas > 1 {
         // One broker is the whole in-sync replica set.
         return Err((

@@ -1,26 +1,54 @@
-//! The cluster image: the state the metadata records add up to.
+//! The cluster image: the state the metadata records add up to. Every broker holds one,
+//! built from the same records in the same order, so every broker answers Metadata the
+//! same way once it has caught up.
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::metadata_log::MetadataRecord;
+use super::records::{Endpoint, MetadataRecord, PartitionState};
 
 /// One topic as the metadata log describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicImage {
     pub name: String,
     pub topic_id: Uuid,
-    pub partitions: i32,
     pub replication_factor: i16,
     /// Only the configs set on the topic; broker defaults fill in the rest.
     pub configs: BTreeMap<String, String>,
+    /// Indexed by partition number.
+    pub partitions: Vec<PartitionState>,
 }
 
-/// Topics, configs and id allocations.
-#[derive(Debug, Clone, Default)]
+impl TopicImage {
+    pub fn partition_count(&self) -> i32 {
+        i32::try_from(self.partitions.len()).unwrap_or(i32::MAX)
+    }
+
+    pub fn partition(&self, partition: i32) -> Option<&PartitionState> {
+        usize::try_from(partition)
+            .ok()
+            .and_then(|p| self.partitions.get(p))
+    }
+}
+
+/// A registered broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerImage {
+    pub node_id: i32,
+    pub incarnation: Uuid,
+    pub endpoint: Endpoint,
+    pub rack: Option<String>,
+    /// A fenced broker leads nothing and is left out of Metadata.
+    pub fenced: bool,
+}
+
+/// Brokers, topics, partitions, configs and id allocations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterImage {
     pub cluster_id: Option<String>,
+    pub brokers: BTreeMap<i32, BrokerImage>,
     pub topics: BTreeMap<String, TopicImage>,
     pub next_producer_id: i64,
 }
@@ -31,10 +59,39 @@ impl ClusterImage {
             MetadataRecord::ClusterIdentified { cluster_id } => {
                 self.cluster_id = Some(cluster_id.clone())
             }
+            MetadataRecord::BrokerRegistered {
+                node_id,
+                incarnation,
+                endpoint,
+                rack,
+            } => {
+                self.brokers.insert(
+                    *node_id,
+                    BrokerImage {
+                        node_id: *node_id,
+                        incarnation: *incarnation,
+                        endpoint: endpoint.clone(),
+                        rack: rack.clone(),
+                        fenced: true,
+                    },
+                );
+            }
+            MetadataRecord::BrokerFenced { node_id } => {
+                if let Some(broker) = self.brokers.get_mut(node_id) {
+                    broker.fenced = true;
+                }
+            }
+            MetadataRecord::BrokerUnfenced { node_id } => {
+                if let Some(broker) = self.brokers.get_mut(node_id) {
+                    broker.fenced = false;
+                }
+            }
+            MetadataRecord::BrokerUnregistered { node_id } => {
+                self.brokers.remove(node_id);
+            }
             MetadataRecord::TopicCreated {
                 name,
                 topic_id,
-                partitions,
                 replication_factor,
                 configs,
             } => {
@@ -43,18 +100,36 @@ impl ClusterImage {
                     TopicImage {
                         name: name.clone(),
                         topic_id: *topic_id,
-                        partitions: *partitions,
                         replication_factor: *replication_factor,
                         configs: configs.clone(),
+                        partitions: Vec::new(),
                     },
                 );
             }
-            MetadataRecord::PartitionsAdded {
-                name,
-                total_partitions,
+            MetadataRecord::PartitionCreated {
+                topic,
+                partition,
+                state,
             } => {
-                if let Some(topic) = self.topics.get_mut(name) {
-                    topic.partitions = *total_partitions;
+                if let Some(topic) = self.topics.get_mut(topic) {
+                    // Partitions are created in order; a record out of order would
+                    // leave a hole, so it is ignored rather than misplaced.
+                    if usize::try_from(*partition).ok() == Some(topic.partitions.len()) {
+                        topic.partitions.push(state.clone());
+                    }
+                }
+            }
+            MetadataRecord::PartitionChanged {
+                topic,
+                partition,
+                state,
+            } => {
+                if let Some(slot) = self
+                    .topics
+                    .get_mut(topic)
+                    .and_then(|t| t.partitions.get_mut(usize::try_from(*partition).ok()?))
+                {
+                    *slot = state.clone();
                 }
             }
             MetadataRecord::TopicConfigChanged { name, configs } => {
@@ -73,5 +148,103 @@ impl ClusterImage {
 
     pub fn topic_by_id(&self, topic_id: &Uuid) -> Option<&TopicImage> {
         self.topics.values().find(|t| &t.topic_id == topic_id)
+    }
+
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionState> {
+        self.topics.get(topic)?.partition(partition)
+    }
+
+    /// Registered brokers that are not fenced.
+    pub fn live_brokers(&self) -> impl Iterator<Item = &BrokerImage> {
+        self.brokers.values().filter(|b| !b.fenced)
+    }
+
+    pub fn is_live(&self, node_id: i32) -> bool {
+        self.brokers.get(&node_id).is_some_and(|b| !b.fenced)
+    }
+
+    /// A short fingerprint of the whole image: equal images give equal digests, so
+    /// tests and operators can check that every broker sees the same metadata.
+    pub fn digest(&self) -> String {
+        let bytes = serde_json::to_vec(self).unwrap_or_default();
+        format!("{:08x}", crc32c::crc32c(&bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(replicas: &[i32]) -> PartitionState {
+        PartitionState {
+            replicas: replicas.to_vec(),
+            in_sync_replicas: replicas.to_vec(),
+            leader: replicas[0],
+            leader_epoch: 0,
+            partition_epoch: 0,
+        }
+    }
+
+    #[test]
+    fn records_build_topics_partitions_and_brokers() {
+        let mut image = ClusterImage::default();
+        let topic_id = Uuid::new_v4();
+        let records = [
+            MetadataRecord::BrokerRegistered {
+                node_id: 1,
+                incarnation: Uuid::new_v4(),
+                endpoint: Endpoint {
+                    host: "h1".into(),
+                    port: 9092,
+                },
+                rack: Some("a".into()),
+            },
+            MetadataRecord::BrokerUnfenced { node_id: 1 },
+            MetadataRecord::TopicCreated {
+                name: "t".into(),
+                topic_id,
+                replication_factor: 1,
+                configs: BTreeMap::new(),
+            },
+            MetadataRecord::PartitionCreated {
+                topic: "t".into(),
+                partition: 0,
+                state: state(&[1]),
+            },
+            // Out of order: ignored, no hole.
+            MetadataRecord::PartitionCreated {
+                topic: "t".into(),
+                partition: 5,
+                state: state(&[1]),
+            },
+            MetadataRecord::PartitionCreated {
+                topic: "t".into(),
+                partition: 1,
+                state: state(&[1]),
+            },
+        ];
+        for record in &records {
+            image.apply(record);
+        }
+        assert_eq!(image.topics["t"].partition_count(), 2);
+        assert!(image.is_live(1));
+        let before = image.digest();
+        let mut changed = state(&[1]);
+        changed.leader = -1;
+        changed.leader_epoch = 1;
+        image.apply(&MetadataRecord::PartitionChanged {
+            topic: "t".into(),
+            partition: 1,
+            state: changed.clone(),
+        });
+        image.apply(&MetadataRecord::BrokerFenced { node_id: 1 });
+        assert_eq!(image.partition("t", 1), Some(&changed));
+        assert!(!image.is_live(1));
+        assert_ne!(image.digest(), before);
+        image.apply(&MetadataRecord::TopicDeleted {
+            name: "t".into(),
+            topic_id,
+        });
+        assert!(image.topic_by_id(&topic_id).is_none());
     }
 }

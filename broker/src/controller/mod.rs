@@ -1,150 +1,387 @@
-//! Cluster metadata: topics, partitions, configs and producer ids.
+//! Cluster metadata: brokers, topics, partitions, configs and producer ids, agreed on by
+//! a quorum of controller voters and followed by every broker.
 //!
-//! Today one node is the whole quorum: the [`Controller`] validates a change, appends
-//! its records to the local [`metadata_log::MetadataLog`] (fsynced), applies them to
-//! the [`image::ClusterImage`] and makes the partition logs match. The records are the
-//! ones a replicated quorum will carry, so cluster mode changes who appends, not what.
+//! ```text
+//!   Kafka admin API / broker lifecycle
+//!        | ControllerCommand (local, or forwarded over the controller listener)
+//!        v
+//!   active::ActiveController --decisions::decide--> records --quorum (openraft)--> every voter
+//!                                                                  |
+//!   observers (broker-only nodes) <--lifecycle::run_observer-- feed::MetadataFeed
+//!                                                                  |
+//!                                       publisher::Publisher: partition logs of this broker
+//! ```
+//!
+//! - [`decisions`]: the deterministic decision state machine (commands in, records out).
+//! - [`placement`]: replica placement for new partitions.
+//! - [`records`], [`image`]: the metadata records and the image they add up to.
+//! - [`quorum`]: the Raft log, state machine and network (openraft).
+//! - [`rpc`], [`service`], [`client`]: the controller listener's protocol, server and client.
+//! - [`active`]: the active controller (decisions under one lock, broker sessions, fencing).
+//! - [`lifecycle`]: a broker's registration, heartbeats and metadata fetching.
+//! - [`feed`], [`publisher`]: the applied image, and applying it to this broker's logs.
 
+pub mod active;
+pub mod client;
+pub mod decisions;
+pub mod feed;
 pub mod image;
-pub mod metadata_log;
+pub mod lifecycle;
+pub mod placement;
+pub mod publisher;
+pub mod quorum;
+pub mod records;
+pub mod rpc;
+pub mod service;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::Duration;
 
-use parking_lot::{Mutex, RwLock};
+use openraft::BasicNode;
+use parking_lot::RwLock;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
 use uuid::Uuid;
 
-use crate::storage::{LogConfig, LogConfigError, LogManager, LogManagerError, TopicPartition};
+pub use decisions::{
+    CommandOutcome, ControllerCommand, ControllerError, MAX_PARTITIONS, MAX_TOPIC_NAME_LENGTH,
+    validate_topic_name,
+};
+
+use active::ActiveController;
+use client::ControllerClient;
+use feed::MetadataFeed;
 use image::{ClusterImage, TopicImage};
-use metadata_log::{MetadataLog, MetadataLogError, MetadataRecord};
+use quorum::Raft;
+use records::Endpoint;
+use rpc::CommandReply;
 
-/// Producer ids are reserved in blocks so the log is not written per InitProducerId.
-const PRODUCER_ID_BLOCK: i64 = 1000;
-/// Most partitions one topic may have: each is a directory with open files and mapped
-/// indexes, so an absurd count is refused instead of exhausting the broker.
-pub const MAX_PARTITIONS: i32 = 10_000;
-/// Kafka's limit on topic name length.
-pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
+use crate::storage::{LogConfig, LogConfigError, LogManager};
 
-/// Why a metadata change was refused or failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ControllerError {
-    #[error("topic `{0}` already exists")]
-    TopicAlreadyExists(String),
-    #[error("topic `{0}` does not exist")]
-    UnknownTopic(String),
-    #[error("invalid topic name `{name}`: {reason}")]
-    InvalidTopicName { name: String, reason: &'static str },
-    #[error("invalid partition count {requested} for `{topic}`: {reason}")]
-    InvalidPartitions {
-        topic: String,
-        requested: i32,
-        reason: String,
-    },
-    #[error("replication factor {requested} is larger than the {brokers} available broker(s)")]
-    InvalidReplicationFactor { requested: i16, brokers: i32 },
-    #[error("invalid config: {0}")]
-    InvalidConfig(#[from] LogConfigError),
-    #[error("metadata log failure: {0}")]
-    MetadataLog(#[from] MetadataLogError),
-    #[error("storage failure: {0}")]
-    Storage(#[from] LogManagerError),
+/// How long a metadata change may take before the caller is told it timed out.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(8);
+/// How long a caller waits for its own broker to apply a change it made.
+const PUBLISH_WAIT: Duration = Duration::from_secs(5);
+/// Raft entries between snapshots of the image; the log keeps a tail behind each.
+const SNAPSHOT_EVERY: u64 = 5000;
+const LOG_KEPT_BEHIND_SNAPSHOT: u64 = 1000;
+/// A leftover of the single-node metadata log, before the quorum.
+const LEGACY_METADATA_LOG: &str = "metadata.log";
+
+/// This node's part in the quorum.
+#[derive(Debug, Clone)]
+pub struct QuorumSettings {
+    pub node_id: i32,
+    /// Voters: node id → controller listener `host:port`.
+    pub voters: BTreeMap<i32, String>,
+    pub is_voter: bool,
+    pub is_broker: bool,
+    /// Where this voter listens for the quorum and brokers (none for a lone voter).
+    pub controller_listener: Option<SocketAddr>,
+    pub cluster_id: Option<String>,
+    pub heartbeat_interval: Duration,
+    pub session_timeout: Duration,
+    pub metadata_dir: PathBuf,
+    /// Where clients reach this broker.
+    pub endpoint: Endpoint,
+    pub rack: Option<String>,
 }
 
-/// The single-node controller.
+/// Why the controller cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot open the Raft log: {0}")]
+    LogStore(#[from] quorum::log_store::LogStoreError),
+    #[error("cannot open the metadata snapshot: {0}")]
+    StateMachine(#[from] quorum::state_machine::StateMachineError),
+    #[error("invalid Raft settings: {0}")]
+    RaftConfig(String),
+    #[error("cannot start Raft: {0}")]
+    Raft(String),
+    #[error("cannot bind the controller listener {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(
+        "{0} is the metadata log of an Oxbow without a quorum; this version keeps metadata in a Raft log. Move the data directory aside (or remove that file to start with no topics)"
+    )]
+    LegacyMetadata(PathBuf),
+}
+
+/// This node's controller: the image, and the way to change it.
 #[derive(Debug)]
 pub struct Controller {
-    node_id: i32,
-    log: Mutex<MetadataLog>,
-    image: RwLock<Arc<ClusterImage>>,
-    logs: Arc<LogManager>,
+    pub settings: QuorumSettings,
+    /// New on every start: tells a restart from another process with the same node id.
+    pub incarnation: Uuid,
+    pub feed: Arc<MetadataFeed>,
+    raft: Option<Raft>,
+    active: Option<Arc<ActiveController>>,
+    command_client: ControllerClient,
+    heartbeat_client: ControllerClient,
+    fetch_client: ControllerClient,
+    cluster_id: Arc<RwLock<Option<String>>>,
     log_defaults: LogConfig,
-    /// Producer ids handed out from the reserved block: (next, end of block).
-    producer_ids: Mutex<(i64, i64)>,
+    producer_ids: tokio::sync::Mutex<(i64, i64)>,
+    fenced: AtomicBool,
+    known_controller: AtomicI32,
+    published: watch::Receiver<u64>,
+    caught_up_target: watch::Receiver<Option<u64>>,
 }
 
+/// The controller's background tasks; any of them ending with an error stops the node.
+pub type ControllerTasks = JoinSet<Result<(), ControllerError>>;
+
 impl Controller {
-    /// Replays the metadata log in `dir` and makes the partition logs match the image:
-    /// partitions of known topics are created if missing, those of deleted topics removed.
-    pub fn open(
-        dir: &std::path::Path,
-        node_id: i32,
-        configured_cluster_id: Option<String>,
-        logs: Arc<LogManager>,
+    /// Opens the quorum's storage, joins or forms the quorum, and starts this node's
+    /// controller tasks (the listener, timers, registration, metadata fetch, publisher).
+    pub async fn start(
+        settings: QuorumSettings,
         log_defaults: LogConfig,
-    ) -> Result<Self, ControllerError> {
-        let (mut log, records) = MetadataLog::open(dir)?;
-        let mut image = ClusterImage::default();
-        for record in &records {
-            image.apply(record);
+        logs: Option<Arc<LogManager>>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<(Arc<Self>, ControllerTasks), StartError> {
+        let dir = &settings.metadata_dir;
+        let legacy = dir.join(LEGACY_METADATA_LOG);
+        if legacy.exists() && !dir.join("raft-log").exists() {
+            return Err(StartError::LegacyMetadata(legacy));
         }
-        if image.cluster_id.is_none() {
-            let cluster_id =
-                configured_cluster_id.unwrap_or_else(|| Uuid::new_v4().simple().to_string());
-            let record = MetadataRecord::ClusterIdentified { cluster_id };
-            log.append(std::slice::from_ref(&record))?;
-            image.apply(&record);
-        }
-        let controller = Self {
-            node_id,
-            log: Mutex::new(log),
-            image: RwLock::new(Arc::new(image)),
-            logs,
-            log_defaults,
-            producer_ids: Mutex::new((0, 0)),
-        };
-        controller.reconcile_logs()?;
-        Ok(controller)
-    }
-
-    fn reconcile_logs(&self) -> Result<(), ControllerError> {
-        let image = self.image();
-        for log in self.logs.all() {
-            let tp = log.topic_partition();
-            let known = image
-                .topics
-                .get(&tp.topic)
-                .is_some_and(|t| tp.partition < t.partitions);
-            if !known {
-                tracing::warn!(topic_partition = %tp, "Removing the log of a partition the metadata does not know");
-                self.logs.delete(tp)?;
+        let log_store = quorum::log_store::LogStore::open(dir)?;
+        let pristine = log_store.is_pristine();
+        let (state_machine, feed) = quorum::state_machine::MetadataStateMachine::open(dir)?;
+        let cluster_id = Arc::new(RwLock::new(settings.cluster_id.clone()));
+        let mut tasks = JoinSet::new();
+        let node_id = settings.node_id;
+        let (raft, active) = if settings.is_voter {
+            let config = openraft::Config {
+                cluster_name: "oxbow-metadata".into(),
+                heartbeat_interval: 100,
+                election_timeout_min: 500,
+                election_timeout_max: 1000,
+                install_snapshot_timeout: 5000,
+                snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(SNAPSHOT_EVERY),
+                max_in_snapshot_log_to_keep: LOG_KEPT_BEHIND_SNAPSHOT,
+                ..Default::default()
             }
-        }
-        for topic in image.topics.values() {
-            self.ensure_logs(topic)?;
-        }
-        Ok(())
-    }
-
-    fn ensure_logs(&self, topic: &TopicImage) -> Result<(), ControllerError> {
-        let config = self.log_config_for(topic)?;
-        for partition in 0..topic.partitions {
-            let tp = TopicPartition::new(topic.name.clone(), partition);
-            match self.logs.get(&tp) {
-                Some(log) => log.update_config(config.clone()),
-                None => {
-                    self.logs.create(tp, config.clone())?;
+            .validate()
+            .map_err(|e| StartError::RaftConfig(e.to_string()))?;
+            let network = quorum::network::NetworkFactory {
+                sender: quorum::network::Sender {
+                    node_id,
+                    cluster_id: Arc::clone(&cluster_id),
+                },
+            };
+            let raft = openraft::Raft::new(
+                node_id as u64,
+                Arc::new(config),
+                network,
+                log_store,
+                state_machine,
+            )
+            .await
+            .map(Raft)
+            .map_err(|e| StartError::Raft(e.to_string()))?;
+            if pristine {
+                let members: BTreeMap<u64, BasicNode> = settings
+                    .voters
+                    .iter()
+                    .map(|(id, address)| (*id as u64, BasicNode::new(address)))
+                    .collect();
+                match raft.initialize(members).await {
+                    Ok(()) => {
+                        tracing::info!(voters = ?settings.voters, "Formed a new metadata quorum")
+                    }
+                    Err(error) => {
+                        tracing::info!(%error, "The metadata quorum already exists; joining it")
+                    }
                 }
             }
+            let active = Arc::new(ActiveController::new(
+                node_id,
+                raft.clone(),
+                Arc::clone(&feed),
+                log_defaults.clone(),
+                settings.session_timeout,
+            ));
+            (Some(raft), Some(active))
+        } else {
+            drop((log_store, state_machine));
+            (None, None)
+        };
+        let skip = settings.is_voter.then_some(node_id);
+        let client =
+            || ControllerClient::new(node_id, &settings.voters, skip, Arc::clone(&cluster_id));
+        let (caught_up_sender, caught_up_target) = watch::channel(None);
+        let (publisher, published) = match &logs {
+            Some(logs) => {
+                let (publisher, published) = publisher::Publisher::new(
+                    node_id,
+                    Arc::clone(logs),
+                    log_defaults.clone(),
+                    caught_up_target.clone(),
+                );
+                (Some(publisher), published)
+            }
+            None => (None, watch::channel(0).1),
+        };
+        let controller = Arc::new(Self {
+            settings: settings.clone(),
+            incarnation: Uuid::new_v4(),
+            feed: Arc::clone(&feed),
+            raft: raft.clone(),
+            active: active.clone(),
+            command_client: client(),
+            heartbeat_client: client(),
+            fetch_client: ControllerClient::new(
+                node_id,
+                &settings.voters,
+                skip,
+                Arc::clone(&cluster_id),
+            ),
+            cluster_id: Arc::clone(&cluster_id),
+            log_defaults,
+            producer_ids: tokio::sync::Mutex::new((0, 0)),
+            fenced: AtomicBool::new(true),
+            known_controller: AtomicI32::new(-1),
+            published,
+            caught_up_target,
+        });
+        if let (Some(raft), Some(active)) = (raft, active) {
+            if let Some(address) = settings.controller_listener {
+                let listener = tokio::net::TcpListener::bind(address)
+                    .await
+                    .map_err(|source| StartError::Bind { address, source })?;
+                let service = Arc::new(service::ControllerService {
+                    raft,
+                    active: Arc::clone(&active),
+                    feed: Arc::clone(&feed),
+                    cluster_id: Arc::clone(&cluster_id),
+                });
+                let shutdown = shutdown.clone();
+                tasks.spawn(async move {
+                    service::serve(listener, service, shutdown).await;
+                    Ok(())
+                });
+            }
+            let stamp = settings
+                .cluster_id
+                .clone()
+                .unwrap_or_else(|| Uuid::new_v4().simple().to_string());
+            tasks.spawn(active.run_timers(settings.voters.clone(), stamp, shutdown.clone()));
+        } else {
+            let observer = Arc::clone(&controller);
+            let shutdown = shutdown.clone();
+            tasks.spawn(async move {
+                lifecycle::run_observer(observer, shutdown).await;
+                Ok(())
+            });
         }
-        Ok(())
+        tasks.spawn(Arc::clone(&controller).watch_cluster_id(shutdown.clone()));
+        if let Some(publisher) = publisher {
+            let views = feed.subscribe();
+            let shutdown_publisher = shutdown.clone();
+            tasks.spawn(async move {
+                publisher.run(views, shutdown_publisher).await;
+                Ok(())
+            });
+        }
+        if settings.is_broker {
+            let broker = Arc::clone(&controller);
+            tasks.spawn(async move {
+                lifecycle::run_broker(broker, caught_up_sender, shutdown).await;
+                Ok(())
+            });
+        } else {
+            caught_up_sender.send_replace(Some(0));
+        }
+        Ok((controller, tasks))
+    }
+
+    /// Learns the cluster id from the image; a node configured for another cluster stops.
+    async fn watch_cluster_id(
+        self: Arc<Self>,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Result<(), ControllerError> {
+        let mut views = self.feed.subscribe();
+        loop {
+            let recorded = views.borrow_and_update().image.cluster_id.clone();
+            if let Some(recorded) = recorded {
+                match &self.settings.cluster_id {
+                    Some(configured) if *configured != recorded => {
+                        return Err(ControllerError::Quorum(format!(
+                            "cluster.id is {configured} but the quorum's cluster is {recorded}"
+                        )));
+                    }
+                    _ => *self.cluster_id.write() = Some(recorded),
+                }
+            }
+            tokio::select! {
+                changed = views.changed() => if changed.is_err() { return Ok(()) },
+                _ = shutdown.changed() => return Ok(()),
+            }
+        }
     }
 
     pub fn node_id(&self) -> i32 {
-        self.node_id
+        self.settings.node_id
     }
 
-    /// A consistent snapshot of the metadata.
+    /// A consistent snapshot of the metadata as this node has applied it.
     pub fn image(&self) -> Arc<ClusterImage> {
-        Arc::clone(&self.image.read())
+        Arc::clone(&self.feed.current().image)
     }
 
     pub fn cluster_id(&self) -> String {
         self.image().cluster_id.clone().unwrap_or_default()
     }
 
-    pub fn logs(&self) -> &Arc<LogManager> {
-        &self.logs
+    /// The active controller as this node knows it.
+    pub fn controller_id(&self) -> Option<i32> {
+        match &self.active {
+            Some(active) => active.leader(),
+            None => Some(self.known_controller.load(Ordering::Relaxed)).filter(|id| *id >= 0),
+        }
+    }
+
+    fn set_known_controller(&self, id: Option<i32>) {
+        self.known_controller
+            .store(id.unwrap_or(-1), Ordering::Relaxed);
+    }
+
+    fn set_fenced(&self, fenced: bool) {
+        if self.fenced.swap(fenced, Ordering::Relaxed) != fenced {
+            tracing::info!(fenced, "Broker fencing changed");
+        }
+    }
+
+    /// Registered, unfenced, and its logs match an image at least as new as the one the
+    /// controller had when it registered.
+    pub fn is_ready(&self) -> bool {
+        if !self.settings.is_broker {
+            return self.feed.current().applied_index > 0;
+        }
+        let target = *self.caught_up_target.borrow();
+        !self.fenced.load(Ordering::Relaxed)
+            && target.is_some_and(|target| *self.published.borrow() >= target)
+    }
+
+    /// The index of the last image applied to this broker's logs.
+    pub fn published_index(&self) -> u64 {
+        *self.published.borrow()
+    }
+
+    /// Whether this voter is the active controller.
+    pub fn is_active(&self) -> bool {
+        self.active.as_ref().is_some_and(|a| a.is_leader())
+    }
+
+    pub fn raft(&self) -> Option<&Raft> {
+        self.raft.as_ref()
     }
 
     pub fn log_defaults(&self) -> &LogConfig {
@@ -157,19 +394,67 @@ impl Controller {
             .with_topic_configs(topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
-    fn commit(&self, records: Vec<MetadataRecord>) -> Result<Arc<ClusterImage>, ControllerError> {
-        let mut log = self.log.lock();
-        log.append(&records)?;
-        let mut image = (*self.image()).clone();
-        for record in &records {
-            image.apply(record);
+    async fn send(
+        &self,
+        client: &ControllerClient,
+        command: &ControllerCommand,
+        timeout: Duration,
+    ) -> Result<CommandReply, ControllerError> {
+        if let Some(active) = &self.active
+            && active.is_leader()
+        {
+            match active.execute(command.clone()).await {
+                Err(ControllerError::NotController(_)) => {}
+                other => return other,
+            }
         }
-        let image = Arc::new(image);
-        *self.image.write() = Arc::clone(&image);
-        Ok(image)
+        if self.settings.voters.len() == 1 && self.active.is_some() {
+            return Err(ControllerError::NotController(Some(
+                "this node is the only voter and has not been elected yet".into(),
+            )));
+        }
+        client.command(command, timeout).await
     }
 
-    pub fn create_topic(
+    /// A registration or heartbeat, on its own connection so metadata changes in
+    /// flight never delay it.
+    async fn heartbeat(
+        &self,
+        command: &ControllerCommand,
+    ) -> Result<CommandReply, ControllerError> {
+        let timeout = self.settings.session_timeout / 2;
+        self.send(&self.heartbeat_client, command, timeout).await
+    }
+
+    /// Asks the active controller to carry out `command`, and waits (briefly) until this
+    /// broker has applied the result, so it reads its own writes.
+    pub async fn execute(
+        &self,
+        command: ControllerCommand,
+    ) -> Result<CommandOutcome, ControllerError> {
+        let reply = self
+            .send(&self.command_client, &command, COMMAND_TIMEOUT)
+            .await?;
+        let mut published = if self.settings.is_broker {
+            self.published.clone()
+        } else {
+            let mut views = self.feed.subscribe();
+            let _ = tokio::time::timeout(
+                PUBLISH_WAIT,
+                views.wait_for(|view| view.applied_index >= reply.index),
+            )
+            .await;
+            return Ok(reply.outcome);
+        };
+        let _ = tokio::time::timeout(
+            PUBLISH_WAIT,
+            published.wait_for(|index| *index >= reply.index),
+        )
+        .await;
+        Ok(reply.outcome)
+    }
+
+    pub async fn create_topic(
         &self,
         name: &str,
         partitions: i32,
@@ -177,183 +462,96 @@ impl Controller {
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<TopicImage, ControllerError> {
-        validate_topic_name(name)?;
-        if self.image().topics.contains_key(name) {
-            return Err(ControllerError::TopicAlreadyExists(name.to_string()));
-        }
-        if partitions < 1 {
-            return Err(ControllerError::InvalidPartitions {
-                topic: name.to_string(),
-                requested: partitions,
-                reason: "must be at least 1".into(),
-            });
-        }
-        if partitions > MAX_PARTITIONS {
-            return Err(too_many_partitions(name, partitions));
-        }
-        let brokers = 1;
-        if replication_factor < 1 || i32::from(replication_factor) > brokers {
-            return Err(ControllerError::InvalidReplicationFactor {
-                requested: replication_factor,
-                brokers,
-            });
-        }
-        self.log_defaults
-            .with_topic_configs(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-        let topic = TopicImage {
+        let command = ControllerCommand::CreateTopic {
             name: name.to_string(),
-            topic_id: Uuid::new_v4(),
             partitions,
             replication_factor,
             configs,
+            validate_only,
         };
-        if validate_only {
-            return Ok(topic);
+        match self.execute(command).await? {
+            CommandOutcome::Topic(topic) => {
+                if !validate_only {
+                    tracing::info!(
+                        topic = name,
+                        partitions,
+                        replication_factor,
+                        "Created topic"
+                    );
+                }
+                Ok(topic)
+            }
+            other => Err(unexpected(other)),
         }
-        self.commit(vec![MetadataRecord::TopicCreated {
-            name: topic.name.clone(),
-            topic_id: topic.topic_id,
-            partitions,
-            replication_factor,
-            configs: topic.configs.clone(),
-        }])?;
-        self.ensure_logs(&topic)?;
-        tracing::info!(topic = name, partitions, "Created topic");
-        Ok(topic)
     }
 
-    pub fn delete_topic(&self, name: &str) -> Result<Uuid, ControllerError> {
-        let image = self.image();
-        let topic = image
-            .topics
-            .get(name)
-            .ok_or_else(|| ControllerError::UnknownTopic(name.to_string()))?;
-        self.commit(vec![MetadataRecord::TopicDeleted {
+    pub async fn delete_topic(&self, name: &str) -> Result<Uuid, ControllerError> {
+        let command = ControllerCommand::DeleteTopic {
             name: name.to_string(),
-            topic_id: topic.topic_id,
-        }])?;
-        for partition in 0..topic.partitions {
-            self.logs.delete(&TopicPartition::new(name, partition))?;
+        };
+        match self.execute(command).await? {
+            CommandOutcome::TopicDeleted(id) => {
+                tracing::info!(topic = name, "Deleted topic");
+                Ok(id)
+            }
+            other => Err(unexpected(other)),
         }
-        tracing::info!(topic = name, "Deleted topic");
-        Ok(topic.topic_id)
     }
 
-    pub fn create_partitions(
+    pub async fn create_partitions(
         &self,
         name: &str,
         total: i32,
         validate_only: bool,
     ) -> Result<(), ControllerError> {
-        let image = self.image();
-        let topic = image
-            .topics
-            .get(name)
-            .ok_or_else(|| ControllerError::UnknownTopic(name.to_string()))?;
-        if total <= topic.partitions {
-            return Err(ControllerError::InvalidPartitions {
-                topic: name.to_string(),
-                requested: total,
-                reason: if total == topic.partitions {
-                    format!("the topic already has {total} partition(s)")
-                } else {
-                    format!(
-                        "the topic has {} partition(s); partitions can only grow",
-                        topic.partitions
-                    )
-                },
-            });
-        }
-        if total > MAX_PARTITIONS {
-            return Err(too_many_partitions(name, total));
-        }
-        if validate_only {
-            return Ok(());
-        }
-        let image = self.commit(vec![MetadataRecord::PartitionsAdded {
+        self.execute(ControllerCommand::CreatePartitions {
             name: name.to_string(),
-            total_partitions: total,
-        }])?;
-        if let Some(topic) = image.topics.get(name) {
-            self.ensure_logs(topic)?;
-        }
-        Ok(())
+            total,
+            validate_only,
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Replaces a topic's configs (AlterConfigs; IncrementalAlterConfigs computes the new
-    /// set first). The live logs take the new configuration at once.
-    pub fn set_topic_configs(
+    /// set first).
+    pub async fn set_topic_configs(
         &self,
         name: &str,
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<(), ControllerError> {
-        let image = self.image();
-        if !image.topics.contains_key(name) {
-            return Err(ControllerError::UnknownTopic(name.to_string()));
-        }
-        self.log_defaults
-            .with_topic_configs(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-        if validate_only {
-            return Ok(());
-        }
-        let image = self.commit(vec![MetadataRecord::TopicConfigChanged {
+        self.execute(ControllerCommand::SetTopicConfigs {
             name: name.to_string(),
             configs,
-        }])?;
-        if let Some(topic) = image.topics.get(name) {
-            self.ensure_logs(topic)?;
-        }
-        Ok(())
+            validate_only,
+        })
+        .await
+        .map(|_| ())
     }
 
-    /// A new producer id; ids are reserved durably in blocks.
-    pub fn allocate_producer_id(&self) -> Result<i64, ControllerError> {
-        let mut ids = self.producer_ids.lock();
+    /// A new producer id; ids are reserved through the quorum in blocks.
+    pub async fn allocate_producer_id(&self) -> Result<i64, ControllerError> {
+        let mut ids = self.producer_ids.lock().await;
         if ids.0 >= ids.1 {
-            let start = self.image().next_producer_id;
-            let end = start + PRODUCER_ID_BLOCK;
-            self.commit(vec![MetadataRecord::ProducerIdsAllocated {
-                next_producer_id: end,
-            }])?;
-            *ids = (start, end);
+            match self.execute(ControllerCommand::AllocateProducerIds).await? {
+                CommandOutcome::ProducerIds { first, end } => *ids = (first, end),
+                other => return Err(unexpected(other)),
+            }
         }
         let id = ids.0;
         ids.0 += 1;
         Ok(id)
     }
+
+    /// Removes a broker that holds no replicas from the cluster.
+    pub async fn unregister_broker(&self, node_id: i32) -> Result<(), ControllerError> {
+        self.execute(ControllerCommand::UnregisterBroker { node_id })
+            .await
+            .map(|_| ())
+    }
 }
 
-fn too_many_partitions(topic: &str, requested: i32) -> ControllerError {
-    ControllerError::InvalidPartitions {
-        topic: topic.to_string(),
-        requested,
-        reason: format!("more than the {MAX_PARTITIONS} partitions a topic may have"),
-    }
-}
-
-/// Kafka's topic name rules.
-pub fn validate_topic_name(name: &str) -> Result<(), ControllerError> {
-    let invalid = |reason| ControllerError::InvalidTopicName {
-        name: name.to_string(),
-        reason,
-    };
-    if name.is_empty() {
-        return Err(invalid("empty"));
-    }
-    if name == "." || name == ".." {
-        return Err(invalid("'.' and '..' are not allowed"));
-    }
-    if name.len() > MAX_TOPIC_NAME_LENGTH {
-        return Err(invalid("longer than 249 characters"));
-    }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-    {
-        return Err(invalid(
-            "only ASCII letters, digits, '.', '_' and '-' are allowed",
-        ));
-    }
-    Ok(())
+fn unexpected(outcome: CommandOutcome) -> ControllerError {
+    ControllerError::Quorum(format!("unexpected controller answer {outcome:?}"))
 }

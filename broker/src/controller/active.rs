@@ -1,0 +1,261 @@
+//! The active controller: on every voter, and acting while that voter leads the quorum.
+//!
+//! Decisions run one at a time under `decide_lock`: the image is read after the quorum
+//! confirms this node still leads and has applied everything committed before
+//! (`ensure_linearizable`), the decision's records are committed, and only then may the
+//! next decision read the image. Broker sessions (last heartbeat times) live here in
+//! memory, as in Kafka: a new active controller gives every broker a full session
+//! timeout before fencing it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::decisions::{ControllerCommand, ControllerError, DecisionInputs, decide};
+use super::feed::MetadataFeed;
+use super::quorum::Raft;
+use super::records::MetadataBatch;
+use super::rpc::CommandReply;
+use crate::storage::LogConfig;
+
+/// How long a decision may wait for the quorum before the caller is told it timed out.
+const COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often sessions are checked and the cluster id is stamped.
+const TICK: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Default)]
+struct Sessions {
+    last_heartbeat: HashMap<i32, Instant>,
+    /// Log index of each broker's registration: it is unfenced once it has applied it.
+    registered_at: HashMap<i32, u64>,
+    /// The term these sessions belong to; a new term starts them afresh.
+    term: Option<u64>,
+}
+
+#[derive(Debug)]
+pub struct ActiveController {
+    node_id: i32,
+    raft: Raft,
+    feed: Arc<MetadataFeed>,
+    log_defaults: LogConfig,
+    session_timeout: Duration,
+    decide_lock: tokio::sync::Mutex<()>,
+    sessions: Mutex<Sessions>,
+}
+
+impl ActiveController {
+    pub fn new(
+        node_id: i32,
+        raft: Raft,
+        feed: Arc<MetadataFeed>,
+        log_defaults: LogConfig,
+        session_timeout: Duration,
+    ) -> Self {
+        Self {
+            node_id,
+            raft,
+            feed,
+            log_defaults,
+            session_timeout,
+            decide_lock: tokio::sync::Mutex::new(()),
+            sessions: Mutex::new(Sessions::default()),
+        }
+    }
+
+    /// The active controller's node id as this voter knows it.
+    pub fn leader(&self) -> Option<i32> {
+        self.raft
+            .metrics()
+            .borrow()
+            .current_leader
+            .and_then(|id| i32::try_from(id).ok())
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.leader() == Some(self.node_id)
+    }
+
+    /// Decides and commits `command`, if this voter leads the quorum.
+    pub async fn execute(
+        &self,
+        command: ControllerCommand,
+    ) -> Result<CommandReply, ControllerError> {
+        match tokio::time::timeout(COMMIT_TIMEOUT, self.execute_now(command)).await {
+            Ok(result) => result,
+            Err(_) => Err(ControllerError::Timeout(format!(
+                "no quorum within {COMMIT_TIMEOUT:?}"
+            ))),
+        }
+    }
+
+    async fn execute_now(
+        &self,
+        command: ControllerCommand,
+    ) -> Result<CommandReply, ControllerError> {
+        let _decision = self.decide_lock.lock().await;
+        self.raft
+            .ensure_linearizable()
+            .await
+            .map_err(|error| match error.forward_to_leader() {
+                Some(forward) => ControllerError::NotController(
+                    forward
+                        .leader_id
+                        .map(|id| format!("node {id} leads the quorum")),
+                ),
+                None => ControllerError::Quorum(error.to_string()),
+            })?;
+        let view = self.feed.current();
+        let now = Instant::now();
+        let (live_sessions, caught_up_index) = {
+            let mut sessions = self.sessions.lock();
+            if let ControllerCommand::BrokerHeartbeat { node_id, .. } = &command {
+                sessions.last_heartbeat.insert(*node_id, now);
+            }
+            let live: BTreeSet<i32> = sessions
+                .last_heartbeat
+                .iter()
+                .filter(|(_, at)| now.duration_since(**at) < self.session_timeout)
+                .map(|(node, _)| *node)
+                .collect();
+            let caught_up = match &command {
+                ControllerCommand::BrokerHeartbeat { node_id, .. } => {
+                    sessions.registered_at.get(node_id).copied().unwrap_or(0)
+                }
+                _ => 0,
+            };
+            (live, caught_up)
+        };
+        let inputs = DecisionInputs {
+            log_defaults: &self.log_defaults,
+            live_sessions: &live_sessions,
+            placement_start: rand::random::<u32>() as usize,
+            new_topic_id: Uuid::new_v4(),
+            caught_up_index,
+        };
+        let (records, outcome) = decide(&view.image, &command, &inputs)?;
+        if records.is_empty() {
+            return Ok(CommandReply {
+                outcome,
+                index: view.applied_index,
+            });
+        }
+        tracing::debug!(
+            ?command,
+            records = records.len(),
+            "Committing a controller decision"
+        );
+        let written = self
+            .raft
+            .client_write(MetadataBatch { records })
+            .await
+            .map_err(|error| match error.forward_to_leader() {
+                Some(forward) => ControllerError::NotController(
+                    forward
+                        .leader_id
+                        .map(|id| format!("node {id} leads the quorum")),
+                ),
+                None => ControllerError::Quorum(error.to_string()),
+            })?;
+        let index = written.log_id.index;
+        if let ControllerCommand::RegisterBroker { node_id, .. } = &command {
+            let mut sessions = self.sessions.lock();
+            sessions.last_heartbeat.insert(*node_id, Instant::now());
+            sessions.registered_at.insert(*node_id, index);
+        }
+        Ok(CommandReply { outcome, index })
+    }
+
+    /// Fences brokers whose sessions expired and stamps the cluster id, while leading.
+    /// Returns when shutting down, or with an error when the quorum's voters are not the
+    /// configured ones (a node must not serve with a voter list the quorum disagrees with).
+    pub async fn run_timers(
+        self: Arc<Self>,
+        configured_voters: BTreeMap<i32, String>,
+        cluster_id: String,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Result<(), ControllerError> {
+        let mut ticker = tokio::time::interval(TICK);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {}
+                _ = shutdown.changed() => return Ok(()),
+            }
+            let metrics = self.raft.metrics().borrow().clone();
+            let quorum: BTreeSet<i32> = metrics
+                .membership_config
+                .voter_ids()
+                .filter_map(|id| i32::try_from(id).ok())
+                .collect();
+            let configured: BTreeSet<i32> = configured_voters.keys().copied().collect();
+            if !quorum.is_empty() && quorum != configured {
+                return Err(ControllerError::Quorum(format!(
+                    "controller.quorum.voters names {configured:?} but the quorum's voters are {quorum:?}"
+                )));
+            }
+            if metrics.current_leader != Some(self.node_id as u64) {
+                self.sessions.lock().term = None;
+                continue;
+            }
+            let image = self.feed.current().image.clone();
+            {
+                let mut sessions = self.sessions.lock();
+                if sessions.term != Some(metrics.current_term) {
+                    // A new active controller: every broker gets a whole session.
+                    let now = Instant::now();
+                    sessions.term = Some(metrics.current_term);
+                    sessions.last_heartbeat = image.brokers.keys().map(|id| (*id, now)).collect();
+                    sessions.registered_at.clear();
+                }
+            }
+            if image.cluster_id.is_none() {
+                let command = ControllerCommand::IdentifyCluster {
+                    cluster_id: cluster_id.clone(),
+                };
+                if let Err(error) = self.execute(command).await {
+                    tracing::warn!(%error, "Cannot record the cluster id yet");
+                }
+                continue;
+            }
+            let expired: Vec<i32> = {
+                let sessions = self.sessions.lock();
+                let now = Instant::now();
+                image
+                    .live_brokers()
+                    .filter(|b| {
+                        sessions
+                            .last_heartbeat
+                            .get(&b.node_id)
+                            .is_none_or(|at| now.duration_since(*at) >= self.session_timeout)
+                    })
+                    .map(|b| b.node_id)
+                    .collect()
+            };
+            for node_id in expired {
+                tracing::warn!(node_id, timeout = ?self.session_timeout, "Broker session expired; fencing it");
+                match self
+                    .execute(ControllerCommand::FenceBroker { node_id })
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(node_id, %error, "Fencing failed"),
+                }
+            }
+        }
+    }
+}
+
+impl ControllerError {
+    /// Whether the command may succeed on another voter or later.
+    pub fn is_retriable(&self) -> bool {
+        matches!(
+            self,
+            ControllerError::NotController(_) | ControllerError::Timeout(_)
+        )
+    }
+}

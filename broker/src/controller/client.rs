@@ -1,0 +1,166 @@
+//! A broker's way to the active controller: tries the voter it last heard leads, follows
+//! "not the controller, node N is" answers, and walks the voters otherwise, until the
+//! deadline. Host names are resolved on every (re)connect.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use super::decisions::{ControllerCommand, ControllerError};
+use super::feed::MetadataUpdate;
+use super::rpc::{CommandReply, RpcBody, RpcConnection, RpcReply, RpcRequest};
+
+/// Pause after every voter failed once, before trying them again.
+const ROUND_BACKOFF: Duration = Duration::from_millis(100);
+/// Longest wait for one voter's answer beyond the request's own wait.
+const CALL_TIMEOUT: Duration = Duration::from_secs(6);
+
+#[derive(Debug)]
+pub struct ControllerClient {
+    node_id: i32,
+    cluster_id: Arc<RwLock<Option<String>>>,
+    voters: BTreeMap<i32, Mutex<RpcConnection>>,
+    leader_hint: AtomicI32,
+}
+
+impl ControllerClient {
+    /// A client of `voters` (id → host:port); `skip` is left out (this node itself, when
+    /// it is a voter and asks its own active controller directly).
+    pub fn new(
+        node_id: i32,
+        voters: &BTreeMap<i32, String>,
+        skip: Option<i32>,
+        cluster_id: Arc<RwLock<Option<String>>>,
+    ) -> Self {
+        Self {
+            node_id,
+            cluster_id,
+            voters: voters
+                .iter()
+                .filter(|(id, _)| Some(**id) != skip)
+                .map(|(id, address)| (*id, Mutex::new(RpcConnection::new(address.clone()))))
+                .collect(),
+            leader_hint: AtomicI32::new(-1),
+        }
+    }
+
+    pub fn leader_hint(&self) -> Option<i32> {
+        Some(self.leader_hint.load(Ordering::Relaxed)).filter(|id| *id >= 0)
+    }
+
+    pub fn set_leader_hint(&self, leader: Option<i32>) {
+        self.leader_hint
+            .store(leader.unwrap_or(-1), Ordering::Relaxed);
+    }
+
+    /// Sends a command to the active controller.
+    pub async fn command(
+        &self,
+        command: &ControllerCommand,
+        timeout: Duration,
+    ) -> Result<CommandReply, ControllerError> {
+        let reply = self
+            .send(
+                || RpcBody::Command(command.clone()),
+                timeout,
+                Duration::ZERO,
+            )
+            .await?;
+        match reply {
+            RpcReply::Command(result) => result,
+            other => Err(ControllerError::Quorum(format!(
+                "unexpected reply {other:?}"
+            ))),
+        }
+    }
+
+    /// Long-polls a voter for the metadata after `from_index`.
+    pub async fn fetch_metadata(
+        &self,
+        from_index: u64,
+        max_wait: Duration,
+    ) -> Result<(MetadataUpdate, Option<i32>), ControllerError> {
+        let body = || RpcBody::FetchMetadata {
+            from_index,
+            max_wait_ms: max_wait.as_millis() as u64,
+        };
+        match self.send(body, max_wait + CALL_TIMEOUT, max_wait).await? {
+            RpcReply::Metadata {
+                update,
+                controller_id,
+            } => Ok((update, controller_id)),
+            other => Err(ControllerError::Quorum(format!(
+                "unexpected reply {other:?}"
+            ))),
+        }
+    }
+
+    async fn send(
+        &self,
+        body: impl Fn() -> RpcBody,
+        timeout: Duration,
+        server_wait: Duration,
+    ) -> Result<RpcReply, ControllerError> {
+        let deadline = Instant::now() + timeout;
+        let mut last_error = String::from("no controller voters configured");
+        loop {
+            let mut order: Vec<i32> = self.voters.keys().copied().collect();
+            if let Some(hint) = self.leader_hint()
+                && let Some(position) = order.iter().position(|id| *id == hint)
+            {
+                order.rotate_left(position);
+            }
+            for voter in order {
+                let Some(connection) = self.voters.get(&voter) else {
+                    continue;
+                };
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                if remaining.is_zero() {
+                    return Err(ControllerError::NotController(Some(last_error)));
+                }
+                let request = RpcRequest {
+                    cluster_id: self.cluster_id.read().clone(),
+                    from_node: self.node_id,
+                    body: body(),
+                };
+                let per_call = remaining.min(CALL_TIMEOUT + server_wait);
+                let reply = connection.lock().await.call(&request, per_call).await;
+                match reply {
+                    Ok(RpcReply::NotController { leader }) => {
+                        last_error = format!("voter {voter} is not the active controller");
+                        if let Some(leader) = leader.filter(|l| *l != voter) {
+                            self.set_leader_hint(Some(leader));
+                            // Go straight to the leader it named.
+                            break;
+                        }
+                    }
+                    Ok(RpcReply::Command(Err(ControllerError::NotController(detail)))) => {
+                        last_error =
+                            detail.unwrap_or_else(|| format!("voter {voter} lost leadership"));
+                    }
+                    Ok(RpcReply::Refused { reason }) => {
+                        return Err(ControllerError::Quorum(format!(
+                            "voter {voter} refused this node: {reason}"
+                        )));
+                    }
+                    Ok(reply) => {
+                        if matches!(reply, RpcReply::Command(_)) {
+                            self.set_leader_hint(Some(voter));
+                        }
+                        return Ok(reply);
+                    }
+                    Err(error) => last_error = error.to_string(),
+                }
+            }
+            if Instant::now() + ROUND_BACKOFF >= deadline {
+                return Err(ControllerError::NotController(Some(last_error)));
+            }
+            tokio::time::sleep(ROUND_BACKOFF).await;
+        }
+    }
+}

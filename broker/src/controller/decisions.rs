@@ -1,0 +1,606 @@
+//! The controller's decisions: a deterministic state machine. A command and the current
+//! image go in; the metadata records that carry out the command come out (or a refusal).
+//! Nothing here touches the clock, randomness, disks or sockets: the caller passes in
+//! which brokers have live sessions, the random placement start and new ids, so every
+//! decision replays from its inputs.
+//!
+//! The active controller runs each decision under one lock and commits its records
+//! through the quorum before the next decision reads the image: there is no window
+//! between checking ("does the topic exist?") and committing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::image::{ClusterImage, TopicImage};
+use super::placement::{Candidate, PlacementError, place_partitions};
+use super::records::{Endpoint, MetadataRecord, PartitionState};
+use crate::storage::LogConfig;
+
+/// Producer ids are reserved in blocks so the log is not written per InitProducerId.
+pub const PRODUCER_ID_BLOCK: i64 = 1000;
+/// Most partitions one topic may have: each is a directory with open files and mapped
+/// indexes, so an absurd count is refused instead of exhausting the brokers.
+pub const MAX_PARTITIONS: i32 = 10_000;
+/// Kafka's limit on topic name length.
+pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
+
+/// Why a metadata change was refused or failed. Crosses the controller RPC unchanged, so
+/// a forwarded request fails exactly as a local one would.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum ControllerError {
+    #[error("topic `{0}` already exists")]
+    TopicAlreadyExists(String),
+    #[error("topic `{0}` does not exist")]
+    UnknownTopic(String),
+    #[error("invalid topic name `{name}`: {reason}")]
+    InvalidTopicName { name: String, reason: String },
+    #[error("invalid partition count {requested} for `{topic}`: {reason}")]
+    InvalidPartitions {
+        topic: String,
+        requested: i32,
+        reason: String,
+    },
+    #[error("replication factor {requested} is larger than the {brokers} available broker(s)")]
+    InvalidReplicationFactor { requested: i16, brokers: i32 },
+    #[error("invalid config: {0}")]
+    InvalidConfig(String),
+    #[error("node {node_id} is already registered by a live broker (incarnation {incarnation})")]
+    DuplicateBrokerRegistration { node_id: i32, incarnation: Uuid },
+    #[error("broker {0} is not registered")]
+    UnknownBroker(i32),
+    #[error("broker {node_id} still holds replicas of {partitions} partition(s)")]
+    BrokerHoldsReplicas { node_id: i32, partitions: usize },
+    #[error("no active controller is reachable{}", .0.as_deref().map(|d| format!(": {d}")).unwrap_or_default())]
+    NotController(Option<String>),
+    #[error("the metadata quorum did not commit the change in time: {0}")]
+    Timeout(String),
+    #[error("metadata quorum failure: {0}")]
+    Quorum(String),
+}
+
+impl From<crate::storage::LogConfigError> for ControllerError {
+    fn from(error: crate::storage::LogConfigError) -> Self {
+        Self::InvalidConfig(error.to_string())
+    }
+}
+
+/// A change asked of the active controller (by a Kafka API, a broker's lifecycle, or the
+/// controller's own timers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ControllerCommand {
+    CreateTopic {
+        name: String,
+        partitions: i32,
+        replication_factor: i16,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    },
+    DeleteTopic {
+        name: String,
+    },
+    CreatePartitions {
+        name: String,
+        total: i32,
+        validate_only: bool,
+    },
+    SetTopicConfigs {
+        name: String,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    },
+    AllocateProducerIds,
+    RegisterBroker {
+        node_id: i32,
+        incarnation: Uuid,
+        endpoint: Endpoint,
+        rack: Option<String>,
+    },
+    /// A registered broker's heartbeat; unfences it when it has caught up with the log.
+    BrokerHeartbeat {
+        node_id: i32,
+        incarnation: Uuid,
+        applied_index: u64,
+    },
+    /// The broker's session expired (the controller's timer).
+    FenceBroker {
+        node_id: i32,
+    },
+    UnregisterBroker {
+        node_id: i32,
+    },
+    /// Stamps the cluster id on a new cluster.
+    IdentifyCluster {
+        cluster_id: String,
+    },
+}
+
+/// What a command produced, for the caller's response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum CommandOutcome {
+    Done,
+    Topic(TopicImage),
+    TopicDeleted(Uuid),
+    ProducerIds {
+        first: i64,
+        end: i64,
+    },
+    /// A heartbeat's answer: whether the broker is (still) fenced.
+    Heartbeat {
+        fenced: bool,
+    },
+}
+
+/// What a decision may know beyond the image.
+#[derive(Debug, Clone)]
+pub struct DecisionInputs<'a> {
+    /// Broker defaults, to validate topic configs.
+    pub log_defaults: &'a LogConfig,
+    /// Brokers whose session with the controller has not expired.
+    pub live_sessions: &'a BTreeSet<i32>,
+    /// Where placement ties start (random in production, fixed in tests).
+    pub placement_start: usize,
+    /// The id of a topic this decision may create.
+    pub new_topic_id: Uuid,
+    /// The log index a heartbeating broker must have applied to be unfenced.
+    pub caught_up_index: u64,
+}
+
+/// The records that carry out `command` on `image`, and what to answer.
+pub fn decide(
+    image: &ClusterImage,
+    command: &ControllerCommand,
+    inputs: &DecisionInputs<'_>,
+) -> Result<(Vec<MetadataRecord>, CommandOutcome), ControllerError> {
+    match command {
+        ControllerCommand::CreateTopic {
+            name,
+            partitions,
+            replication_factor,
+            configs,
+            validate_only,
+        } => create_topic(
+            image,
+            inputs,
+            name,
+            *partitions,
+            *replication_factor,
+            configs,
+            *validate_only,
+        ),
+        ControllerCommand::DeleteTopic { name } => {
+            let topic = known_topic(image, name)?;
+            Ok((
+                vec![MetadataRecord::TopicDeleted {
+                    name: name.clone(),
+                    topic_id: topic.topic_id,
+                }],
+                CommandOutcome::TopicDeleted(topic.topic_id),
+            ))
+        }
+        ControllerCommand::CreatePartitions {
+            name,
+            total,
+            validate_only,
+        } => create_partitions(image, inputs, name, *total, *validate_only),
+        ControllerCommand::SetTopicConfigs {
+            name,
+            configs,
+            validate_only,
+        } => {
+            known_topic(image, name)?;
+            inputs
+                .log_defaults
+                .with_topic_configs(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+            let records = if *validate_only {
+                Vec::new()
+            } else {
+                vec![MetadataRecord::TopicConfigChanged {
+                    name: name.clone(),
+                    configs: configs.clone(),
+                }]
+            };
+            Ok((records, CommandOutcome::Done))
+        }
+        ControllerCommand::AllocateProducerIds => {
+            let first = image.next_producer_id;
+            let end = first + PRODUCER_ID_BLOCK;
+            Ok((
+                vec![MetadataRecord::ProducerIdsAllocated {
+                    next_producer_id: end,
+                }],
+                CommandOutcome::ProducerIds { first, end },
+            ))
+        }
+        ControllerCommand::RegisterBroker {
+            node_id,
+            incarnation,
+            endpoint,
+            rack,
+        } => {
+            if let Some(existing) = image.brokers.get(node_id)
+                && existing.incarnation != *incarnation
+                && !existing.fenced
+                && inputs.live_sessions.contains(node_id)
+            {
+                return Err(ControllerError::DuplicateBrokerRegistration {
+                    node_id: *node_id,
+                    incarnation: existing.incarnation,
+                });
+            }
+            if image
+                .brokers
+                .get(node_id)
+                .is_some_and(|b| b.incarnation == *incarnation)
+            {
+                return Ok((Vec::new(), CommandOutcome::Done));
+            }
+            let mut records = fence(image, *node_id, inputs);
+            records.push(MetadataRecord::BrokerRegistered {
+                node_id: *node_id,
+                incarnation: *incarnation,
+                endpoint: endpoint.clone(),
+                rack: rack.clone(),
+            });
+            Ok((records, CommandOutcome::Done))
+        }
+        ControllerCommand::BrokerHeartbeat {
+            node_id,
+            incarnation,
+            applied_index,
+        } => {
+            let broker = image
+                .brokers
+                .get(node_id)
+                .filter(|b| b.incarnation == *incarnation)
+                .ok_or(ControllerError::UnknownBroker(*node_id))?;
+            if broker.fenced && *applied_index >= inputs.caught_up_index {
+                return Ok((
+                    unfence(image, *node_id),
+                    CommandOutcome::Heartbeat { fenced: false },
+                ));
+            }
+            Ok((
+                Vec::new(),
+                CommandOutcome::Heartbeat {
+                    fenced: broker.fenced,
+                },
+            ))
+        }
+        ControllerCommand::FenceBroker { node_id } => {
+            Ok((fence(image, *node_id, inputs), CommandOutcome::Done))
+        }
+        ControllerCommand::UnregisterBroker { node_id } => {
+            if !image.brokers.contains_key(node_id) {
+                return Err(ControllerError::UnknownBroker(*node_id));
+            }
+            let holding = image
+                .topics
+                .values()
+                .flat_map(|t| &t.partitions)
+                .filter(|p| p.replicas.contains(node_id))
+                .count();
+            if holding > 0 {
+                return Err(ControllerError::BrokerHoldsReplicas {
+                    node_id: *node_id,
+                    partitions: holding,
+                });
+            }
+            Ok((
+                vec![MetadataRecord::BrokerUnregistered { node_id: *node_id }],
+                CommandOutcome::Done,
+            ))
+        }
+        ControllerCommand::IdentifyCluster { cluster_id } => {
+            let records = if image.cluster_id.is_none() {
+                vec![MetadataRecord::ClusterIdentified {
+                    cluster_id: cluster_id.clone(),
+                }]
+            } else {
+                Vec::new()
+            };
+            Ok((records, CommandOutcome::Done))
+        }
+    }
+}
+
+fn known_topic<'a>(image: &'a ClusterImage, name: &str) -> Result<&'a TopicImage, ControllerError> {
+    image
+        .topics
+        .get(name)
+        .ok_or_else(|| ControllerError::UnknownTopic(name.to_string()))
+}
+
+/// Brokers new replicas may go to: registered, unfenced, with a live session.
+fn candidates(image: &ClusterImage, inputs: &DecisionInputs<'_>) -> Vec<Candidate> {
+    image
+        .live_brokers()
+        .filter(|b| inputs.live_sessions.contains(&b.node_id))
+        .map(|b| Candidate {
+            node_id: b.node_id,
+            rack: b.rack.clone(),
+        })
+        .collect()
+}
+
+fn placement_error(error: PlacementError, requested: i16) -> ControllerError {
+    match error {
+        PlacementError::NotEnoughBrokers { available, .. } => {
+            ControllerError::InvalidReplicationFactor {
+                requested,
+                brokers: i32::try_from(available).unwrap_or(i32::MAX),
+            }
+        }
+        PlacementError::InvalidReplicationFactor(_) => ControllerError::InvalidReplicationFactor {
+            requested,
+            brokers: 0,
+        },
+    }
+}
+
+/// A new partition's state: its first replica leads. Only the leader is in sync until
+/// followers replicate: an ISR that claimed more would promise copies that do not exist.
+fn new_partition(replicas: Vec<i32>) -> PartitionState {
+    let leader = replicas.first().copied().unwrap_or(-1);
+    PartitionState {
+        in_sync_replicas: vec![leader],
+        replicas,
+        leader,
+        leader_epoch: 0,
+        partition_epoch: 0,
+    }
+}
+
+fn create_topic(
+    image: &ClusterImage,
+    inputs: &DecisionInputs<'_>,
+    name: &str,
+    partitions: i32,
+    replication_factor: i16,
+    configs: &BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(Vec<MetadataRecord>, CommandOutcome), ControllerError> {
+    validate_topic_name(name)?;
+    if image.topics.contains_key(name) {
+        return Err(ControllerError::TopicAlreadyExists(name.to_string()));
+    }
+    if partitions < 1 {
+        return Err(ControllerError::InvalidPartitions {
+            topic: name.to_string(),
+            requested: partitions,
+            reason: "must be at least 1".into(),
+        });
+    }
+    if partitions > MAX_PARTITIONS {
+        return Err(too_many_partitions(name, partitions));
+    }
+    if replication_factor < 1 {
+        return Err(ControllerError::InvalidReplicationFactor {
+            requested: replication_factor,
+            brokers: i32::try_from(candidates(image, inputs).len()).unwrap_or(i32::MAX),
+        });
+    }
+    inputs
+        .log_defaults
+        .with_topic_configs(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    let assignments = place_partitions(
+        &candidates(image, inputs),
+        &[],
+        usize::try_from(partitions).unwrap_or(0),
+        usize::try_from(replication_factor).unwrap_or(0),
+        inputs.placement_start,
+    )
+    .map_err(|e| placement_error(e, replication_factor))?;
+    let topic = TopicImage {
+        name: name.to_string(),
+        topic_id: inputs.new_topic_id,
+        replication_factor,
+        configs: configs.clone(),
+        partitions: assignments.into_iter().map(new_partition).collect(),
+    };
+    if validate_only {
+        return Ok((Vec::new(), CommandOutcome::Topic(topic)));
+    }
+    let mut records = vec![MetadataRecord::TopicCreated {
+        name: topic.name.clone(),
+        topic_id: topic.topic_id,
+        replication_factor,
+        configs: topic.configs.clone(),
+    }];
+    records.extend(
+        topic
+            .partitions
+            .iter()
+            .enumerate()
+            .map(|(partition, state)| MetadataRecord::PartitionCreated {
+                topic: topic.name.clone(),
+                partition: partition as i32,
+                state: state.clone(),
+            }),
+    );
+    Ok((records, CommandOutcome::Topic(topic)))
+}
+
+fn create_partitions(
+    image: &ClusterImage,
+    inputs: &DecisionInputs<'_>,
+    name: &str,
+    total: i32,
+    validate_only: bool,
+) -> Result<(Vec<MetadataRecord>, CommandOutcome), ControllerError> {
+    let topic = known_topic(image, name)?;
+    let current = topic.partition_count();
+    if total <= current {
+        return Err(ControllerError::InvalidPartitions {
+            topic: name.to_string(),
+            requested: total,
+            reason: if total == current {
+                format!("the topic already has {total} partition(s)")
+            } else {
+                format!("the topic has {current} partition(s); partitions can only grow")
+            },
+        });
+    }
+    if total > MAX_PARTITIONS {
+        return Err(too_many_partitions(name, total));
+    }
+    let existing: Vec<Vec<i32>> = topic
+        .partitions
+        .iter()
+        .map(|p| p.replicas.clone())
+        .collect();
+    let replication_factor = topic
+        .partitions
+        .first()
+        .map_or(topic.replication_factor, |p| p.replicas.len() as i16);
+    let added = place_partitions(
+        &candidates(image, inputs),
+        &existing,
+        usize::try_from(total - current).unwrap_or(0),
+        usize::try_from(replication_factor).unwrap_or(0),
+        inputs.placement_start,
+    )
+    .map_err(|e| placement_error(e, replication_factor))?;
+    if validate_only {
+        return Ok((Vec::new(), CommandOutcome::Done));
+    }
+    let records = added
+        .into_iter()
+        .enumerate()
+        .map(|(offset, replicas)| MetadataRecord::PartitionCreated {
+            topic: name.to_string(),
+            partition: current + offset as i32,
+            state: new_partition(replicas),
+        })
+        .collect();
+    Ok((records, CommandOutcome::Done))
+}
+
+/// The in-sync replica to lead next: the first of the assigned replicas (preferred order)
+/// that is in sync and live; with unclean election allowed, any live replica.
+fn elect(state: &PartitionState, live: &dyn Fn(i32) -> bool, unclean: bool) -> Option<i32> {
+    state
+        .replicas
+        .iter()
+        .copied()
+        .find(|r| state.in_sync_replicas.contains(r) && live(*r))
+        .or_else(|| {
+            unclean
+                .then(|| state.replicas.iter().copied().find(|r| live(*r)))
+                .flatten()
+        })
+}
+
+fn unclean_allowed(topic: &TopicImage) -> bool {
+    topic
+        .configs
+        .get("unclean.leader.election.enable")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// Fences `node_id`: it leaves every ISR it is in (but the last member stays, so the data
+/// it alone holds is not forgotten), and partitions it led get a new leader from the ISR,
+/// or none (offline) when no in-sync replica is live.
+pub fn fence(
+    image: &ClusterImage,
+    node_id: i32,
+    inputs: &DecisionInputs<'_>,
+) -> Vec<MetadataRecord> {
+    let Some(broker) = image.brokers.get(&node_id) else {
+        return Vec::new();
+    };
+    let live = |n: i32| n != node_id && image.is_live(n) && inputs.live_sessions.contains(&n);
+    let mut records = Vec::new();
+    if !broker.fenced {
+        records.push(MetadataRecord::BrokerFenced { node_id });
+    }
+    for topic in image.topics.values() {
+        for (partition, state) in topic.partitions.iter().enumerate() {
+            let in_isr = state.in_sync_replicas.contains(&node_id);
+            if state.leader != node_id && !in_isr {
+                continue;
+            }
+            let mut next = state.clone();
+            if in_isr && state.in_sync_replicas.len() > 1 {
+                next.in_sync_replicas.retain(|r| *r != node_id);
+            }
+            if state.leader == node_id {
+                let unclean = unclean_allowed(topic);
+                next.leader = elect(&next, &live, unclean).unwrap_or(-1);
+                if next.leader != -1 && !next.in_sync_replicas.contains(&next.leader) {
+                    // Unclean: the new leader's log is the truth from now on.
+                    next.in_sync_replicas = vec![next.leader];
+                }
+                next.leader_epoch += 1;
+            }
+            if next != *state {
+                next.partition_epoch += 1;
+                records.push(MetadataRecord::PartitionChanged {
+                    topic: topic.name.clone(),
+                    partition: partition as i32,
+                    state: next,
+                });
+            }
+        }
+    }
+    records
+}
+
+/// Unfences `node_id`: offline partitions whose ISR holds it get it as leader.
+pub fn unfence(image: &ClusterImage, node_id: i32) -> Vec<MetadataRecord> {
+    let mut records = vec![MetadataRecord::BrokerUnfenced { node_id }];
+    for topic in image.topics.values() {
+        for (partition, state) in topic.partitions.iter().enumerate() {
+            if state.leader == -1 && state.in_sync_replicas.contains(&node_id) {
+                let mut next = state.clone();
+                next.leader = node_id;
+                next.leader_epoch += 1;
+                next.partition_epoch += 1;
+                records.push(MetadataRecord::PartitionChanged {
+                    topic: topic.name.clone(),
+                    partition: partition as i32,
+                    state: next,
+                });
+            }
+        }
+    }
+    records
+}
+
+fn too_many_partitions(topic: &str, requested: i32) -> ControllerError {
+    ControllerError::InvalidPartitions {
+        topic: topic.to_string(),
+        requested,
+        reason: format!("more than the {MAX_PARTITIONS} partitions a topic may have"),
+    }
+}
+
+/// Kafka's topic name rules.
+pub fn validate_topic_name(name: &str) -> Result<(), ControllerError> {
+    let invalid = |reason: &str| ControllerError::InvalidTopicName {
+        name: name.to_string(),
+        reason: reason.to_string(),
+    };
+    if name.is_empty() {
+        return Err(invalid("empty"));
+    }
+    if name == "." || name == ".." {
+        return Err(invalid("'.' and '..' are not allowed"));
+    }
+    if name.len() > MAX_TOPIC_NAME_LENGTH {
+        return Err(invalid("longer than 249 characters"));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return Err(invalid(
+            "only ASCII letters, digits, '.', '_' and '-' are allowed",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+//! A broker's side of the quorum: it registers with the active controller, keeps its
+//! session alive with heartbeats, and — when it is not a voter — follows the metadata log
+//! by long-polling a voter (an observer, as KRaft calls it).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::Controller;
+use super::decisions::{CommandOutcome, ControllerCommand, ControllerError};
+
+/// How long one observer fetch may wait at the voter for new records.
+const FETCH_WAIT: Duration = Duration::from_secs(1);
+/// Pause after a failed fetch.
+const FETCH_BACKOFF: Duration = Duration::from_millis(200);
+
+/// Registers and heartbeats until shutdown. `caught_up_target` receives the log index of
+/// this broker's registration: once the broker has applied it, its image is as new as the
+/// controller's was when it joined.
+pub async fn run_broker(
+    controller: Arc<Controller>,
+    caught_up_target: watch::Sender<Option<u64>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let interval = controller.settings.heartbeat_interval;
+    let mut registered = false;
+    let mut last_error = String::new();
+    loop {
+        let result = if registered {
+            let command = ControllerCommand::BrokerHeartbeat {
+                node_id: controller.settings.node_id,
+                incarnation: controller.incarnation,
+                applied_index: controller.feed.current().applied_index,
+            };
+            controller.heartbeat(&command).await.map(|reply| {
+                if let CommandOutcome::Heartbeat { fenced } = reply.outcome {
+                    controller.set_fenced(fenced);
+                }
+            })
+        } else {
+            let command = ControllerCommand::RegisterBroker {
+                node_id: controller.settings.node_id,
+                incarnation: controller.incarnation,
+                endpoint: controller.settings.endpoint.clone(),
+                rack: controller.settings.rack.clone(),
+            };
+            controller.heartbeat(&command).await.map(|reply| {
+                tracing::info!(
+                    node_id = controller.settings.node_id,
+                    index = reply.index,
+                    "Registered with the active controller"
+                );
+                registered = true;
+                caught_up_target.send_replace(Some(reply.index));
+            })
+        };
+        match result {
+            Ok(()) => last_error.clear(),
+            Err(ControllerError::UnknownBroker(_)) => {
+                tracing::warn!(
+                    "The controller does not know this broker's registration; registering again"
+                );
+                registered = false;
+                controller.set_fenced(true);
+            }
+            Err(error) => {
+                let text = error.to_string();
+                if text != last_error {
+                    if matches!(error, ControllerError::DuplicateBrokerRegistration { .. }) {
+                        tracing::error!(%error, "Registration refused: another live broker uses this node.id");
+                    } else {
+                        tracing::warn!(%error, registered, "Heartbeat to the controller failed");
+                    }
+                    last_error = text;
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// Follows the metadata log from the voters (brokers that are not voters).
+pub async fn run_observer(controller: Arc<Controller>, mut shutdown: watch::Receiver<bool>) {
+    let mut last_error = String::new();
+    loop {
+        let from = controller.feed.current().applied_index;
+        let fetched = tokio::select! {
+            fetched = controller.fetch_client.fetch_metadata(from, FETCH_WAIT) => fetched,
+            _ = shutdown.changed() => return,
+        };
+        match fetched {
+            Ok((update, controller_id)) => {
+                controller.fetch_client.set_leader_hint(controller_id);
+                controller.set_known_controller(controller_id);
+                controller.feed.apply_update(update);
+                last_error.clear();
+            }
+            Err(error) => {
+                let text = error.to_string();
+                if text != last_error {
+                    tracing::warn!(%error, "Fetching metadata from the quorum failed");
+                    last_error = text;
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(FETCH_BACKOFF) => {}
+                    _ = shutdown.changed() => return,
+                }
+            }
+        }
+    }
+}

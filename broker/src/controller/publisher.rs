@@ -1,0 +1,165 @@
+//! The publisher: makes this broker's partition logs match each new image. A log is
+//! created for every partition this broker is a replica of, takes its topic's configs
+//! when they change, and is removed when the image no longer places it here.
+//!
+//! A broker that has not caught up with the quorum must not act on what its image lacks:
+//! a log the image does not mention is removed only if an earlier image of this run placed
+//! it here (a deletion or move this broker saw happen), or once this broker has applied
+//! the log up to the index the controller gave it at registration. Until then it is kept
+//! and reported once.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::feed::MetadataView;
+use super::image::ClusterImage;
+use crate::storage::{LogConfig, LogManager, TopicPartition};
+
+#[derive(Debug)]
+pub struct Publisher {
+    node_id: i32,
+    logs: Arc<LogManager>,
+    log_defaults: LogConfig,
+    /// The index this broker must reach before removing logs its image does not know.
+    caught_up_target: watch::Receiver<Option<u64>>,
+    /// The index of the last image applied to the logs.
+    published: watch::Sender<u64>,
+    reported_strays: BTreeSet<TopicPartition>,
+}
+
+impl Publisher {
+    pub fn new(
+        node_id: i32,
+        logs: Arc<LogManager>,
+        log_defaults: LogConfig,
+        caught_up_target: watch::Receiver<Option<u64>>,
+    ) -> (Self, watch::Receiver<u64>) {
+        let (published, receiver) = watch::channel(0);
+        (
+            Self {
+                node_id,
+                logs,
+                log_defaults,
+                caught_up_target,
+                published,
+                reported_strays: BTreeSet::new(),
+            },
+            receiver,
+        )
+    }
+
+    /// Applies every new image until shutdown.
+    pub async fn run(
+        mut self,
+        mut views: watch::Receiver<Arc<MetadataView>>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        let mut previous = Arc::new(ClusterImage::default());
+        loop {
+            let view = Arc::clone(&views.borrow_and_update());
+            let caught_up = self
+                .caught_up_target
+                .borrow()
+                .is_some_and(|target| view.applied_index >= target);
+            let publisher = self;
+            let before = Arc::clone(&previous);
+            let image = Arc::clone(&view.image);
+            let applied = tokio::task::spawn_blocking(move || {
+                let mut publisher = publisher;
+                publisher.apply(&before, &image, caught_up);
+                publisher
+            })
+            .await;
+            self = match applied {
+                Ok(publisher) => publisher,
+                Err(error) => {
+                    tracing::error!(%error, "Publishing metadata to the logs failed");
+                    return;
+                }
+            };
+            previous = Arc::clone(&view.image);
+            self.published.send_replace(view.applied_index);
+            tokio::select! {
+                changed = views.changed() => if changed.is_err() { return },
+                changed = self.caught_up_target.changed() => if changed.is_err() { return },
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+
+    fn config_for(&self, image: &ClusterImage, topic: &str) -> LogConfig {
+        let Some(topic) = image.topics.get(topic) else {
+            return self.log_defaults.clone();
+        };
+        self.log_defaults
+            .with_topic_configs(topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .unwrap_or_else(|error| {
+                tracing::error!(topic = %topic.name, %error, "Topic configs in the metadata are invalid here; using broker defaults");
+                self.log_defaults.clone()
+            })
+    }
+
+    fn hosted(&self, image: &ClusterImage) -> BTreeSet<TopicPartition> {
+        image
+            .topics
+            .values()
+            .flat_map(|topic| {
+                topic
+                    .partitions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.replicas.contains(&self.node_id))
+                    .map(|(index, _)| TopicPartition::new(topic.name.clone(), index as i32))
+            })
+            .collect()
+    }
+
+    fn apply(&mut self, previous: &ClusterImage, image: &ClusterImage, caught_up: bool) {
+        let hosted = self.hosted(image);
+        let hosted_before = self.hosted(previous);
+        for tp in &hosted {
+            let changed_configs = previous.topics.get(&tp.topic).map(|t| &t.configs)
+                != image.topics.get(&tp.topic).map(|t| &t.configs);
+            let recreated = matches!(
+                (previous.topics.get(&tp.topic), image.topics.get(&tp.topic)),
+                (Some(before), Some(now)) if before.topic_id != now.topic_id
+            );
+            if recreated {
+                tracing::info!(topic_partition = %tp, "The topic was deleted and created again; starting its log afresh");
+                if let Err(error) = self.logs.delete(tp) {
+                    tracing::error!(topic_partition = %tp, %error, "Cannot remove a partition log");
+                }
+            }
+            match self.logs.get(tp) {
+                Some(log) if changed_configs => {
+                    log.update_config(self.config_for(image, &tp.topic))
+                }
+                Some(_) => {}
+                None => {
+                    if let Err(error) = self
+                        .logs
+                        .create(tp.clone(), self.config_for(image, &tp.topic))
+                    {
+                        tracing::error!(topic_partition = %tp, %error, "Cannot create a partition log");
+                    }
+                }
+            }
+        }
+        for log in self.logs.all() {
+            let tp = log.topic_partition();
+            if hosted.contains(tp) {
+                continue;
+            }
+            if hosted_before.contains(tp) || caught_up {
+                tracing::info!(topic_partition = %tp, "Removing a partition log the metadata no longer places here");
+                if let Err(error) = self.logs.delete(tp) {
+                    tracing::error!(topic_partition = %tp, %error, "Cannot remove a partition log");
+                }
+            } else if self.reported_strays.insert(tp.clone()) {
+                tracing::warn!(topic_partition = %tp, "Keeping a partition log the metadata does not mention until this broker has caught up with the quorum");
+            }
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! The Raft log and vote on disk.
+//!
+//! `raft-log` holds one entry per line: `<crc32c of the JSON, 8 hex digits> <entry as
+//! JSON>\n`, appended and fsynced before openraft is told the entries are durable. A
+//! last line cut short by a crash (no newline, or a CRC mismatch on the last line) was
+//! never acknowledged and is dropped; a bad line followed by good ones is corruption in
+//! the middle of the log, and the node refuses to start rather than forget entries it
+//! may have acknowledged to the quorum. Truncation (a conflicting suffix) and purging
+//! (entries below a snapshot) rewrite the file through a temporary file and a rename;
+//! both are rare and the file is bounded by the snapshot policy.
+//!
+//! `vote.json` and `log-state.json` (the purge point and the committed id) are replaced
+//! atomically.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
+use openraft::{Entry, RaftLogReader, StorageError, StorageIOError, Vote};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use super::{LogId, MetadataRaft};
+use crate::storage::checkpoint::write_atomically;
+
+const LOG_FILE: &str = "raft-log";
+const VOTE_FILE: &str = "vote.json";
+const STATE_FILE: &str = "log-state.json";
+
+/// Why the log cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum LogStoreError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the Raft log {path} is corrupt at byte {offset} with intact entries after it; remove the metadata directory to rejoin the quorum from the other voters"
+    )]
+    Corrupt { path: PathBuf, offset: usize },
+    #[error("{path} is malformed: {reason}")]
+    Malformed { path: PathBuf, reason: String },
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+struct LogStateFile {
+    last_purged: Option<LogId>,
+    committed: Option<LogId>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    dir: PathBuf,
+    file: File,
+    entries: BTreeMap<u64, Entry<MetadataRaft>>,
+    state: LogStateFile,
+    vote: Option<Vote<u64>>,
+}
+
+/// The Raft log store; clones share the same log (openraft's log readers).
+#[derive(Debug, Clone)]
+pub struct LogStore {
+    inner: Arc<Mutex<Inner>>,
+}
+
+fn encode_line(entry: &Entry<MetadataRaft>) -> Result<Vec<u8>, serde_json::Error> {
+    let json = serde_json::to_vec(entry)?;
+    let mut line = format!("{:08x} ", crc32c::crc32c(&json)).into_bytes();
+    line.extend_from_slice(&json);
+    line.push(b'\n');
+    Ok(line)
+}
+
+fn decode_line(line: &[u8]) -> Option<Entry<MetadataRaft>> {
+    let line = line.strip_suffix(b"\n")?;
+    let (crc, json) = (line.get(..8)?, line.get(9..)?);
+    let crc = u32::from_str_radix(std::str::from_utf8(crc).ok()?, 16).ok()?;
+    (crc32c::crc32c(json) == crc)
+        .then(|| serde_json::from_slice(json).ok())
+        .flatten()
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, LogStoreError> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| LogStoreError::Malformed {
+                    path: path.to_path_buf(),
+                    reason: e.to_string(),
+                })
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(LogStoreError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+impl LogStore {
+    /// Opens (creating) the log in `dir`.
+    pub fn open(dir: &Path) -> Result<Self, LogStoreError> {
+        let path = dir.join(LOG_FILE);
+        let read = |source| LogStoreError::Read {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(read)?;
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(error) => return Err(read(error)),
+        };
+        let mut entries = BTreeMap::new();
+        let mut good_length = 0usize;
+        let lines: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
+        for (number, line) in lines.iter().enumerate() {
+            match decode_line(line) {
+                Some(entry) => {
+                    entries.insert(entry.log_id.index, entry);
+                    good_length += line.len();
+                }
+                None if number + 1 == lines.len() => {
+                    tracing::warn!(path = %path.display(), offset = good_length, "Raft log ends in a torn entry (a crash during an append); dropping it");
+                    break;
+                }
+                None => {
+                    return Err(LogStoreError::Corrupt {
+                        path: path.clone(),
+                        offset: good_length,
+                    });
+                }
+            }
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(read)?;
+        if good_length < bytes.len() {
+            file.set_len(good_length as u64)
+                .map_err(|source| LogStoreError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
+        }
+        let state = read_json(&dir.join(STATE_FILE))?.unwrap_or_default();
+        let vote = read_json(&dir.join(VOTE_FILE))?;
+        Ok(Self {
+            inner: Arc::new(Mutex::new(Inner {
+                dir: dir.to_path_buf(),
+                file,
+                entries,
+                state,
+                vote,
+            })),
+        })
+    }
+
+    /// Whether nothing was ever written: the node has never been part of a quorum.
+    pub fn is_pristine(&self) -> bool {
+        let inner = self.inner.lock();
+        inner.entries.is_empty() && inner.state.last_purged.is_none() && inner.vote.is_none()
+    }
+}
+
+// openraft's trait methods return its (large) StorageError; these helpers feed them.
+#[allow(clippy::result_large_err)]
+impl Inner {
+    fn write_state(&self) -> Result<(), StorageError<u64>> {
+        let bytes = serde_json::to_vec(&self.state).map_err(|e| StorageIOError::write(&e))?;
+        write_atomically(&self.dir.join(STATE_FILE), &bytes)
+            .map_err(|e| StorageIOError::write(&e).into())
+    }
+
+    /// Replaces the log file with the entries held in memory.
+    fn rewrite(&mut self) -> Result<(), StorageError<u64>> {
+        let mut text = Vec::new();
+        for entry in self.entries.values() {
+            text.extend(encode_line(entry).map_err(|e| StorageIOError::write_logs(&e))?);
+        }
+        let path = self.dir.join(LOG_FILE);
+        write_atomically(&path, &text).map_err(|e| StorageIOError::write_logs(&e))?;
+        self.file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| StorageIOError::write_logs(&e))?;
+        Ok(())
+    }
+}
+
+impl RaftLogReader<MetadataRaft> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry<MetadataRaft>>, StorageError<u64>> {
+        let inner = self.inner.lock();
+        Ok(inner
+            .entries
+            .range(range)
+            .map(|(_, entry)| entry.clone())
+            .collect())
+    }
+}
+
+impl RaftLogStorage<MetadataRaft> for LogStore {
+    type LogReader = LogStore;
+
+    async fn get_log_state(&mut self) -> Result<LogState<MetadataRaft>, StorageError<u64>> {
+        let inner = self.inner.lock();
+        let last_purged_log_id = inner.state.last_purged;
+        let last_log_id = inner
+            .entries
+            .values()
+            .next_back()
+            .map(|e| e.log_id)
+            .or(last_purged_log_id);
+        Ok(LogState {
+            last_purged_log_id,
+            last_log_id,
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
+        let mut inner = self.inner.lock();
+        let bytes = serde_json::to_vec(vote).map_err(|e| StorageIOError::write_vote(&e))?;
+        write_atomically(&inner.dir.join(VOTE_FILE), &bytes)
+            .map_err(|e| StorageIOError::write_vote(&e))?;
+        inner.vote = Some(*vote);
+        Ok(())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
+        Ok(self.inner.lock().vote)
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError<u64>> {
+        let mut inner = self.inner.lock();
+        inner.state.committed = committed;
+        inner.write_state()?;
+        Ok(())
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError<u64>> {
+        Ok(self.inner.lock().state.committed)
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<MetadataRaft>,
+    ) -> Result<(), StorageError<u64>>
+    where
+        I: IntoIterator<Item = Entry<MetadataRaft>> + Send,
+        I::IntoIter: Send,
+    {
+        let mut inner = self.inner.lock();
+        let mut text = Vec::new();
+        let mut appended = Vec::new();
+        for entry in entries {
+            text.extend(encode_line(&entry).map_err(|e| StorageIOError::write_logs(&e))?);
+            appended.push(entry);
+        }
+        let result = inner
+            .file
+            .write_all(&text)
+            .and_then(|()| inner.file.sync_data());
+        if let Err(error) = &result {
+            tracing::error!(%error, "Appending to the Raft log failed");
+        } else {
+            for entry in appended {
+                inner.entries.insert(entry.log_id.index, entry);
+            }
+        }
+        callback.log_io_completed(result);
+        Ok(())
+    }
+
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError<u64>> {
+        let mut inner = self.inner.lock();
+        let removed = inner.entries.split_off(&log_id.index);
+        if !removed.is_empty() {
+            tracing::info!(
+                from = log_id.index,
+                entries = removed.len(),
+                "Truncating a conflicting Raft log suffix"
+            );
+            inner.rewrite()?;
+        }
+        Ok(())
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError<u64>> {
+        let mut inner = self.inner.lock();
+        // The purge point is recorded first: a crash between the two steps leaves
+        // entries below it, which are ignored, never a hole above it.
+        inner.state.last_purged = Some(log_id);
+        inner.write_state()?;
+        let kept = inner.entries.split_off(&(log_id.index + 1));
+        inner.entries = kept;
+        inner.rewrite()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::quorum::state_machine::MetadataStateMachine;
+    use openraft::testing::{StoreBuilder, Suite};
+
+    struct Builder;
+
+    impl StoreBuilder<MetadataRaft, LogStore, MetadataStateMachine, tempfile::TempDir> for Builder {
+        async fn build(
+            &self,
+        ) -> Result<(tempfile::TempDir, LogStore, MetadataStateMachine), StorageError<u64>>
+        {
+            let dir = tempfile::tempdir().map_err(|e| StorageIOError::write(&e))?;
+            let log = LogStore::open(dir.path()).map_err(|e| StorageIOError::write(&e))?;
+            let (machine, _) =
+                MetadataStateMachine::open(dir.path()).map_err(|e| StorageIOError::write(&e))?;
+            Ok((dir, log, machine))
+        }
+    }
+
+    #[test]
+    fn passes_openraft_storage_suite() {
+        Suite::test_all(Builder).unwrap();
+    }
+
+    #[test]
+    fn a_torn_last_entry_is_dropped_and_a_corrupt_middle_refuses_to_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = |index| {
+            let entry = Entry::<MetadataRaft> {
+                log_id: openraft::LogId::new(openraft::CommittedLeaderId::new(1, 0), index),
+                ..Default::default()
+            };
+            encode_line(&entry).unwrap()
+        };
+        let path = dir.path().join(LOG_FILE);
+        let mut bytes = [entry(1), entry(2)].concat();
+        bytes.extend_from_slice(b"0000abcd {\"log_id\":");
+        std::fs::write(&path, &bytes).unwrap();
+        let store = LogStore::open(dir.path()).unwrap();
+        assert_eq!(store.inner.lock().entries.len(), 2);
+        drop(store);
+        assert_eq!(std::fs::read(&path).unwrap(), [entry(1), entry(2)].concat());
+
+        let mut corrupt = entry(1);
+        corrupt[0] = b'z';
+        std::fs::write(&path, [corrupt, entry(2)].concat()).unwrap();
+        let error = LogStore::open(dir.path()).unwrap_err();
+        assert!(
+            matches!(error, LogStoreError::Corrupt { offset: 0, .. }),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,54 @@
+//! The replicated metadata log: openraft over the controller voters.
+//!
+//! ```text
+//!   active controller --client_write(batch)--> openraft leader
+//!        |                                         | append_entries (controller listener)
+//!        v                                         v
+//!   LogStore (raft-log, vote.json)           followers' LogStore
+//!        |  committed entries, in order
+//!        v
+//!   MetadataStateMachine: ClusterImage + recent batches --watch--> publisher, observers
+//! ```
+//!
+//! Everything lives under the metadata directory: the log (`raft-log`), the vote
+//! (`vote.json`), the purge point (`log-state.json`) and the latest snapshot of the image
+//! (`snapshot.json`), so the log stays bounded: entries below a snapshot are purged.
+
+pub mod log_store;
+pub mod network;
+pub mod state_machine;
+
+use std::io::Cursor;
+
+use super::records::MetadataBatch;
+
+openraft::declare_raft_types!(
+    /// The metadata quorum's types: entries carry one decision's records.
+    pub MetadataRaft:
+        D = MetadataBatch,
+        R = (),
+        NodeId = u64,
+        Node = openraft::BasicNode,
+        Entry = openraft::Entry<MetadataRaft>,
+        SnapshotData = Cursor<Vec<u8>>,
+        AsyncRuntime = openraft::TokioRuntime,
+);
+
+/// The quorum's Raft handle (openraft's, which has no `Debug`).
+#[derive(Clone)]
+pub struct Raft(pub openraft::Raft<MetadataRaft>);
+
+impl std::fmt::Debug for Raft {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Raft(metadata quorum)")
+    }
+}
+
+impl std::ops::Deref for Raft {
+    type Target = openraft::Raft<MetadataRaft>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+pub type LogId = openraft::LogId<u64>;

@@ -1,0 +1,98 @@
+//! The metadata records: every change to the cluster's metadata, as the quorum log
+//! carries it. A batch of records is one Raft entry, so a decision that needs several
+//! records (a topic and its partitions, a fence and the elections it causes) is applied
+//! all or nothing.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Where clients reach a broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub host: String,
+    pub port: u16,
+}
+
+/// One partition's placement and leadership, as a record carries it in full.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionState {
+    /// Assigned replicas in preference order: the first is the preferred leader.
+    pub replicas: Vec<i32>,
+    pub in_sync_replicas: Vec<i32>,
+    /// -1 when no in-sync replica is available (the partition is offline).
+    pub leader: i32,
+    /// Bumped on every leader change.
+    pub leader_epoch: i32,
+    /// Bumped on every change of the partition (leader, ISR or replicas).
+    pub partition_epoch: i32,
+}
+
+/// A change to the cluster's metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MetadataRecord {
+    ClusterIdentified {
+        cluster_id: String,
+    },
+    /// A broker (re)registered; it starts fenced and is unfenced by its heartbeats.
+    BrokerRegistered {
+        node_id: i32,
+        /// New on every process start, so a restart is told from a duplicate node id.
+        incarnation: Uuid,
+        endpoint: Endpoint,
+        rack: Option<String>,
+    },
+    BrokerFenced {
+        node_id: i32,
+    },
+    BrokerUnfenced {
+        node_id: i32,
+    },
+    BrokerUnregistered {
+        node_id: i32,
+    },
+    TopicCreated {
+        name: String,
+        topic_id: Uuid,
+        replication_factor: i16,
+        configs: BTreeMap<String, String>,
+    },
+    /// A new partition of a topic (at creation and by CreatePartitions).
+    PartitionCreated {
+        topic: String,
+        partition: i32,
+        state: PartitionState,
+    },
+    /// A partition's leader, ISR or replicas changed.
+    PartitionChanged {
+        topic: String,
+        partition: i32,
+        state: PartitionState,
+    },
+    TopicConfigChanged {
+        name: String,
+        configs: BTreeMap<String, String>,
+    },
+    TopicDeleted {
+        name: String,
+        topic_id: Uuid,
+    },
+    /// Producer ids below `next_producer_id` are handed out.
+    ProducerIdsAllocated {
+        next_producer_id: i64,
+    },
+}
+
+/// What one Raft entry carries: the records of one decision.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataBatch {
+    pub records: Vec<MetadataRecord>,
+}
+
+impl std::fmt::Display for MetadataBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} metadata record(s)", self.records.len())
+    }
+}

@@ -1,0 +1,128 @@
+//! The controller listener: serves Raft RPCs between voters and the active controller's
+//! RPCs to brokers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use tokio::io::BufReader;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use super::active::ActiveController;
+use super::decisions::ControllerError;
+use super::feed::MetadataFeed;
+use super::quorum::Raft;
+use super::rpc::{FrameError, RpcBody, RpcReply, RpcRequest, read_frame, write_frame};
+
+/// Longest long poll an observer may ask for.
+const MAX_FETCH_WAIT: Duration = Duration::from_secs(5);
+
+#[derive(Debug)]
+pub struct ControllerService {
+    pub raft: Raft,
+    pub active: Arc<ActiveController>,
+    pub feed: Arc<MetadataFeed>,
+    pub cluster_id: Arc<RwLock<Option<String>>>,
+}
+
+impl ControllerService {
+    async fn handle(&self, request: RpcRequest) -> RpcReply {
+        let ours = self.cluster_id.read().clone();
+        if let (Some(ours), Some(theirs)) = (&ours, &request.cluster_id)
+            && ours != theirs
+        {
+            tracing::warn!(from_node = request.from_node, their_cluster = %theirs, our_cluster = %ours, "Refusing a node of another cluster");
+            return RpcReply::Refused {
+                reason: format!("this is cluster {ours}, not {theirs}"),
+            };
+        }
+        match request.body {
+            RpcBody::AppendEntries(rpc) => {
+                RpcReply::AppendEntries(self.raft.append_entries(rpc).await)
+            }
+            RpcBody::Vote(rpc) => RpcReply::Vote(self.raft.vote(rpc).await),
+            RpcBody::InstallSnapshot(rpc) => {
+                RpcReply::InstallSnapshot(self.raft.install_snapshot(rpc).await)
+            }
+            RpcBody::Command(command) => {
+                if !self.active.is_leader() {
+                    return RpcReply::NotController {
+                        leader: self.active.leader(),
+                    };
+                }
+                match self.active.execute(command).await {
+                    Err(ControllerError::NotController(_)) => RpcReply::NotController {
+                        leader: self.active.leader(),
+                    },
+                    result => RpcReply::Command(result),
+                }
+            }
+            RpcBody::FetchMetadata {
+                from_index,
+                max_wait_ms,
+            } => {
+                let wait = Duration::from_millis(max_wait_ms).min(MAX_FETCH_WAIT);
+                let mut views = self.feed.subscribe();
+                let _ = tokio::time::timeout(
+                    wait,
+                    views.wait_for(|view| view.applied_index > from_index),
+                )
+                .await;
+                RpcReply::Metadata {
+                    update: self.feed.since(from_index),
+                    controller_id: self.active.leader(),
+                }
+            }
+        }
+    }
+}
+
+/// Accepts controller connections until shutdown.
+pub async fn serve(
+    listener: TcpListener,
+    service: Arc<ControllerService>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => return,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let _ = stream.set_nodelay(true);
+                let service = Arc::clone(&service);
+                let shutdown = shutdown.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = connection(stream, &service, shutdown).await {
+                        tracing::warn!(%peer, %error, "Closing a controller connection");
+                    }
+                });
+            }
+            Err(error) => {
+                tracing::warn!(%error, "Accepting a controller connection failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn connection(
+    stream: TcpStream,
+    service: &ControllerService,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), FrameError> {
+    let mut stream = BufReader::new(stream);
+    loop {
+        let request: RpcRequest = tokio::select! {
+            request = read_frame(&mut stream) => match request? {
+                Some(request) => request,
+                None => return Ok(()),
+            },
+            _ = shutdown.changed() => return Ok(()),
+        };
+        let reply = service.handle(request).await;
+        write_frame(stream.get_mut(), &reply).await?;
+    }
+}

@@ -1,0 +1,184 @@
+//! `oxbow dev --brokers N`: a local cluster of N separate `oxbow` processes on loopback,
+//! each a combined broker and controller voter, data under one directory. It runs exactly
+//! the plain commands it prints, so what works here works the same by hand.
+
+use std::path::PathBuf;
+
+use tokio::process::{Child, Command};
+use tokio::signal::unix::{SignalKind, signal};
+
+#[derive(Debug, clap::Args)]
+pub struct DevArgs {
+    /// Number of nodes (1, 3 or 5 make sensible quorums).
+    #[arg(long, default_value_t = 3)]
+    brokers: u16,
+    /// Directory holding every node's data (`node-1`, `node-2`, ...).
+    #[arg(long, default_value = "./oxbow-dev")]
+    dir: PathBuf,
+    /// Client port of node 1; node N listens on this + N - 1.
+    #[arg(long, default_value_t = 9092)]
+    base_port: u16,
+    /// Controller port of node 1.
+    #[arg(long, default_value_t = 19092)]
+    controller_base_port: u16,
+    /// Metrics port of node 1.
+    #[arg(long, default_value_t = 9644)]
+    metrics_base_port: u16,
+}
+
+/// The `--override` flags of node `node` (1-based).
+pub fn node_overrides(args: &DevArgs, node: u16, cluster_id: &str) -> Vec<String> {
+    let voters: Vec<String> = (1..=args.brokers)
+        .map(|n| format!("{n}@127.0.0.1:{}", args.controller_base_port + n - 1))
+        .collect();
+    vec![
+        format!("node.id={node}"),
+        "process.roles=broker,controller".into(),
+        format!(
+            "listeners=PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+            args.base_port + node - 1,
+            args.controller_base_port + node - 1
+        ),
+        format!("controller.quorum.voters={}", voters.join(",")),
+        format!(
+            "log.dirs={}",
+            args.dir.join(format!("node-{node}")).display()
+        ),
+        format!(
+            "metrics.listener=127.0.0.1:{}",
+            args.metrics_base_port + node - 1
+        ),
+        format!("cluster.id={cluster_id}"),
+    ]
+}
+
+pub fn run(args: &DevArgs, extra_overrides: &[String]) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("oxbow dev: cannot start the runtime: {error}");
+            return 1;
+        }
+    };
+    match runtime.block_on(supervise(args, extra_overrides)) {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(error) => {
+            eprintln!("oxbow dev: {error:#}");
+            1
+        }
+    }
+}
+
+async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result<bool> {
+    use anyhow::Context;
+    if args.brokers == 0 {
+        anyhow::bail!("--brokers must be at least 1");
+    }
+    std::fs::create_dir_all(&args.dir)
+        .with_context(|| format!("creating {}", args.dir.display()))?;
+    let id_file = args.dir.join("cluster.id");
+    let cluster_id = match std::fs::read_to_string(&id_file) {
+        Ok(id) if !id.trim().is_empty() => id.trim().to_string(),
+        _ => {
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            std::fs::write(&id_file, &id)
+                .with_context(|| format!("writing {}", id_file.display()))?;
+            id
+        }
+    };
+    let program = std::env::current_exe().context("locating the oxbow binary")?;
+    let mut children: Vec<(u16, Child)> = Vec::new();
+    for node in 1..=args.brokers {
+        let mut overrides = node_overrides(args, node, &cluster_id);
+        overrides.extend(extra_overrides.iter().cloned());
+        let flags: Vec<String> = overrides
+            .iter()
+            .flat_map(|o| ["--override".to_string(), o.clone()])
+            .collect();
+        eprintln!(
+            "oxbow dev: node {node}: {} {}",
+            program.display(),
+            flags.join(" ")
+        );
+        let child = Command::new(&program)
+            .args(&flags)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting node {node}"))?;
+        children.push((node, child));
+    }
+    let bootstrap: Vec<String> = (1..=args.brokers)
+        .map(|n| format!("127.0.0.1:{}", args.base_port + n - 1))
+        .collect();
+    eprintln!(
+        "oxbow dev: {} node(s) of cluster {cluster_id}; bootstrap servers {}; Ctrl-C stops them all",
+        args.brokers,
+        bootstrap.join(",")
+    );
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let mut terminate =
+        signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+        (node, status) = first_exit(&mut children) => {
+            eprintln!("oxbow dev: node {node} exited ({status}); stopping the others");
+        }
+    }
+    let mut clean = true;
+    for (node, child) in &mut children {
+        if let Some(pid) = child.id() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        match child.wait().await {
+            Ok(status) if status.success() => {}
+            Ok(status) => {
+                eprintln!("oxbow dev: node {node} stopped with {status}");
+                clean = false;
+            }
+            Err(error) => {
+                eprintln!("oxbow dev: node {node}: {error}");
+                clean = false;
+            }
+        }
+    }
+    Ok(clean)
+}
+
+async fn first_exit(children: &mut [(u16, Child)]) -> (u16, String) {
+    let waits = children.iter_mut().map(|(node, child)| {
+        let node = *node;
+        Box::pin(async move {
+            let status = child.wait().await;
+            (
+                node,
+                status.map_or_else(|e| e.to_string(), |s| s.to_string()),
+            )
+        })
+    });
+    futures_select_all(waits).await
+}
+
+/// The first of several futures to finish.
+async fn futures_select_all<F, T>(futures: impl IntoIterator<Item = std::pin::Pin<Box<F>>>) -> T
+where
+    F: std::future::Future<Output = T>,
+{
+    let mut futures: Vec<_> = futures.into_iter().collect();
+    std::future::poll_fn(move |cx| {
+        for future in &mut futures {
+            if let std::task::Poll::Ready(value) = future.as_mut().poll(cx) {
+                return std::task::Poll::Ready(value);
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
