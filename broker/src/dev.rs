@@ -122,15 +122,31 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
     let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut terminate =
         signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    tokio::select! {
-        _ = interrupt.recv() => {}
-        _ = terminate.recv() => {}
-        (node, status) = first_exit(&mut children) => {
-            eprintln!("oxbow dev: node {node} exited ({status}); stopping the others");
+    // A node that exits (or is killed, to try a failover) is reported; the others keep
+    // running until Ctrl-C.
+    let mut exited = Vec::new();
+    loop {
+        let running: Vec<&mut (u16, Child)> = children
+            .iter_mut()
+            .filter(|(node, _)| !exited.contains(node))
+            .collect();
+        if running.is_empty() {
+            break;
+        }
+        tokio::select! {
+            _ = interrupt.recv() => break,
+            _ = terminate.recv() => break,
+            (node, status) = first_exit(running) => {
+                eprintln!("oxbow dev: node {node} exited ({status})");
+                exited.push(node);
+            }
         }
     }
     let mut clean = true;
     for (node, child) in &mut children {
+        if exited.contains(node) {
+            continue;
+        }
         if let Some(pid) = child.id() {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid as i32),
@@ -152,8 +168,8 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
     Ok(clean)
 }
 
-async fn first_exit(children: &mut [(u16, Child)]) -> (u16, String) {
-    let waits = children.iter_mut().map(|(node, child)| {
+async fn first_exit(children: Vec<&mut (u16, Child)>) -> (u16, String) {
+    let waits = children.into_iter().map(|(node, child)| {
         let node = *node;
         Box::pin(async move {
             let status = child.wait().await;

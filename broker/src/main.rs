@@ -133,18 +133,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         Arc::new(SystemClock),
         GroupMetrics::new(metrics.registry()).context("registering group metrics")?,
     ));
-    let listener = if config.is_broker {
-        Some(
-            tokio::net::TcpListener::bind(config.listener)
-                .await
-                .with_context(|| format!("binding the Kafka listener {}", config.listener))?,
-        )
-    } else {
-        None
-    };
     let state = Arc::new(BrokerState {
         config: config.clone(),
-        controller,
+        controller: Arc::clone(&controller),
         logs: Arc::clone(&logs),
         groups: Arc::clone(&groups),
         metrics,
@@ -159,6 +150,22 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             Some(tokio::spawn(metrics::serve(listener, Arc::clone(&state))))
         }
         None => None,
+    };
+    let listener = if config.is_broker {
+        tracing::info!(
+            node_id = config.node_id,
+            "Waiting to register with the controller quorum and be unfenced"
+        );
+        if !controller.wait_until_ready(shutdown_rx.clone()).await {
+            anyhow::bail!("stopped before joining the cluster");
+        }
+        Some(
+            tokio::net::TcpListener::bind(config.listener)
+                .await
+                .with_context(|| format!("binding the Kafka listener {}", config.listener))?,
+        )
+    } else {
+        None
     };
     let maintenance = tokio::spawn(maintain(
         Arc::clone(&logs),

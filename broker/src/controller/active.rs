@@ -107,6 +107,16 @@ impl ActiveController {
                         .leader_id
                         .map(|id| format!("node {id} leads the quorum")),
                 ),
+                // Not enough voters answer: the change may succeed once they do.
+                None if matches!(
+                    error,
+                    openraft::error::RaftError::APIError(
+                        openraft::error::CheckIsLeaderError::QuorumNotEnough(_)
+                    )
+                ) =>
+                {
+                    ControllerError::Timeout(error.to_string())
+                }
                 None => ControllerError::Quorum(error.to_string()),
             })?;
         let view = self.feed.current();

@@ -12,6 +12,8 @@ use super::decisions::{CommandOutcome, ControllerCommand, ControllerError};
 
 /// How long one observer fetch may wait at the voter for new records.
 const FETCH_WAIT: Duration = Duration::from_secs(1);
+/// Pause between registration and heartbeat attempts until the broker is unfenced.
+const STARTUP_RETRY: Duration = Duration::from_millis(50);
 /// Pause after a failed fetch.
 const FETCH_BACKOFF: Duration = Duration::from_millis(200);
 
@@ -76,8 +78,14 @@ pub async fn run_broker(
                 }
             }
         }
+        // Until registered and unfenced, try again soon: the broker is not serving yet.
+        let pause = if registered && !controller.fenced.load(std::sync::atomic::Ordering::Relaxed) {
+            interval
+        } else {
+            interval.min(STARTUP_RETRY)
+        };
         tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
+            _ = tokio::time::sleep(pause) => {}
             _ = shutdown.changed() => return,
         }
     }

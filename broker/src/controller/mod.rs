@@ -201,6 +201,12 @@ impl Controller {
                     }
                 }
             }
+            if settings.voters.len() == 1 {
+                // A lone voter need not wait out an election timeout to lead.
+                if let Err(error) = raft.trigger().elect().await {
+                    tracing::warn!(%error, "Cannot start an election");
+                }
+            }
             let active = Arc::new(ActiveController::new(
                 node_id,
                 raft.clone(),
@@ -373,6 +379,24 @@ impl Controller {
     /// The index of the last image applied to this broker's logs.
     pub fn published_index(&self) -> u64 {
         *self.published.borrow()
+    }
+
+    /// Waits until [`Self::is_ready`]: a broker serves clients only once it is unfenced
+    /// and its logs match the metadata, as a Kafka broker does.
+    pub async fn wait_until_ready(&self, mut shutdown: watch::Receiver<bool>) -> bool {
+        let mut views = self.feed.subscribe();
+        let mut published = self.published.clone();
+        loop {
+            if self.is_ready() {
+                return true;
+            }
+            tokio::select! {
+                _ = views.changed() => {}
+                _ = published.changed() => {}
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                _ = shutdown.changed() => return false,
+            }
+        }
     }
 
     /// Whether this voter is the active controller.

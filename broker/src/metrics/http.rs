@@ -51,7 +51,7 @@ async fn respond(
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
         "/readyz" => {
             let offline = state.logs.log_dirs().iter().all(|d| d.is_offline());
-            if offline || *state.shutting_down.borrow() {
+            if offline || *state.shutting_down.borrow() || !state.controller.is_ready() {
                 (
                     StatusCode::SERVICE_UNAVAILABLE,
                     "text/plain",
@@ -60,6 +60,24 @@ async fn respond(
             } else {
                 (StatusCode::OK, "text/plain", "ready\n".to_string())
             }
+        }
+        // What this node knows of the cluster: tests and operators compare the digests
+        // of every node's image to see that all brokers agree.
+        "/metadata" => {
+            let controller = &state.controller;
+            let view = controller.feed.current();
+            let body = serde_json::json!({
+                "node_id": controller.node_id(),
+                "cluster_id": view.image.cluster_id,
+                "controller_id": controller.controller_id(),
+                "applied_index": view.applied_index,
+                "published_index": controller.published_index(),
+                "image_digest": view.image.digest(),
+                "brokers": view.image.brokers.len(),
+                "topics": view.image.topics.len(),
+                "ready": controller.is_ready(),
+            });
+            (StatusCode::OK, "application/json", format!("{body}\n"))
         }
         _ => (
             StatusCode::NOT_FOUND,

@@ -2,6 +2,8 @@
 //! need to send exact requests (duplicates, gaps, garbage).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+pub mod cluster;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,170 @@
+//! The metadata quorum with real processes on loopback: agreement, controller failover,
+//! observers, stopped voters, fencing, and nodes that must be refused.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cluster::Cluster;
+use kafka_protocol::ResponseError;
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn leaders(cluster: &Cluster, via: i32, topic: &str) -> Vec<i32> {
+    let metadata = cluster.metadata(via);
+    let topic = metadata
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))
+        .expect("topic in metadata");
+    topic.partitions.iter().map(|p| p.leader_id.0).collect()
+}
+
+#[test]
+fn three_voters_agree_fail_over_and_rejoin() {
+    let mut cluster = Cluster::start(3, 0, &[]);
+    cluster.wait_ready(&[1, 2, 3]);
+    assert_eq!(cluster.create_topic(1, "spread", 6, 3), 0);
+    let digest = cluster.wait_same_image(&[1, 2, 3]);
+    // Every broker answers Metadata alike: three brokers, leaders spread over them,
+    // three replicas per partition, one cluster id and controller.
+    let metadata = cluster.metadata(2);
+    assert_eq!(metadata.brokers.len(), 3);
+    let mut led: Vec<i32> = leaders(&cluster, 3, "spread");
+    led.sort();
+    assert_eq!(led, vec![1, 1, 2, 2, 3, 3]);
+    let topic = metadata
+        .topics
+        .iter()
+        .find(|t| t.partitions.len() == 6)
+        .unwrap();
+    assert!(topic.partitions.iter().all(|p| p.replica_nodes.len() == 3));
+    let controllers: Vec<Option<i32>> = (1..=3).map(|id| cluster.controller_of(id)).collect();
+    assert!(
+        controllers
+            .iter()
+            .all(|c| c.is_some() && *c == controllers[0]),
+        "{controllers:?}"
+    );
+    let cluster_ids: Vec<_> = (1..=3).map(|id| cluster.metadata(id).cluster_id).collect();
+    assert!(cluster_ids[0].is_some() && cluster_ids.iter().all(|c| *c == cluster_ids[0]));
+
+    // SIGKILL the active controller: another voter takes over and metadata changes made
+    // through any survivor succeed.
+    let active = controllers[0].unwrap();
+    let survivors: Vec<i32> = (1..=3).filter(|id| *id != active).collect();
+    let killed_at = Instant::now();
+    cluster.kill(active);
+    let mut attempt = 0;
+    cluster.wait_for(
+        "a topic created after the controller was killed",
+        TIMEOUT,
+        || {
+            attempt += 1;
+            let code = cluster.create_topic(survivors[attempt % 2], "after-failover", 2, 2);
+            code == 0 || code == ResponseError::TopicAlreadyExists.code()
+        },
+    );
+    eprintln!(
+        "controller failover: SIGKILL to first successful CreateTopics in {:?}",
+        killed_at.elapsed()
+    );
+    let new_active = cluster.controller_of(survivors[0]).unwrap();
+    assert_ne!(new_active, active);
+    assert!(survivors.contains(&new_active));
+
+    // The killed node restarts from its data and catches up with what it missed.
+    cluster.launch(active);
+    cluster.wait_ready(&[active]);
+    let after = cluster.wait_same_image(&[1, 2, 3]);
+    assert_ne!(after, digest);
+    let names: Vec<String> = cluster
+        .metadata(active)
+        .topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.to_string()))
+        .collect();
+    assert!(names.contains(&"after-failover".to_string()), "{names:?}");
+}
+
+#[test]
+fn observers_follow_the_log_and_take_replicas() {
+    let cluster = Cluster::start(3, 2, &[]);
+    cluster.wait_ready(&[1, 2, 3, 4, 5]);
+    // Created through a broker-only node: forwarded to the active controller.
+    assert_eq!(cluster.create_topic(5, "wide", 10, 5), 0);
+    cluster.wait_same_image(&[1, 2, 3, 4, 5]);
+    let metadata = cluster.metadata(4);
+    assert_eq!(metadata.brokers.len(), 5);
+    let mut led = leaders(&cluster, 4, "wide");
+    led.sort();
+    assert_eq!(led, vec![1, 1, 2, 2, 3, 3, 4, 4, 5, 5]);
+    // The controller is a voter, never an observer.
+    assert!((1..=3).contains(&cluster.controller_of(4).unwrap()));
+}
+
+#[test]
+fn stopped_voters_stall_only_writes_and_everything_resumes() {
+    let cluster = Cluster::start(3, 0, &[]);
+    cluster.wait_ready(&[1, 2, 3]);
+    let active = cluster.controller_of(1).unwrap();
+    let others: Vec<i32> = (1..=3).filter(|id| *id != active).collect();
+    // One voter stopped: the other two are a quorum.
+    cluster.signal(others[0], "STOP");
+    assert_eq!(cluster.create_topic(active, "one-stopped", 1, 1), 0);
+    // Two stopped: no quorum. Metadata changes fail with a clear, retriable error;
+    // reads keep working from the local image.
+    cluster.signal(others[1], "STOP");
+    let code = cluster.create_topic(active, "no-quorum", 1, 1);
+    assert!(
+        code == ResponseError::RequestTimedOut.code()
+            || code == ResponseError::NotController.code(),
+        "error code {code}"
+    );
+    assert_eq!(cluster.metadata(active).topics.len(), 1);
+    cluster.signal(others[0], "CONT");
+    cluster.signal(others[1], "CONT");
+    cluster.wait_for("metadata changes to work again", TIMEOUT, || {
+        let code = cluster.create_topic(others[0], "resumed", 1, 1);
+        code == 0 || code == ResponseError::TopicAlreadyExists.code()
+    });
+    cluster.wait_same_image(&[1, 2, 3]);
+}
+
+#[test]
+fn a_silent_broker_is_fenced_and_unfenced_when_it_returns() {
+    let cluster = Cluster::start(3, 1, &["broker.session.timeout.ms=1500"]);
+    cluster.wait_ready(&[1, 2, 3, 4]);
+    assert_eq!(cluster.create_topic(1, "owned", 4, 1), 0);
+    cluster.wait_same_image(&[1, 2, 3, 4]);
+    let before = leaders(&cluster, 1, "owned");
+    assert!(before.contains(&4), "{before:?}");
+    cluster.signal(4, "STOP");
+    cluster.wait_for("the silent broker to be fenced", TIMEOUT, || {
+        cluster.metadata(1).brokers.len() == 3
+    });
+    // Its partitions had no other in-sync replica: offline, not moved to a replica
+    // without the data.
+    let metadata = cluster.metadata(2);
+    let topic = metadata
+        .topics
+        .iter()
+        .find(|t| t.partitions.len() == 4)
+        .unwrap();
+    for (partition, was) in topic.partitions.iter().zip(&before) {
+        if *was == 4 {
+            assert_eq!(
+                partition.error_code,
+                ResponseError::LeaderNotAvailable.code()
+            );
+            assert_eq!(partition.leader_id.0, -1);
+        } else {
+            assert_eq!(partition.leader_id.0, *was);
+        }
+    }
+    cluster.signal(4, "CONT");
+    cluster.wait_for("the broker to be unfenced and lead again", TIMEOUT, || {
+        cluster.metadata(1).brokers.len() == 4 && leaders(&cluster, 1, "owned") == before
+    });
+}

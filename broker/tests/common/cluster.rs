@@ -1,0 +1,267 @@
+//! A cluster of real `oxbow` processes on loopback: voters (combined broker and
+//! controller nodes) and broker-only observers, each with its own data directory, client
+//! port, controller port and metrics port. Nodes start without waiting on each other (a
+//! node serves clients only once the quorum has registered and unfenced it).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::{
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, MetadataResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{RawClient, free_port};
+
+/// One node's addresses and process.
+pub struct Node {
+    pub id: i32,
+    pub port: u16,
+    pub controller_port: Option<u16>,
+    pub metrics_port: u16,
+    pub data: PathBuf,
+    pub log: PathBuf,
+    pub child: Option<Child>,
+    pub extra: Vec<String>,
+}
+
+/// A whole cluster; dropping it kills every node.
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub nodes: BTreeMap<i32, Node>,
+    pub voters: String,
+}
+
+impl Cluster {
+    /// `voters` combined nodes (ids 1..) and `observers` broker-only nodes after them.
+    pub fn start(voters: i32, observers: i32, extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut nodes = BTreeMap::new();
+        for id in 1..=voters + observers {
+            let data = dir.path().join(format!("node-{id}"));
+            nodes.insert(
+                id,
+                Node {
+                    id,
+                    port: free_port(),
+                    controller_port: (id <= voters).then(free_port),
+                    metrics_port: free_port(),
+                    log: dir.path().join(format!("node-{id}.log")),
+                    data,
+                    child: None,
+                    extra: extra.iter().map(|s| s.to_string()).collect(),
+                },
+            );
+        }
+        let voters = nodes
+            .values()
+            .filter_map(|n| n.controller_port.map(|p| format!("{}@127.0.0.1:{p}", n.id)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cluster = Self { dir, nodes, voters };
+        let ids: Vec<i32> = cluster.nodes.keys().copied().collect();
+        for id in ids {
+            cluster.launch(id);
+        }
+        cluster
+    }
+
+    /// The `--override` flags of node `id`.
+    pub fn overrides(&self, id: i32) -> Vec<String> {
+        let node = &self.nodes[&id];
+        let mut listeners = format!("PLAINTEXT://127.0.0.1:{}", node.port);
+        if let Some(controller) = node.controller_port {
+            listeners.push_str(&format!(",CONTROLLER://127.0.0.1:{controller}"));
+        }
+        let mut overrides = vec![
+            format!("node.id={id}"),
+            format!(
+                "process.roles={}",
+                if node.controller_port.is_some() {
+                    "broker,controller"
+                } else {
+                    "broker"
+                }
+            ),
+            format!("listeners={listeners}"),
+            format!("controller.quorum.voters={}", self.voters),
+            format!("log.dirs={}", node.data.display()),
+            format!("metrics.listener=127.0.0.1:{}", node.metrics_port),
+        ];
+        overrides.extend(node.extra.iter().cloned());
+        overrides
+    }
+
+    /// Starts (or restarts) node `id` with its data directory as it is.
+    pub fn launch(&mut self, id: i32) {
+        let overrides = self.overrides(id);
+        let node = self.nodes.get_mut(&id).unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_oxbow"));
+        for item in &overrides {
+            command.arg("--override").arg(item);
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.log)
+            .unwrap();
+        node.child = Some(
+            command
+                .env("RUST_LOG", "info,openraft=warn")
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        );
+    }
+
+    pub fn signal(&self, id: i32, signal: &str) {
+        let pid = self.nodes[&id].child.as_ref().unwrap().id();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// SIGKILL node `id` and reap it.
+    pub fn kill(&mut self, id: i32) {
+        self.signal(id, "KILL");
+        let node = self.nodes.get_mut(&id).unwrap();
+        if let Some(mut child) = node.child.take() {
+            child.wait().unwrap();
+        }
+    }
+
+    pub fn logs(&self, id: i32) -> String {
+        std::fs::read_to_string(&self.nodes[&id].log).unwrap_or_default()
+    }
+
+    /// GET `path` on node `id`'s metrics listener: (status, body).
+    pub fn http(&self, id: i32, path: &str) -> Option<(u16, String)> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.nodes[&id].metrics_port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).ok()?;
+        let status = text.split_whitespace().nth(1)?.parse().ok()?;
+        let body = text.split_once("\r\n\r\n")?.1.to_string();
+        Some((status, body))
+    }
+
+    /// Node `id`'s `/metadata` view.
+    pub fn metadata_view(&self, id: i32) -> Option<serde_json::Value> {
+        let (status, body) = self.http(id, "/metadata")?;
+        (status == 200).then(|| serde_json::from_str(&body).ok())?
+    }
+
+    pub fn is_ready(&self, id: i32) -> bool {
+        self.http(id, "/readyz")
+            .is_some_and(|(status, _)| status == 200)
+    }
+
+    /// Waits until `condition` holds, failing with `what` and the nodes' logs after
+    /// `timeout`.
+    pub fn wait_for(&self, what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) {
+        let deadline = Instant::now() + timeout;
+        while !condition() {
+            if Instant::now() > deadline {
+                let logs: String = self
+                    .nodes
+                    .keys()
+                    .map(|id| format!("--- node {id} ---\n{}\n", tail(&self.logs(*id), 40)))
+                    .collect();
+                panic!("timed out waiting for {what}\n{logs}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn wait_ready(&self, ids: &[i32]) {
+        self.wait_for("nodes to be ready", Duration::from_secs(60), || {
+            ids.iter().all(|id| self.is_ready(*id))
+        });
+    }
+
+    /// Waits until every node in `ids` has applied the same image; returns its digest.
+    pub fn wait_same_image(&self, ids: &[i32]) -> String {
+        let mut digest = String::new();
+        self.wait_for(
+            "every node to see the same image",
+            Duration::from_secs(30),
+            || {
+                let views: Vec<Option<serde_json::Value>> =
+                    ids.iter().map(|id| self.metadata_view(*id)).collect();
+                let digests: Vec<Option<String>> = views
+                    .iter()
+                    .map(|v| {
+                        v.as_ref()
+                            .and_then(|v| v["image_digest"].as_str().map(String::from))
+                    })
+                    .collect();
+                let same = digests.iter().all(|d| d.is_some() && *d == digests[0]);
+                if same {
+                    digest = digests[0].clone().unwrap_or_default();
+                }
+                same
+            },
+        );
+        digest
+    }
+
+    /// The active controller according to node `id`.
+    pub fn controller_of(&self, id: i32) -> Option<i32> {
+        self.metadata_view(id)?["controller_id"]
+            .as_i64()
+            .map(|c| c as i32)
+    }
+
+    pub fn client(&self, id: i32) -> RawClient {
+        RawClient::connect(self.nodes[&id].port)
+    }
+
+    /// CreateTopics through node `id`: the topic's error code.
+    pub fn create_topic(&self, id: i32, name: &str, partitions: i32, rf: i16) -> i16 {
+        let request = CreateTopicsRequest::default()
+            .with_topics(vec![
+                CreatableTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(name.to_string())))
+                    .with_num_partitions(partitions)
+                    .with_replication_factor(rf),
+            ])
+            .with_timeout_ms(30_000);
+        let response: CreateTopicsResponse =
+            self.client(id).request(ApiKey::CreateTopics, 7, &request);
+        response.topics[0].error_code
+    }
+
+    /// Metadata of every topic from node `id`.
+    pub fn metadata(&self, id: i32) -> MetadataResponse {
+        self.client(id).request(
+            ApiKey::Metadata,
+            12,
+            &MetadataRequest::default().with_topics(None),
+        )
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for node in self.nodes.values_mut() {
+            if let Some(mut child) = node.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
