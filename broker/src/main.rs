@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -141,6 +142,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         metrics,
         appends: AppendNotifier::default(),
         shutting_down: shutdown_rx.clone(),
+        serving: AtomicBool::new(false),
     });
     let metrics_task = match config.metrics_listener {
         Some(address) => {
@@ -167,6 +169,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     } else {
         None
     };
+    state
+        .serving
+        .store(listener.is_some(), std::sync::atomic::Ordering::Relaxed);
     let maintenance = tokio::spawn(maintain(
         Arc::clone(&logs),
         config.retention_check_interval_ms,

@@ -24,6 +24,8 @@ pub struct BrokerState {
     pub appends: AppendNotifier,
     /// Flips to true when the broker starts shutting down: parked fetches return.
     pub shutting_down: watch::Receiver<bool>,
+    /// Whether the Kafka listener is bound (it opens once the broker is unfenced).
+    pub serving: std::sync::atomic::AtomicBool,
 }
 
 /// One watch channel per partition carrying its log end offset, so a parked fetch

@@ -129,6 +129,15 @@ fn bad_group_requests_get_kafka_error_codes_and_lose_nothing() {
             ]),
     );
     assert_eq!(created.topics[0].error_code, NONE);
+    // As every client does first: find the coordinator (which creates
+    // __consumer_offsets on first use, as in Kafka).
+    let found: FindCoordinatorResponse = client.request(
+        ApiKey::FindCoordinator,
+        3,
+        &FindCoordinatorRequest::default().with_key(s("g")),
+    );
+    assert_eq!(found.error_code, NONE);
+    assert_eq!(found.port, i32::from(broker.port));
 
     // Join: a member id is required first, then the member leads generation 1.
     let first = join(&mut client, "g", "", 10_000, "consumer");
