@@ -10,7 +10,7 @@ use clap::Parser;
 use oxbow_broker::api;
 use oxbow_broker::config::BrokerConfig;
 use oxbow_broker::controller::records::Endpoint;
-use oxbow_broker::controller::{Controller, QuorumSettings};
+use oxbow_broker::controller::{Controller, ControllerError, QuorumSettings};
 use oxbow_broker::group::GroupCoordinator;
 use oxbow_broker::group::metrics::GroupMetrics;
 use oxbow_broker::metrics::{self, Metrics};
@@ -158,8 +158,13 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             node_id = config.node_id,
             "Waiting to register with the controller quorum and be unfenced"
         );
-        if !controller.wait_until_ready(shutdown_rx.clone()).await {
-            anyhow::bail!("stopped before joining the cluster");
+        tokio::select! {
+            ready = controller.wait_until_ready(shutdown_rx.clone()) => if !ready {
+                anyhow::bail!("stopped before joining the cluster");
+            },
+            Some(ended) = controller_tasks.join_next() => {
+                anyhow::bail!("cannot join the cluster: {}", task_end(ended));
+            }
         }
         Some(
             tokio::net::TcpListener::bind(config.listener)
@@ -207,11 +212,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         _ = terminate.recv() => tracing::info!("SIGTERM received; shutting down"),
         _ = interrupt.recv() => tracing::info!("SIGINT received; shutting down"),
         Some(ended) = controller_tasks.join_next() => {
-            let reason = match ended {
-                Ok(Ok(())) => "a controller task ended".to_string(),
-                Ok(Err(error)) => error.to_string(),
-                Err(error) => format!("a controller task failed: {error}"),
-            };
+            let reason = task_end(ended);
             tracing::error!(%reason, "Stopping the node");
             failure = Some(reason);
         }
@@ -253,6 +254,15 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     }
     tracing::info!("Clean shutdown complete");
     Ok(())
+}
+
+/// Why a controller task ended (none ends while the node runs).
+fn task_end(ended: Result<Result<(), ControllerError>, tokio::task::JoinError>) -> String {
+    match ended {
+        Ok(Ok(())) => "a controller task ended".to_string(),
+        Ok(Err(error)) => error.to_string(),
+        Err(error) => format!("a controller task failed: {error}"),
+    }
 }
 
 /// Retention, compaction and time-based flushes, off the request path.

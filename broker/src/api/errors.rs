@@ -57,7 +57,9 @@ pub fn controller_error(error: &ControllerError) -> i16 {
         ControllerError::BrokerHoldsReplicas { .. } => ResponseError::InvalidRequest,
         ControllerError::NotController(_) => ResponseError::NotController,
         ControllerError::Timeout(_) => ResponseError::RequestTimedOut,
-        ControllerError::Quorum(_) => ResponseError::UnknownServerError,
+        ControllerError::Quorum(_) | ControllerError::Refused(_) => {
+            ResponseError::UnknownServerError
+        }
     };
     code.code()
 }

@@ -120,6 +120,8 @@ impl ActiveController {
                 None => ControllerError::Quorum(error.to_string()),
             })?;
         let view = self.feed.current();
+        let term = self.raft.metrics().borrow().current_term;
+        self.start_term(term, &view.image);
         let now = Instant::now();
         let (live_sessions, caught_up_index) = {
             let mut sessions = self.sessions.lock();
@@ -180,6 +182,17 @@ impl ActiveController {
         Ok(CommandReply { outcome, index })
     }
 
+    /// A new active controller (a new term) gives every broker a whole session.
+    fn start_term(&self, term: u64, image: &super::image::ClusterImage) {
+        let mut sessions = self.sessions.lock();
+        if sessions.term != Some(term) {
+            let now = Instant::now();
+            sessions.term = Some(term);
+            sessions.last_heartbeat = image.brokers.keys().map(|id| (*id, now)).collect();
+            sessions.registered_at.clear();
+        }
+    }
+
     /// Fences brokers whose sessions expired and stamps the cluster id, while leading.
     /// Returns when shutting down, or with an error when the quorum's voters are not the
     /// configured ones (a node must not serve with a voter list the quorum disagrees with).
@@ -197,6 +210,11 @@ impl ActiveController {
                 _ = shutdown.changed() => return Ok(()),
             }
             let metrics = self.raft.metrics().borrow().clone();
+            if let Err(fatal) = &metrics.running_state {
+                return Err(ControllerError::Quorum(format!(
+                    "the Raft core stopped: {fatal}"
+                )));
+            }
             let quorum: BTreeSet<i32> = metrics
                 .membership_config
                 .voter_ids()
@@ -213,16 +231,7 @@ impl ActiveController {
                 continue;
             }
             let image = self.feed.current().image.clone();
-            {
-                let mut sessions = self.sessions.lock();
-                if sessions.term != Some(metrics.current_term) {
-                    // A new active controller: every broker gets a whole session.
-                    let now = Instant::now();
-                    sessions.term = Some(metrics.current_term);
-                    sessions.last_heartbeat = image.brokers.keys().map(|id| (*id, now)).collect();
-                    sessions.registered_at.clear();
-                }
-            }
+            self.start_term(metrics.current_term, &image);
             if image.cluster_id.is_none() {
                 let command = ControllerCommand::IdentifyCluster {
                     cluster_id: cluster_id.clone(),

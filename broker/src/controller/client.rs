@@ -144,9 +144,7 @@ impl ControllerClient {
                             detail.unwrap_or_else(|| format!("voter {voter} lost leadership"));
                     }
                     Ok(RpcReply::Refused { reason }) => {
-                        return Err(ControllerError::Quorum(format!(
-                            "voter {voter} refused this node: {reason}"
-                        )));
+                        return Err(ControllerError::Refused(format!("voter {voter}: {reason}")));
                     }
                     Ok(reply) => {
                         if matches!(reply, RpcReply::Command(_)) {

@@ -58,6 +58,8 @@ pub enum ControllerError {
     Timeout(String),
     #[error("metadata quorum failure: {0}")]
     Quorum(String),
+    #[error("the quorum refused this node: {0}")]
+    Refused(String),
 }
 
 impl From<crate::storage::LogConfigError> for ControllerError {

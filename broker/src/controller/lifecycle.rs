@@ -24,7 +24,7 @@ pub async fn run_broker(
     controller: Arc<Controller>,
     caught_up_target: watch::Sender<Option<u64>>,
     mut shutdown: watch::Receiver<bool>,
-) {
+) -> Result<(), ControllerError> {
     let interval = controller.settings.heartbeat_interval;
     let mut registered = false;
     let mut last_error = String::new();
@@ -66,6 +66,10 @@ pub async fn run_broker(
                 registered = false;
                 controller.set_fenced(true);
             }
+            Err(error @ ControllerError::Refused(_)) => {
+                tracing::error!(%error, "The quorum refuses this broker");
+                return Err(error);
+            }
             Err(error) => {
                 let text = error.to_string();
                 if text != last_error {
@@ -86,19 +90,22 @@ pub async fn run_broker(
         };
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
-            _ = shutdown.changed() => return,
+            _ = shutdown.changed() => return Ok(()),
         }
     }
 }
 
 /// Follows the metadata log from the voters (brokers that are not voters).
-pub async fn run_observer(controller: Arc<Controller>, mut shutdown: watch::Receiver<bool>) {
+pub async fn run_observer(
+    controller: Arc<Controller>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), ControllerError> {
     let mut last_error = String::new();
     loop {
         let from = controller.feed.current().applied_index;
         let fetched = tokio::select! {
             fetched = controller.fetch_client.fetch_metadata(from, FETCH_WAIT) => fetched,
-            _ = shutdown.changed() => return,
+            _ = shutdown.changed() => return Ok(()),
         };
         match fetched {
             Ok((update, controller_id)) => {
@@ -107,6 +114,7 @@ pub async fn run_observer(controller: Arc<Controller>, mut shutdown: watch::Rece
                 controller.feed.apply_update(update);
                 last_error.clear();
             }
+            Err(error @ ControllerError::Refused(_)) => return Err(error),
             Err(error) => {
                 let text = error.to_string();
                 if text != last_error {
@@ -115,7 +123,7 @@ pub async fn run_observer(controller: Arc<Controller>, mut shutdown: watch::Rece
                 }
                 tokio::select! {
                     _ = tokio::time::sleep(FETCH_BACKOFF) => {}
-                    _ = shutdown.changed() => return,
+                    _ = shutdown.changed() => return Ok(()),
                 }
             }
         }

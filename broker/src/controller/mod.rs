@@ -282,10 +282,7 @@ impl Controller {
         } else {
             let observer = Arc::clone(&controller);
             let shutdown = shutdown.clone();
-            tasks.spawn(async move {
-                lifecycle::run_observer(observer, shutdown).await;
-                Ok(())
-            });
+            tasks.spawn(lifecycle::run_observer(observer, shutdown));
         }
         tasks.spawn(Arc::clone(&controller).watch_cluster_id(shutdown.clone()));
         if let Some(publisher) = publisher {
@@ -298,10 +295,7 @@ impl Controller {
         }
         if settings.is_broker {
             let broker = Arc::clone(&controller);
-            tasks.spawn(async move {
-                lifecycle::run_broker(broker, caught_up_sender, shutdown).await;
-                Ok(())
-            });
+            tasks.spawn(lifecycle::run_broker(broker, caught_up_sender, shutdown));
         } else {
             caught_up_sender.send_replace(Some(0));
         }

@@ -51,9 +51,10 @@ async fn respond(
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
         "/readyz" => {
             let offline = state.logs.log_dirs().iter().all(|d| d.is_offline());
-            let serving = state.serving.load(std::sync::atomic::Ordering::Relaxed)
-                || !state.config.is_broker;
-            if offline || *state.shutting_down.borrow() || !serving || !state.controller.is_ready() {
+            let serving =
+                state.serving.load(std::sync::atomic::Ordering::Relaxed) || !state.config.is_broker;
+            if offline || *state.shutting_down.borrow() || !serving || !state.controller.is_ready()
+            {
                 (
                     StatusCode::SERVICE_UNAVAILABLE,
                     "text/plain",

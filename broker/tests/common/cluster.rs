@@ -71,6 +71,43 @@ impl Cluster {
         cluster
     }
 
+    /// Adds a broker-only node under harness id `id` (its `node.id` too, unless `extra`
+    /// overrides it) and starts it.
+    pub fn add_observer(&mut self, id: i32, extra: &[&str]) {
+        self.nodes.insert(
+            id,
+            Node {
+                id,
+                port: free_port(),
+                controller_port: None,
+                metrics_port: free_port(),
+                log: self.dir.path().join(format!("node-{id}.log")),
+                data: self.dir.path().join(format!("node-{id}")),
+                child: None,
+                extra: extra.iter().map(|s| s.to_string()).collect(),
+            },
+        );
+        self.launch(id);
+    }
+
+    /// Waits for node `id`'s process to exit; its exit status.
+    pub fn wait_exit(&mut self, id: i32, timeout: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let child = self.nodes.get_mut(&id).unwrap().child.as_mut().unwrap();
+            if let Some(status) = child.try_wait().unwrap() {
+                self.nodes.get_mut(&id).unwrap().child = None;
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {id} did not exit: {}",
+                tail(&self.logs(id), 30)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The `--override` flags of node `id`.
     pub fn overrides(&self, id: i32) -> Vec<String> {
         let node = &self.nodes[&id];
@@ -174,7 +211,19 @@ impl Cluster {
                 let logs: String = self
                     .nodes
                     .keys()
-                    .map(|id| format!("--- node {id} ---\n{}\n", tail(&self.logs(*id), 40)))
+                    .map(|id| {
+                        let all = self.logs(*id);
+                        let panics: Vec<&str> = all
+                            .lines()
+                            .filter(|l| l.contains("panicked"))
+                            .take(3)
+                            .collect();
+                        format!(
+                            "--- node {id} ---\n{}\n{}\n",
+                            panics.join("\n"),
+                            tail(&all, 15)
+                        )
+                    })
                     .collect();
                 panic!("timed out waiting for {what}\n{logs}");
             }
