@@ -23,6 +23,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
+mod describe_quorum;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -187,6 +188,7 @@ pub fn routes() -> Routes {
         Box::new(describe_cluster::DescribeClusterApi),
         Box::new(delete_records::DeleteRecordsApi),
         Box::new(describe_log_dirs::DescribeLogDirsApi),
+        Box::new(describe_quorum::DescribeQuorumApi),
         Box::new(find_coordinator::FindCoordinatorApi),
         Box::new(join_group::JoinGroupApi),
         Box::new(sync_group::SyncGroupApi),

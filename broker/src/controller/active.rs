@@ -31,6 +31,8 @@ const TICK: Duration = Duration::from_millis(100);
 #[derive(Debug, Default)]
 struct Sessions {
     last_heartbeat: HashMap<i32, Instant>,
+    /// The log index each broker had applied at its last heartbeat.
+    applied_index: HashMap<i32, u64>,
     /// Log index of each broker's registration: it is unfenced once it has applied it.
     registered_at: HashMap<i32, u64>,
     /// The term these sessions belong to; a new term starts them afresh.
@@ -125,8 +127,14 @@ impl ActiveController {
         let now = Instant::now();
         let (live_sessions, caught_up_index) = {
             let mut sessions = self.sessions.lock();
-            if let ControllerCommand::BrokerHeartbeat { node_id, .. } = &command {
+            if let ControllerCommand::BrokerHeartbeat {
+                node_id,
+                applied_index,
+                ..
+            } = &command
+            {
                 sessions.last_heartbeat.insert(*node_id, now);
+                sessions.applied_index.insert(*node_id, *applied_index);
             }
             let live: BTreeSet<i32> = sessions
                 .last_heartbeat
@@ -180,6 +188,45 @@ impl ActiveController {
             sessions.registered_at.insert(*node_id, index);
         }
         Ok(CommandReply { outcome, index })
+    }
+
+    /// The quorum as this voter sees it, if it leads.
+    pub fn quorum_status(&self) -> Option<super::rpc::QuorumStatus> {
+        let metrics = self.raft.metrics().borrow().clone();
+        if metrics.current_leader != Some(self.node_id as u64) {
+            return None;
+        }
+        let voters: Vec<(i32, Option<u64>)> = metrics
+            .membership_config
+            .voter_ids()
+            .map(|id| {
+                let matched = if id == self.node_id as u64 {
+                    metrics.last_log_index
+                } else {
+                    metrics
+                        .replication
+                        .as_ref()
+                        .and_then(|r| r.get(&id).copied().flatten())
+                        .map(|log_id| log_id.index)
+                };
+                (id as i32, matched)
+            })
+            .collect();
+        let sessions = self.sessions.lock();
+        let image = self.feed.current().image.clone();
+        let observers = image
+            .brokers
+            .keys()
+            .filter(|id| !voters.iter().any(|(v, _)| v == *id))
+            .map(|id| (*id, sessions.applied_index.get(id).copied().unwrap_or(0)))
+            .collect();
+        Some(super::rpc::QuorumStatus {
+            leader_id: self.node_id,
+            term: metrics.current_term,
+            high_watermark: metrics.last_applied.map_or(0, |l| l.index),
+            voters,
+            observers,
+        })
     }
 
     /// A new active controller (a new term) gives every broker a whole session.

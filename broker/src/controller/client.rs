@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::decisions::{ControllerCommand, ControllerError};
 use super::feed::MetadataUpdate;
-use super::rpc::{CommandReply, RpcBody, RpcConnection, RpcReply, RpcRequest};
+use super::rpc::{CommandReply, QuorumStatus, RpcBody, RpcConnection, RpcReply, RpcRequest};
 
 /// Pause after every voter failed once, before trying them again.
 const ROUND_BACKOFF: Duration = Duration::from_millis(100);
@@ -73,6 +73,22 @@ impl ControllerClient {
             .await?;
         match reply {
             RpcReply::Command(result) => result,
+            other => Err(ControllerError::Quorum(format!(
+                "unexpected reply {other:?}"
+            ))),
+        }
+    }
+
+    /// The quorum's state from the active controller.
+    pub async fn describe_quorum(
+        &self,
+        timeout: Duration,
+    ) -> Result<QuorumStatus, ControllerError> {
+        match self
+            .send(|| RpcBody::DescribeQuorum, timeout, Duration::ZERO)
+            .await?
+        {
+            RpcReply::Quorum(status) => Ok(status),
             other => Err(ControllerError::Quorum(format!(
                 "unexpected reply {other:?}"
             ))),
@@ -147,7 +163,7 @@ impl ControllerClient {
                         return Err(ControllerError::Refused(format!("voter {voter}: {reason}")));
                     }
                     Ok(reply) => {
-                        if matches!(reply, RpcReply::Command(_)) {
+                        if matches!(reply, RpcReply::Command(_) | RpcReply::Quorum(_)) {
                             self.set_leader_hint(Some(voter));
                         }
                         return Ok(reply);

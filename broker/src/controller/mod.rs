@@ -562,6 +562,14 @@ impl Controller {
         Ok(id)
     }
 
+    /// The metadata quorum's state, from the active controller.
+    pub async fn describe_quorum(&self) -> Result<rpc::QuorumStatus, ControllerError> {
+        if let Some(status) = self.active.as_ref().and_then(|a| a.quorum_status()) {
+            return Ok(status);
+        }
+        self.command_client.describe_quorum(COMMAND_TIMEOUT).await
+    }
+
     /// Removes a broker that holds no replicas from the cluster.
     pub async fn unregister_broker(&self, node_id: i32) -> Result<(), ControllerError> {
         self.execute(ControllerCommand::UnregisterBroker { node_id })

@@ -48,6 +48,8 @@ pub enum RpcBody {
         from_index: u64,
         max_wait_ms: u64,
     },
+    /// The quorum's state as the active controller sees it (DescribeQuorum).
+    DescribeQuorum,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -60,6 +62,7 @@ pub enum RpcReply {
         update: MetadataUpdate,
         controller_id: Option<i32>,
     },
+    Quorum(QuorumStatus),
     /// This node is not the active controller; `leader` is, if known.
     NotController {
         leader: Option<i32>,
@@ -68,6 +71,20 @@ pub enum RpcReply {
     Refused {
         reason: String,
     },
+}
+
+/// The metadata quorum as its leader sees it (Kafka's DescribeQuorum answer).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuorumStatus {
+    pub leader_id: i32,
+    /// The Raft term: Kafka's leader epoch of the metadata log.
+    pub term: u64,
+    /// The last committed (and applied) index: the metadata log's high watermark.
+    pub high_watermark: u64,
+    /// Voters: (node id, last index known replicated to it).
+    pub voters: Vec<(i32, Option<u64>)>,
+    /// Observers (broker-only nodes): (node id, index applied at its last heartbeat).
+    pub observers: Vec<(i32, u64)>,
 }
 
 /// A command's outcome and the log index that carries it (the caller waits for its own

@@ -58,6 +58,12 @@ impl ControllerService {
                     result => RpcReply::Command(result),
                 }
             }
+            RpcBody::DescribeQuorum => match self.active.quorum_status() {
+                Some(status) => RpcReply::Quorum(status),
+                None => RpcReply::NotController {
+                    leader: self.active.leader(),
+                },
+            },
             RpcBody::FetchMetadata {
                 from_index,
                 max_wait_ms,
