@@ -36,7 +36,11 @@ impl Api for DescribeClusterApi {
             let response = DescribeClusterResponse::default()
                 .with_endpoint_type(endpoint_type)
                 .with_cluster_id(StrBytes::from_string(broker.controller.cluster_id()))
-                .with_controller_id(BrokerId(broker.controller.controller_id().unwrap_or(-1)))
+                // As Kafka in KRaft mode: the "controller" given to clients is a live
+                // broker (this one), which forwards admin requests to the active
+                // controller. Naming the active controller would strand admin clients on
+                // it after a failover; kafka-metadata-quorum (DescribeQuorum) names it.
+                .with_controller_id(BrokerId(broker.config.node_id))
                 .with_cluster_authorized_operations(
                     if request.include_cluster_authorized_operations {
                         CLUSTER_OPERATIONS

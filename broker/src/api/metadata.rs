@@ -88,7 +88,9 @@ impl Api for MetadataApi {
                         .collect(),
                 )
                 .with_cluster_id(image.cluster_id.clone().map(StrBytes::from_string))
-                .with_controller_id(BrokerId(broker.controller.controller_id().unwrap_or(-1)))
+                // A live broker (this one) that forwards admin requests, as Kafka in
+                // KRaft mode answers; see DescribeCluster.
+                .with_controller_id(BrokerId(broker.config.node_id))
                 .with_topics(topics)
                 .with_cluster_authorized_operations(
                     if request.include_cluster_authorized_operations {

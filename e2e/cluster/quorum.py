@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""The metadata quorum as a user meets it, with real processes and Kafka's own tools.
+
+1. `oxbow dev --brokers 3` exactly as the README shows it: every node ready, Kafka's
+   `kafka-topics --describe` shows an RF=3 topic spread over the three brokers,
+   `kafka-metadata-quorum describe --status` a leader and three voters, kcat produces
+   through one broker and reads back through another, every node's image digest is the
+   same, and Ctrl-C stops them all cleanly.
+2. Controller failover, measured: the three plain `oxbow` commands `oxbow dev` stands for;
+   RUNS times, SIGKILL the active controller and time until a CreateTopics through a
+   survivor (confluent-kafka's AdminClient) succeeds; restart the killed node and wait
+   until it has caught up. Prints median and worst; asserts only that every run recovers.
+"""
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KAFKA_BIN = os.path.join(ROOT, "e2e", "peers", "kafka", "bin")
+RUNS = int(os.environ.get("OXBOW_FAILOVER_RUNS", "10"))
+
+
+def fail(message):
+    print(f"FAIL {message}", flush=True)
+    sys.exit(1)
+
+
+def wait_for(what, condition, timeout=60.0):
+    deadline = time.time() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.time() > deadline:
+            fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def http(port, path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
+            return r.status, r.read().decode()
+    except Exception:
+        return None, None
+
+
+def view(port):
+    status, body = http(port, "/metadata")
+    return json.loads(body) if status == 200 else None
+
+
+def ready(ports):
+    return all(http(p, "/readyz")[0] == 200 for p in ports)
+
+
+def same_image(ports):
+    views = [view(p) for p in ports]
+    if any(v is None for v in views):
+        return None
+    digests = {v["image_digest"] for v in views}
+    return views if len(digests) == 1 else None
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, timeout=120, **kw)
+
+
+def dev_cluster(binary, work):
+    # Below the ephemeral port range (32768-), so no client connection holds them.
+    base, controller_base, metrics_base = 21092, 21192, 21644
+    data = os.path.join(work, "dev")
+    dev = subprocess.Popen(
+        [binary, "dev", "--brokers", "3", "--dir", data, "--base-port", str(base),
+         "--controller-base-port", str(controller_base), "--metrics-base-port", str(metrics_base)],
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "dev.log"), "w"))
+    metrics = [metrics_base + i for i in range(3)]
+    bootstrap = ",".join(f"127.0.0.1:{base + i}" for i in range(3))
+    try:
+        wait_for("three ready nodes", lambda: ready(metrics))
+        created = run([f"{KAFKA_BIN}/kafka-topics", "--bootstrap-server", f"127.0.0.1:{base}",
+                       "--create", "--topic", "spread", "--partitions", "6", "--replication-factor", "3"])
+        if created.returncode != 0:
+            fail(f"kafka-topics --create: {created.stderr[-500:]}")
+        described = run([f"{KAFKA_BIN}/kafka-topics", "--bootstrap-server", f"127.0.0.1:{base + 2}",
+                         "--describe", "--topic", "spread"])
+        print(described.stdout, end="")
+        rows = [line for line in described.stdout.splitlines() if "Partition:" in line and "Leader:" in line]
+        if len(rows) != 6:
+            fail(f"expected 6 partitions: {described.stdout}")
+        leaders = sorted(int(r.split("Leader:")[1].split()[0]) for r in rows)
+        if leaders != [1, 1, 2, 2, 3, 3]:
+            fail(f"leaders not spread: {leaders}")
+        for r in rows:
+            replicas = r.split("Replicas:")[1].split()[0].split(",")
+            if sorted(replicas) != ["1", "2", "3"]:
+                fail(f"replicas not on all three brokers: {r}")
+        quorum = run([f"{KAFKA_BIN}/kafka-metadata-quorum", "--bootstrap-server", f"127.0.0.1:{base + 1}",
+                      "describe", "--status"])
+        print(quorum.stdout, end="")
+        fields = dict(line.split(":", 1) for line in quorum.stdout.splitlines() if ":" in line)
+        if quorum.returncode != 0 or fields.get("LeaderId", "").strip() not in {"1", "2", "3"}:
+            fail(f"kafka-metadata-quorum: {quorum.stdout} {quorum.stderr[-500:]}")
+        if fields.get("CurrentVoters", "").count('"id"') != 3:
+            fail(f"expected three voters: {fields.get('CurrentVoters')}")
+        messages = "".join(f"m{i}\n" for i in range(100))
+        produced = run(["kcat", "-b", f"127.0.0.1:{base}", "-t", "spread", "-P", "-X", "acks=1"], input=messages)
+        if produced.returncode != 0:
+            fail(f"kcat produce: {produced.stderr}")
+        consumed = run(["kcat", "-b", f"127.0.0.1:{base + 2}", "-t", "spread", "-C", "-e", "-q"])
+        if sorted(consumed.stdout.split()) != sorted(messages.split()):
+            fail(f"read back {len(consumed.stdout.split())} of 100 messages")
+        views = wait_for("one image on every node", lambda: same_image(metrics), 30)
+        controllers = {v["controller_id"] for v in views}
+        if len(controllers) != 1:
+            fail(f"nodes disagree on the controller: {controllers}")
+        print(f"ok oxbow dev: 3 brokers over {bootstrap}, controller {controllers.pop()}, "
+              f"image {views[0]['image_digest']} on every node", flush=True)
+    finally:
+        dev.send_signal(signal.SIGINT)
+        try:
+            code = dev.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            dev.kill()
+            fail("oxbow dev did not stop on Ctrl-C")
+    if code != 0:
+        fail(f"oxbow dev exited with {code} on Ctrl-C: {open(os.path.join(work, 'dev.log')).read()[-2000:]}")
+    print("ok oxbow dev stops every node on Ctrl-C", flush=True)
+
+
+def failover(binary, work):
+    sys.path.insert(0, "")
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    base, controller_base, metrics_base = 22092, 22192, 22644
+    voters = ",".join(f"{n}@127.0.0.1:{controller_base + n - 1}" for n in (1, 2, 3))
+    procs = {}
+
+    def start(node):
+        log = open(os.path.join(work, f"node-{node}.log"), "a")
+        procs[node] = subprocess.Popen(
+            [binary,
+             "--override", f"node.id={node}",
+             "--override", "process.roles=broker,controller",
+             "--override", f"listeners=PLAINTEXT://127.0.0.1:{base + node - 1},CONTROLLER://127.0.0.1:{controller_base + node - 1}",
+             "--override", f"controller.quorum.voters={voters}",
+             "--override", f"log.dirs={os.path.join(work, f'node-{node}')}",
+             "--override", f"metrics.listener=127.0.0.1:{metrics_base + node - 1}",
+             "--override", "cluster.id=failover-test"],
+            stdout=subprocess.DEVNULL, stderr=log)
+
+    metrics = {n: metrics_base + n - 1 for n in (1, 2, 3)}
+    for node in (1, 2, 3):
+        start(node)
+    windows = []
+    try:
+        wait_for("three ready nodes", lambda: ready(metrics.values()))
+        for attempt in range(RUNS):
+            active = wait_for("an active controller", lambda: (view(metrics[1]) or {}).get("controller_id"))
+            survivor = 1 if active != 1 else 2
+            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{base + survivor - 1}",
+                                 "socket.timeout.ms": 2000})
+            killed_at = time.time()
+            procs[active].send_signal(signal.SIGKILL)
+            procs[active].wait()
+            name = f"after-kill-{attempt}"
+            while True:
+                future = admin.create_topics([NewTopic(name, 1, 1)], request_timeout=10)[name]
+                try:
+                    future.result(timeout=15)
+                    break
+                except Exception as error:
+                    if "already exists" in str(error).lower():
+                        break
+                    if time.time() - killed_at > 60:
+                        fail(f"run {attempt}: no CreateTopics within 60 s of killing node {active}: {error}")
+                    time.sleep(0.02)
+            windows.append(time.time() - killed_at)
+            start(active)
+            wait_for(f"node {active} to rejoin", lambda: ready([metrics[active]]) and same_image(metrics.values()))
+            print(f"ok run {attempt + 1}: killed controller {active}, CreateTopics through node {survivor} "
+                  f"after {windows[-1]:.2f} s; node {active} rejoined", flush=True)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    print(f"controller failover (SIGKILL -> first successful CreateTopics), {len(windows)} runs: "
+          f"median {statistics.median(windows):.2f} s, worst {max(windows):.2f} s, "
+          f"best {min(windows):.2f} s", flush=True)
+
+
+def main():
+    binary = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="oxbow-quorum-")
+    try:
+        dev_cluster(binary, work)
+        failover(binary, work)
+    except SystemExit:
+        for name in sorted(os.listdir(work)):
+            if name.endswith(".log"):
+                print(f"--- {name} (tail) ---")
+                print("".join(open(os.path.join(work, name)).readlines()[-25:]))
+        raise
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The metadata quorum with real processes and Kafka's own tools (e2e/cluster/quorum.py):
+# `oxbow dev --brokers 3` as the README shows it, kafka-topics --describe and
+# kafka-metadata-quorum against it, and controller failover (SIGKILL) measured over
+# OXBOW_FAILOVER_RUNS runs (default 10). The fault and bad-input tests of the quorum are
+# cargo tests (broker/tests/cluster_quorum.rs, cluster_bad_input.rs).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
+cargo build --locked -p oxbow-broker --bin oxbow
+exec "$OXBOW_CACHE/clients/venv/bin/python" e2e/cluster/quorum.py "$CARGO_TARGET_DIR/debug/oxbow"
