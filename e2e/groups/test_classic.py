@@ -6,7 +6,7 @@ import sys
 
 from confluent_kafka import Consumer, TopicPartition
 
-from common import Broker, create_topic, produce, wait_for
+from common import group_broker, create_topic, produce, wait_for
 from members import Member
 
 TOPIC = "orders"
@@ -35,7 +35,7 @@ def run_group(broker, group, count, expected):
 
 
 def main():
-    broker = Broker()
+    broker = group_broker()
     with broker:
         create_topic(broker.bootstrap, TOPIC, PARTITIONS)
         g1 = run_group(broker, "g1", 3, N)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import Broker, create_topic, produce, wait_for
+from common import group_broker, create_topic, produce, wait_for
 
 TOPIC = "jobs"
 PARTITIONS = 6
@@ -34,7 +34,7 @@ def assigned(path):
 
 def main():
     out = tempfile.mkdtemp(prefix="oxbow-failover-")
-    with Broker("group.initial.rebalance.delay.ms=0") as broker:
+    with group_broker("group.initial.rebalance.delay.ms=0") as broker:
         create_topic(broker.bootstrap, TOPIC, PARTITIONS)
         files = [os.path.join(out, f"w{i}.txt") for i in range(3)]
         workers = [

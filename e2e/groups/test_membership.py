@@ -4,7 +4,7 @@ re-joins with the same group.instance.id triggers no rebalance) and cooperative-
 
 import sys
 
-from common import Broker, create_topic, wait_for
+from common import group_broker, create_topic, wait_for
 from members import Member
 
 PARTITIONS = 6
@@ -70,7 +70,7 @@ def cooperative_sticky(broker):
 
 
 def main():
-    with Broker("group.initial.rebalance.delay.ms=0") as broker:
+    with group_broker("group.initial.rebalance.delay.ms=0") as broker:
         static_membership(broker)
         cooperative_sticky(broker)
     print("membership: OK")
