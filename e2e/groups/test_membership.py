@@ -11,7 +11,9 @@ PARTITIONS = 6
 
 
 def rebalances(broker, group):
-    return broker.metric("oxbow_group_rebalances_total", group=group, protocol="classic") or 0
+    count = broker.metric("oxbow_group_rebalances_total", group=group, protocol="classic")
+    assert count is not None, f"no oxbow_group_rebalances_total for {group}"
+    return count
 
 
 def stable(members):
@@ -29,6 +31,7 @@ def static_membership(broker):
         m.start()
     wait_for(lambda: stable([a, b]), 60, "the static group to be stable")
     before = rebalances(broker, "static-g")
+    assert before >= 1, f"the group became stable through {before} rebalances"
     b_events = b.assign_events
     a_partitions = set(a.assignment)
     # A static member's close sends no LeaveGroup; it comes back with the same instance id.
