@@ -3,7 +3,8 @@
 //! decoder of the routed API and version — over proptest-generated streams: random bytes,
 //! routed headers with random bodies, and mutated real requests. Nothing may panic, abort
 //! or allocate far beyond the input. libFuzzer runs the same code on nightly
-//! (`e2e/suites/25-fuzz.sh`).
+//! (`e2e/suites/25-fuzz.sh`); without nightly that suite runs this driver instead, with
+//! more cases (`OXBOW_DECODE_CASES`) and fresh seeds until its time budget is spent.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use bytes::{BufMut, BytesMut};
@@ -107,12 +108,23 @@ fn forged_array_lengths_are_errors_not_allocations() {
     }
 }
 
+/// Cases per property: 2000 in `cargo test`; the fuzz suite raises it with
+/// `OXBOW_DECODE_CASES` when it runs this driver in place of libFuzzer (no nightly).
+fn cases() -> u32 {
+    match std::env::var("OXBOW_DECODE_CASES") {
+        Ok(cases) => cases
+            .parse()
+            .expect("OXBOW_DECODE_CASES is a number of cases"),
+        Err(_) => 2000,
+    }
+}
+
 fn routed_keys() -> Vec<(i16, i16, i16)> {
     routes().version_ranges()
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn random_bytes(data in proptest::collection::vec(any::<u8>(), 0..512)) {

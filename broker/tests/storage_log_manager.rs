@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kafka_protocol::records::Compression;
 use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
-use oxbow_broker::storage::{LogConfig, LogManager, SystemClock, TopicPartition};
+use oxbow_broker::storage::{LogConfig, LogManager, LogManagerError, SystemClock, TopicPartition};
 
 fn batch() -> Vec<u8> {
     let record = SimpleRecord {
@@ -36,10 +36,11 @@ fn partitions_spread_over_dirs_and_reload_after_restart() {
             .unwrap();
         log.append(&mut batch(), 0).unwrap();
     }
+    let again = manager.create(TopicPartition::new("orders", 0), LogConfig::default());
     assert!(
-        manager
-            .create(TopicPartition::new("orders", 0), LogConfig::default())
-            .is_err()
+        matches!(&again, Err(LogManagerError::AlreadyExists(tp)) if *tp == TopicPartition::new("orders", 0)),
+        "creating an existing partition: {:?}",
+        again.map(|log| log.dir().to_path_buf())
     );
     for dir in &dirs {
         let count = std::fs::read_dir(dir)
@@ -113,5 +114,10 @@ fn a_broken_partition_does_not_stop_the_others_and_a_bad_dir_goes_offline() {
         .unwrap();
     assert!(log.dir().starts_with(&good));
 
-    assert!(LogManager::open(&[bad], &|_| LogConfig::default(), Arc::new(SystemClock)).is_err());
+    let only_bad = LogManager::open(&[bad], &|_| LogConfig::default(), Arc::new(SystemClock));
+    assert!(
+        matches!(only_bad, Err(LogManagerError::AllDirsOffline)),
+        "opening with only an unusable directory: {:?}",
+        only_bad.map(|_| "opened")
+    );
 }

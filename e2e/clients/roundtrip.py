@@ -25,14 +25,15 @@ import argparse
 import base64
 import json
 import os
-import signal
-import socket
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from oxbow_e2e import Broker, require  # noqa: E402
 CACHE = os.path.join(os.environ.get("OXBOW_CACHE", os.path.expanduser("~/.cache/oxbow")), "clients")
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 MESSAGES_PER_CODEC = 40
@@ -170,6 +171,20 @@ class KcatAdapter:
         return messages
 
 
+def installed(name):
+    """Whether the client `name` is installed where e2e/setup.d/10-clients.sh puts it."""
+    python = os.path.join(CACHE, "venv", "bin", "python")
+    if name == "kcat":
+        return shutil.which("kcat") is not None
+    if name in ("confluent-kafka", "kafka-python"):
+        module = {"confluent-kafka": "confluent_kafka", "kafka-python": "kafka"}[name]
+        return os.path.exists(python) and subprocess.run([python, "-c", f"import {module}"],
+                                                         capture_output=True).returncode == 0
+    if name == "kafkajs":
+        return shutil.which("node") is not None and os.path.isdir(os.path.join(CACHE, "node", "node_modules", "kafkajs"))
+    return False
+
+
 def adapters():
     python = os.path.join(CACHE, "venv", "bin", "python")
     node_env = {"NODE_PATH": os.path.join(CACHE, "node", "node_modules")}
@@ -183,60 +198,6 @@ def adapters():
         "kafkajs": JsonAdapter("kafkajs", ["node", os.path.join(HERE, "kafkajs_client.js")], node_env,
                                null_header_values=False),
     }
-
-
-# ---------------------------------------------------------------------------------------
-# The broker
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Broker:
-    def __init__(self, binary, workdir):
-        self.binary, self.workdir = binary, workdir
-        self.port, self.metrics_port = free_port(), free_port()
-        self.process = None
-
-    @property
-    def bootstrap(self):
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, *overrides):
-        log = open(os.path.join(self.workdir, "oxbow.log"), "ab")
-        command = [self.binary,
-                   "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-                   "--override", f"metrics.listener=127.0.0.1:{self.metrics_port}",
-                   "--override", f"log.dirs={os.path.join(self.workdir, 'data')}"]
-        for override in overrides:
-            command += ["--override", override]
-        self.process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while True:  # wait on the condition: the port accepts connections
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if self.process.poll() is not None:
-                    raise RuntimeError(f"oxbow exited during start:\n{self.log_tail()}")
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"oxbow not listening after 60 s:\n{self.log_tail()}")
-                time.sleep(0.05)
-
-    def sigkill(self):
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        if self.process.wait(timeout=60) != 0:
-            raise RuntimeError(f"oxbow exited with {self.process.returncode} after SIGTERM")
-
-    def log_tail(self):
-        with open(os.path.join(self.workdir, "oxbow.log"), "rb") as f:
-            return f.read()[-4000:].decode(errors="replace")
 
 
 # ---------------------------------------------------------------------------------------
@@ -329,14 +290,20 @@ def main():
     parser.add_argument("--clients", default="kcat,confluent-kafka,kafka-python,kafkajs")
     args = parser.parse_args()
     available = adapters()
-    chosen = [available[name] for name in args.clients.split(",")]
+    names = args.clients.split(",")
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        sys.exit(f"unknown client(s) {unknown}; known: {sorted(available)}")
+    for name in names:  # a client that failed to install fails the suite, it is never skipped
+        require(name, installed(name), f"e2e/setup.d/10-clients.sh installs it into {CACHE}")
+    chosen = [available[name] for name in names]
     report = Report()
     with tempfile.TemporaryDirectory(prefix="oxbow-clients-") as workdir:
         broker = Broker(os.path.abspath(args.binary), workdir)
         broker.start()
         try:
             expected = {adapter.name: produce_phase(adapter, broker.bootstrap, report) for adapter in chosen}
-            broker.sigkill()
+            broker.kill()
             print("SIGKILLed the broker after every produce was acknowledged; restarting", flush=True)
             broker.start()
             for adapter in chosen:
@@ -345,15 +312,13 @@ def main():
             broker.start("fetch.sendfile.enable=false")
             for adapter in chosen:
                 consume_phase(adapter, broker.bootstrap, expected[adapter.name], "copy", report)
-            report.check("broker still running after every client", broker.process.poll() is None)
+            report.check("broker still running after every client", broker.running())
             broker.stop()
         except Exception:
             print(broker.log_tail(), file=sys.stderr)
             raise
         finally:
-            if broker.process and broker.process.poll() is None:
-                broker.process.kill()
-                broker.process.wait()
+            broker.kill()
         if report.failed:
             print(broker.log_tail(), file=sys.stderr)
     print(f"{report.passed} passed, {report.failed} failed")

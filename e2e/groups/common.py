@@ -1,118 +1,19 @@
-"""Shared helpers of the consumer-group suites: a real `oxbow` process on free loopback
-ports (start, SIGKILL, restart on the same data), metrics scraping, and waiting on
-conditions (never sleeping as synchronisation)."""
+"""Shared helpers of the consumer-group suites: the group suites' broker (the one
+`Broker` and `wait_for` of the Python suites live in e2e/lib/oxbow_e2e.py), topic creation
+and producing."""
 
 import os
-import re
-import signal
-import socket
-import subprocess
-import tempfile
-import time
-import urllib.request
+import sys
 
-BINARY = os.environ.get("OXBOW_BINARY", "")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from oxbow_e2e import Broker, require, wait_for  # noqa: E402,F401  (re-exported to the group suites)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(condition, timeout=60.0, what="condition", interval=0.05):
-    """Polls `condition` until it returns a truthy value; fails after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(interval)
-
-
-class Broker:
-    """One oxbow broker; `kill()` is SIGKILL, `start()` again reuses the data dir."""
-
-    def __init__(self, *overrides):
-        self.dir = tempfile.mkdtemp(prefix="oxbow-groups-")
-        self.port = free_port()
-        self.metrics_port = free_port()
-        # Few offsets partitions: recovery after a SIGKILL scans every partition's
-        # preallocated indexes, which is slow in debug builds.
-        self.overrides = ["offsets.topic.num.partitions=5", *overrides]
-        self.process = None
-        self.bootstrap = f"127.0.0.1:{self.port}"
-
-    def start(self):
-        args = [
-            BINARY,
-            "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-            "--override", f"metrics.listener=127.0.0.1:{self.metrics_port}",
-            "--override", f"log.dirs={self.dir}/data",
-        ]
-        for kv in self.overrides:
-            args += ["--override", kv]
-        log = open(os.path.join(self.dir, "oxbow.log"), "ab")
-        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-        def listening():
-            if self.process.poll() is not None:
-                raise AssertionError(f"broker exited during start:\n{self.log_tail()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return True
-            except OSError:
-                return False
-
-        wait_for(listening, 60, "the broker to listen")
-        return self
-
-    def kill(self):
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def log_tail(self, lines=40):
-        try:
-            with open(os.path.join(self.dir, "oxbow.log"), "rb") as f:
-                return b"\n".join(f.read().splitlines()[-lines:]).decode(errors="replace")
-        except OSError:
-            return ""
-
-    def metrics(self):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
-            return r.read().decode()
-
-    def metric(self, name, **labels):
-        """The value of one sample, or None."""
-        for line in self.metrics().splitlines():
-            if not line.startswith(name + "{") and not line.startswith(name + " "):
-                continue
-            m = re.match(r"([^{ ]+)(?:\{(.*)\})? (\S+)$", line)
-            if not m or m.group(1) != name:
-                continue
-            found = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
-            if all(found.get(k) == str(v) for k, v in labels.items()):
-                return float(m.group(3))
-        return None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        if exc[0] is not None:
-            print(f"--- broker log ({self.dir}) ---\n{self.log_tail()}")
-        self.stop()
+def group_broker(*overrides):
+    """The broker of a group suite (binary from $OXBOW_BINARY). Few offsets partitions:
+    recovery after a SIGKILL scans every partition's preallocated indexes, which is slow in
+    debug builds."""
+    return Broker(overrides=["offsets.topic.num.partitions=5", *overrides])
 
 
 def create_topic(bootstrap, name, partitions):

@@ -10,7 +10,7 @@ the protocols' own cost rather than the default heartbeat intervals."""
 import sys
 import time
 
-from common import Broker, create_topic, wait_for
+from common import group_broker, create_topic, wait_for
 from members import Member
 
 PARTITIONS = 30
@@ -51,7 +51,7 @@ FAST = "--fast" in sys.argv
 def main():
     sizes = [int(s) for s in sys.argv[1:] if s.isdigit()] or [3, 10]
     overrides = ["group.consumer.heartbeat.interval.ms=500"] if FAST else []
-    with Broker(*overrides) as broker:
+    with group_broker(*overrides) as broker:
         for protocol in ("classic", "consumer"):
             for size in sizes:
                 print(f"{protocol:8} {size:3} members: {measure(broker, protocol, size):.2f} s", flush=True)

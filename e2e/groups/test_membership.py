@@ -4,14 +4,16 @@ re-joins with the same group.instance.id triggers no rebalance) and cooperative-
 
 import sys
 
-from common import Broker, create_topic, wait_for
+from common import group_broker, create_topic, wait_for
 from members import Member
 
 PARTITIONS = 6
 
 
 def rebalances(broker, group):
-    return broker.metric("oxbow_group_rebalances_total", group=group, protocol="classic") or 0
+    count = broker.metric("oxbow_group_rebalances_total", group=group, protocol="classic")
+    assert count is not None, f"no oxbow_group_rebalances_total for {group}"
+    return count
 
 
 def stable(members):
@@ -29,6 +31,7 @@ def static_membership(broker):
         m.start()
     wait_for(lambda: stable([a, b]), 60, "the static group to be stable")
     before = rebalances(broker, "static-g")
+    assert before >= 1, f"the group became stable through {before} rebalances"
     b_events = b.assign_events
     a_partitions = set(a.assignment)
     # A static member's close sends no LeaveGroup; it comes back with the same instance id.
@@ -70,7 +73,7 @@ def cooperative_sticky(broker):
 
 
 def main():
-    with Broker("group.initial.rebalance.delay.ms=0") as broker:
+    with group_broker("group.initial.rebalance.delay.ms=0") as broker:
         static_membership(broker)
         cooperative_sticky(broker)
     print("membership: OK")

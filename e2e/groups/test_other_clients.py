@@ -9,7 +9,7 @@ import threading
 
 from kafka import KafkaConsumer
 
-from common import Broker, create_topic, produce, wait_for
+from common import group_broker, create_topic, produce, require, wait_for
 from members import Member
 
 PARTITIONS = 6
@@ -76,6 +76,9 @@ def check_group(broker, topic, name, members):
 
 
 def main():
+    node_path = os.environ.get("NODE_PATH", "")
+    require("kafkajs", os.path.isdir(os.path.join(node_path, "kafkajs")),
+            f"no kafkajs in NODE_PATH={node_path!r}; e2e/setup.d/12-group-clients.sh installs it")
     # Kafka's default initial rebalance delay (3 s), not 0 as elsewhere: kafka-python
     # 3.0.12 loses a group leader for good when the leader's first assignment was made
     # before it had the topic's metadata. The metadata-driven re-join flips
@@ -84,7 +87,7 @@ def main():
     # disabled (seen against Oxbow in about 1 run in 3 with no delay; the client code
     # path does not depend on the broker). The delay lets every member learn the
     # metadata before the first generation completes, as it does against Kafka.
-    with Broker() as broker:
+    with group_broker() as broker:
         create_topic(broker.bootstrap, "py", PARTITIONS)
         check_group(broker, "py", "kafka-python", [PyMember(broker.bootstrap, "py-g", "py") for _ in range(3)])
         create_topic(broker.bootstrap, "mixed", PARTITIONS)
@@ -93,20 +96,17 @@ def main():
             PyMember(broker.bootstrap, "mixed-g", "mixed"),
             Member(broker.bootstrap, "mixed-g", "mixed", **{"partition.assignment.strategy": "range"}),
         ])
-        if os.environ.get("NODE_PATH") and os.path.isdir(os.path.join(os.environ["NODE_PATH"], "kafkajs")):
-            create_topic(broker.bootstrap, "js", PARTITIONS)
-            values = [f"js-{i}" for i in range(N)]
-            js = subprocess.Popen(["node", os.path.join(HERE, "kafkajs_group.js"), broker.bootstrap, "js", "js-g", str(N)],
-                                  stdout=subprocess.PIPE, text=True)
-            ready = js.stdout.readline().strip()
-            assert ready == "stable", f"kafkajs helper said {ready!r}"
-            produce(broker.bootstrap, "js", values, PARTITIONS)
-            result = js.stdout.read().strip().splitlines()
-            assert js.wait(120) == 0, result
-            assert result and result[-1].startswith("ok"), result
-            print(f"kafkajs: {result[-1]}")
-        else:
-            print("kafkajs: not installed, skipped")
+        create_topic(broker.bootstrap, "js", PARTITIONS)
+        values = [f"js-{i}" for i in range(N)]
+        js = subprocess.Popen(["node", os.path.join(HERE, "kafkajs_group.js"), broker.bootstrap, "js", "js-g", str(N)],
+                              stdout=subprocess.PIPE, text=True)
+        ready = js.stdout.readline().strip()
+        assert ready == "stable", f"kafkajs helper said {ready!r}"
+        produce(broker.bootstrap, "js", values, PARTITIONS)
+        result = js.stdout.read().strip().splitlines()
+        assert js.wait(120) == 0, result
+        assert result and result[-1].startswith("ok"), result
+        print(f"kafkajs: {result[-1]}")
     print("other clients: OK")
 
 

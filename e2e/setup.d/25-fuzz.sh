@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs cargo-fuzz (idempotent, into ${OXBOW_CACHE}/cargo-fuzz) for the fuzz suite
 # (e2e/suites/25-fuzz.sh). cargo-fuzz needs a nightly toolchain; without one the suite says
-# so and the stable driver (broker/tests/server_request_decode.rs, in cargo test) remains.
+# so, runs the stable driver (broker/tests/server_request_decode.rs) instead and reports a skip.
 set -euo pipefail
 root="${OXBOW_CACHE:-$HOME/.cache/oxbow}/cargo-fuzz"
 version=0.13.2
 if ! rustup toolchain list | grep -q '^nightly'; then
-  echo "No nightly toolchain: the libFuzzer run will be skipped"
+  echo "No nightly toolchain: the fuzz suite will run the stable driver and report libFuzzer as skipped"
   exit 0
 fi
 if [ "$("$root/bin/cargo-fuzz" --version 2>/dev/null)" != "cargo-fuzz $version" ]; then

@@ -16,8 +16,6 @@ Waits are on conditions (a bounded poll of a check), never a bare sleep.
 import os
 import warnings
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +41,9 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from oxbow_e2e import Broker, wait_for  # noqa: E402
+
 # AlterConfigs is deprecated in the clients but still a Kafka API, so it is tested.
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
@@ -57,67 +58,6 @@ def check(name):
         return function
 
     return register
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what, condition, timeout=TIMEOUT):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-class Broker:
-    """One oxbow process on free loopback ports, restartable on the same data."""
-
-    def __init__(self, workdir, overrides):
-        self.port = free_port()
-        self.metrics_port = free_port()
-        self.data = os.path.join(workdir, "data")
-        self.log_path = os.path.join(workdir, "oxbow.log")
-        self.overrides = overrides
-        self.process = None
-
-    @property
-    def bootstrap(self):
-        return f"127.0.0.1:{self.port}"
-
-    def start(self):
-        args = [
-            BINARY,
-            "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-            "--override", f"metrics.listener=127.0.0.1:{self.metrics_port}",
-            "--override", f"log.dirs={self.data}",
-        ]
-        for key, value in self.overrides.items():
-            args += ["--override", f"{key}={value}"]
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-
-        def listening():
-            if self.process.poll() is not None:
-                raise AssertionError(f"broker exited with {self.process.returncode}; see {self.log_path}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return True
-            except OSError:
-                return False
-
-        wait_for("the broker to listen", listening)
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
 
 
 # --- helpers -----------------------------------------------------------------------
@@ -391,14 +331,13 @@ def live_segment_and_retention(broker, admin):
     result_of(incremental(admin, "rolling", op("segment.bytes", "2000", AlterConfigOpType.SET),
                           op("retention.bytes", "6000", AlterConfigOpType.SET)))
     produce(broker.bootstrap, "rolling", [bytes([i % 256]) * 400 for i in range(60)], batch_each=True)
-    assert wait_for("segments to roll", lambda: len(partition_files(broker, "rolling")) > 1)
-    wait_for("retention to advance the log start",
-             lambda: watermarks(broker.bootstrap, "rolling")[0] > 0)
+    wait_for(lambda: len(partition_files(broker, "rolling")) > 1, TIMEOUT, "segments to roll")
+    wait_for(lambda: watermarks(broker.bootstrap, "rolling")[0] > 0, TIMEOUT, "retention to advance the log start")
     low, high = watermarks(broker.bootstrap, "rolling")
     assert high == 60 and low > 0, (low, high)
-    wait_for("the partition to shrink under retention.bytes plus a segment",
-             lambda: sum(os.path.getsize(os.path.join(broker.data, "rolling-0", f))
-                         for f in partition_files(broker, "rolling")) <= 6000 + 2000)
+    wait_for(lambda: sum(os.path.getsize(os.path.join(broker.data, "rolling-0", f))
+                         for f in partition_files(broker, "rolling")) <= 6000 + 2000,
+             TIMEOUT, "the partition to shrink under retention.bytes plus a segment")
     first = consume(broker.bootstrap, "rolling", 1)[0]
     assert first.offset() == watermarks(broker.bootstrap, "rolling")[0], "reading starts at the log start"
 
@@ -411,8 +350,8 @@ def live_retention_ms(broker, admin):
     produce(broker.bootstrap, "aging", [b"y" * 300] * 4, batch_each=True)
     assert watermarks(broker.bootstrap, "aging")[0] == 0, "the default retention (7 days) keeps them"
     result_of(incremental(admin, "aging", op("retention.ms", str(86400 * 1000), AlterConfigOpType.SET)))
-    wait_for("retention.ms to delete the old segments",
-             lambda: watermarks(broker.bootstrap, "aging")[0] >= 10)
+    wait_for(lambda: watermarks(broker.bootstrap, "aging")[0] >= 10, TIMEOUT,
+             "retention.ms to delete the old segments")
 
 
 @check("Live: max.message.bytes, message.timestamp.type, min.insync.replicas")
@@ -529,7 +468,7 @@ def configs_survive_restart(broker, admin):
 
 def main():
     workdir = tempfile.mkdtemp(prefix="oxbow-admin-")
-    broker = Broker(workdir, {"log.retention.check.interval.ms": "100", "log.roll.ms": "3600000",
+    broker = Broker(BINARY, workdir, {"log.retention.check.interval.ms": "100", "log.roll.ms": "3600000",
                               "auto.create.topics.enable": "false"})
     failures = 0
     try:

@@ -16,7 +16,24 @@ check() {  # check NAME COMMAND...: runs one check, counts it
   if "$@" >"$work/out" 2>&1; then passed=$((passed + 1)); echo "ok   $name"
   else failed=$((failed + 1)); echo "FAIL $name"; sed 's/^/     /' "$work/out" | tail -40; fi
 }
-refuse() { ! "$@"; }
+# refuse EXPECTED COMMAND...: the command must fail, and say EXPECTED (a crash, a missing
+# file or a refusal for another reason is not the refusal this check is about).
+refuse() {
+  local expected="$1"; shift
+  local out status=0
+  out="$("$@" 2>&1)" || status=$?
+  printf '%s\n' "$out"
+  if [ "$status" -eq 0 ]; then echo "accepted: exit 0"; return 1; fi
+  if grep -q '^Traceback ' <<<"$out"; then echo "the command crashed (exit $status)"; return 1; fi
+  if ! grep -qF -- "$expected" <<<"$out"; then echo "refused (exit $status), but not with: $expected"; return 1; fi
+}
+# refuse_cr EXPECTED CR_FILE: validate_cr.py refuses the CR with exactly one error, EXPECTED.
+refuse_cr() {
+  local expected="$1" file="$2" errors
+  refuse "$expected" python3 "$VALIDATE_CR" crds/oxbow.dev.yaml "$file" || return 1
+  errors="$(python3 "$VALIDATE_CR" crds/oxbow.dev.yaml "$file" 2>&1 | grep -c '^ERROR ' || true)"
+  if [ "$errors" != 1 ]; then echo "refused with $errors errors, expected exactly one: $expected"; return 1; fi
+}
 
 cargo build -p oxbow-operator --locked --quiet
 operator="$CARGO_TARGET_DIR/debug/oxbow-operator"
@@ -27,7 +44,8 @@ all_on=(--set cluster.enabled=true --set metrics.serviceMonitor.enabled=true
         --set operator.replicas=2 --set 'operator.bootstrapOverrides[0]=ns/events=127.0.0.1:9092')
 check "helm lint --strict (defaults)" helm lint --strict charts/oxbow
 check "helm lint --strict (everything on)" helm lint --strict charts/oxbow "${all_on[@]}"
-check "values.schema.json refuses a bad value" refuse helm template x charts/oxbow --set operator.replicas=-1
+check "values.schema.json refuses a bad value" \
+  refuse "at '/operator/replicas': minimum: got -1, want 0" helm template x charts/oxbow --set operator.replicas=-1
 helm template oxbow charts/oxbow --namespace oxbow-system --include-crds "${all_on[@]}" > "$work/chart.yaml"
 # ServiceMonitor/PodMonitor are Prometheus Operator kinds kubernetes-validate does not know.
 python3 - "$work/chart.yaml" "$work/chart-builtin.yaml" <<'PY'
@@ -69,14 +87,19 @@ PY
   check "variant $name: built objects pass kubernetes-validate --strict" kubernetes-validate --strict --quiet "$work/built-$name.yaml"
 done
 
-# Bad custom resources: each one alone must fail the CRD schema.
+# Bad custom resources: each one alone must fail the CRD schema, for the reason its
+# annotation e2e.oxbow.dev/refused-with names.
 python3 - e2e/operator/bad-crs.yaml "$work" <<'PY'
 import sys, yaml
 for i, d in enumerate(d for d in yaml.safe_load_all(open(sys.argv[1])) if d):
-    yaml.safe_dump(d, open(f"{sys.argv[2]}/bad-{i}-{d['metadata']['name']}.yaml", "w"))
+    meta = d["metadata"]
+    expected = meta.pop("annotations").pop("e2e.oxbow.dev/refused-with")
+    base = f"{sys.argv[2]}/bad-{i}-{meta['name']}"
+    yaml.safe_dump(d, open(base + ".yaml", "w"))
+    open(base + ".expected", "w").write(f"{d['kind']}/{meta['name']}: {expected}")
 PY
 for bad in "$work"/bad-*.yaml; do
-  check "refused by schema: $(basename "$bad" .yaml)" refuse python3 "$VALIDATE_CR" crds/oxbow.dev.yaml "$bad"
+  check "refused by schema: $(basename "$bad" .yaml)" refuse_cr "$(cat "${bad%.yaml}.expected")" "$bad"
 done
 
 echo "$passed passed, $failed failed"

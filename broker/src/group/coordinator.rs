@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 
 use super::classic::{Action, ClassicGroup, JoinRequest, JoinResponseData, Reply};
 use super::consumer::ConsumerGroup;
-use super::metrics::GroupMetrics;
+use super::metrics::{GroupMetrics, GroupSnapshot, PartitionPosition};
 use super::records::{
     self, GroupMetadataValue, OffsetValue, RecordKey, encode_group_value, encode_key,
 };
@@ -580,7 +580,33 @@ impl GroupCoordinator {
     /// Refreshes the per-group gauges (called when /metrics is scraped).
     pub fn refresh_metrics(&self) {
         let state = self.state.lock();
-        self.metrics.refresh(&state.groups, &self.logs);
+        let snapshots = state.groups.iter().map(|(group_id, group)| {
+            let (_, state, _) = group.summary();
+            let members = match &group.kind {
+                GroupKind::Classic(g) => g.members.len(),
+                GroupKind::Consumer(g) => g.members.len(),
+            };
+            let partitions = group
+                .offsets
+                .iter()
+                .map(|(tp, value)| PartitionPosition {
+                    topic_partition: tp,
+                    committed_offset: value.offset,
+                    lag: self.logs.get(tp).map(|log| {
+                        let high_watermark =
+                            i64::try_from(log.high_watermark()).unwrap_or(i64::MAX);
+                        (high_watermark - value.offset).max(0)
+                    }),
+                })
+                .collect();
+            GroupSnapshot {
+                group_id,
+                state,
+                members,
+                partitions,
+            }
+        });
+        self.metrics.refresh(snapshots);
     }
 }
 

@@ -62,7 +62,10 @@ fn commit(coordinator: &GroupCoordinator, group: &str, member: &str, generation:
         generation,
         vec![(TopicPartition::new("t", 0), offset, -1, None)],
     );
-    assert!(results.iter().all(|(_, r)| r.is_ok()), "{results:?}");
+    assert!(
+        results.len() == 1 && results.iter().all(|(_, r)| r.is_ok()),
+        "one partition committed: {results:?}"
+    );
 }
 
 /// One classic member joins and syncs `group` (no initial delay: both complete at once).

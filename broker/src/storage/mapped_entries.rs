@@ -261,3 +261,118 @@ impl<const WORDS: usize> MappedEntries<WORDS> {
             })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The lock-free read path under contention: one writer pushes while readers look
+    //! entries up, then the writer trims the file under them. Each entry's words are a
+    //! function of its index, so a torn or unpublished entry shows as a mismatch.
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Barrier;
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    const ENTRIES: usize = 40_000;
+    const READERS: usize = 3;
+
+    type Entries = MappedEntries<3>;
+
+    fn entry(index: usize) -> [u32; 3] {
+        let i = u32::try_from(index).unwrap();
+        [i, !i, i.wrapping_mul(2_654_435_761)]
+    }
+
+    /// Checks everything a reader may see at this moment; returns the length it saw.
+    fn check_published(entries: &Entries, seen_len: usize, probe: usize) -> usize {
+        let len = entries.len();
+        assert!(len >= seen_len, "len went back from {seen_len} to {len}");
+        if len > 0 {
+            assert_eq!(
+                entries.get(len - 1),
+                Some(entry(len - 1)),
+                "newest of {len}"
+            );
+            let index = probe % len;
+            assert_eq!(
+                entries.get(index),
+                Some(entry(index)),
+                "entry {index} of {len}"
+            );
+            let found = entries.last_where(|e| e[0] as usize <= index);
+            assert_eq!(
+                found,
+                Some(index),
+                "last_where({index}) with {len} published"
+            );
+        }
+        // An index at or past the length read at the start may have been published since;
+        // then it must be complete.
+        if let Some(words) = entries.get(len) {
+            assert_eq!(words, entry(len), "entry {len} read while being published");
+        }
+        len
+    }
+
+    #[test]
+    fn readers_see_only_whole_published_entries_while_the_writer_pushes_and_trims() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000000.index");
+        let capacity_bytes = ((ENTRIES + 1000) * Entries::ENTRY_BYTES) as u64;
+        let entries = Entries::open(&path, 0, capacity_bytes).unwrap();
+        let start = Barrier::new(READERS + 1);
+        // Readers that have checked a half-written index: the writer holds the second half
+        // back until every reader has, so each one reads while pushes are still to come.
+        let midway = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            let readers: Vec<_> = (0..READERS)
+                .map(|reader| {
+                    let (entries, start, midway) = (&entries, &start, &midway);
+                    scope.spawn(move || {
+                        start.wait();
+                        let (mut seen, mut probe, mut counted) = (0, reader * 7919, false);
+                        // Capacity only reaches the length when the writer trims.
+                        while !entries.is_full() {
+                            seen = check_published(entries, seen, probe);
+                            probe = probe.wrapping_mul(31).wrapping_add(17);
+                            if !counted && seen >= ENTRIES / 2 {
+                                midway.fetch_add(1, Ordering::AcqRel);
+                                counted = true;
+                            }
+                        }
+                        // After the trim the file is exactly the entries: every one readable.
+                        assert_eq!(entries.len(), ENTRIES);
+                        for index in 0..ENTRIES {
+                            assert_eq!(entries.get(index), Some(entry(index)));
+                        }
+                    })
+                })
+                .collect();
+            start.wait();
+            for index in 0..ENTRIES {
+                // (A reader that failed never gets midway: stop waiting for it.)
+                if index == ENTRIES / 2 {
+                    while midway.load(Ordering::Acquire) < READERS
+                        && !readers.iter().any(|r| r.is_finished())
+                    {
+                        std::thread::yield_now();
+                    }
+                }
+                entries.push(entry(index)).unwrap();
+            }
+            entries.trim().unwrap();
+            for reader in readers {
+                reader.join().unwrap();
+            }
+        });
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            (ENTRIES * Entries::ENTRY_BYTES) as u64
+        );
+        assert!(matches!(
+            entries.push(entry(ENTRIES)),
+            Err(IndexFileError::Full { .. })
+        ));
+    }
+}

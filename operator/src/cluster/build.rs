@@ -16,24 +16,14 @@ use kube::Resource;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 
 use super::config::{self, SHARED_CONFIG_FILE};
-use super::names::Names;
+use super::names::{Names, meta};
+pub use super::settings::BuildSettings;
+use super::statefulset;
+pub use super::statefulset::CONFIG_HASH_ANNOTATION;
 use crate::crd::{Cluster, ExternalType};
 
-/// Pod template annotation holding the hash of the shared config: a change rolls brokers.
-pub const CONFIG_HASH_ANNOTATION: &str = "oxbow.dev/config-hash";
 /// Label telling the headless Service apart (the ServiceMonitor scrapes through it only).
 pub const SERVICE_ROLE_LABEL: &str = "oxbow.dev/service";
-
-/// Settings of the operator deployment that shape what it builds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BuildSettings {
-    /// Broker image when a Cluster names none.
-    pub broker_image: String,
-    /// The operator's own image: runs the `rack-init` init container.
-    pub operator_image: String,
-    /// ClusterRole allowing `get` on nodes, bound to each cluster's broker ServiceAccount.
-    pub rack_cluster_role: String,
-}
 
 /// Everything a Cluster owns, in apply order.
 #[derive(Debug, Clone)]
@@ -106,13 +96,7 @@ pub fn build(cluster: &Cluster, settings: &BuildSettings) -> Result<Desired, Bui
         headless_service: headless_service(cluster, &names, &owner),
         bootstrap_service: bootstrap_service(cluster, &names, &owner),
         external_services: external_services(cluster, &names, &owner),
-        stateful_set: super::statefulset::stateful_set(
-            cluster,
-            &names,
-            &owner,
-            settings,
-            &config_hash,
-        ),
+        stateful_set: statefulset::stateful_set(cluster, &names, &owner, settings, &config_hash),
         pod_disruption_budget: pod_disruption_budget(&names, &owner),
         service_monitor: cluster
             .spec
@@ -128,16 +112,6 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
         (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-pub(super) fn meta(names: &Names, name: String, owner: &OwnerReference) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name),
-        namespace: Some(names.namespace.clone()),
-        labels: Some(names.labels()),
-        owner_references: Some(vec![owner.clone()]),
-        ..ObjectMeta::default()
-    }
 }
 
 fn service_account(names: &Names, owner: &OwnerReference) -> ServiceAccount {

@@ -69,19 +69,22 @@ pub enum ConfigType {
 
 const CLEANUP_POLICY: ConfigType =
     ConfigType::Enum(&["delete", "compact", "delete,compact", "compact,delete"]);
-const COMPRESSION: ConfigType =
-    ConfigType::Enum(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"]);
 const TIMESTAMP_TYPE: ConfigType = ConfigType::Enum(&["CreateTime", "LogAppendTime"]);
 
 /// Broker config keys a Cluster may override, with their types: the keys the Oxbow broker
-/// knows (`broker/src/config.rs`; it refuses unknown keys at start-up, so a key is added
-/// here when the broker learns it), minus the ones the operator manages.
+/// knows (`broker/src/config.rs` `KEYS`; it refuses unknown keys at start-up), minus the
+/// ones the operator manages. `operator/tests/config_keys.rs` fails when they drift.
 pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("auto.create.topics.enable", ConfigType::Bool),
     ("cluster.id", ConfigType::String),
     ("connections.max.idle.ms", ConfigType::Long),
     ("default.replication.factor", ConfigType::Int),
     ("fetch.sendfile.enable", ConfigType::Bool),
+    ("group.consumer.heartbeat.interval.ms", ConfigType::Int),
+    ("group.consumer.session.timeout.ms", ConfigType::Int),
+    ("group.initial.rebalance.delay.ms", ConfigType::Int),
+    ("group.max.session.timeout.ms", ConfigType::Int),
+    ("group.min.session.timeout.ms", ConfigType::Int),
     ("log.cleaner.delete.retention.ms", ConfigType::Long),
     ("log.cleanup.policy", CLEANUP_POLICY),
     ("log.flush.interval.messages", ConfigType::Long),
@@ -99,33 +102,31 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("metrics.partition.labels", ConfigType::Bool),
     ("min.insync.replicas", ConfigType::Int),
     ("num.partitions", ConfigType::Int),
+    ("offset.metadata.max.bytes", ConfigType::Int),
+    ("offsets.retention.check.interval.ms", ConfigType::Long),
+    ("offsets.retention.minutes", ConfigType::Int),
     ("offsets.topic.num.partitions", ConfigType::Int),
     ("queued.max.request.bytes", ConfigType::Long),
     ("socket.request.max.bytes", ConfigType::Int),
 ];
 
-/// Topic config keys a Topic may set, with their types (Kafka's names).
+/// Topic config keys a Topic may set, with their types (Kafka's names): exactly the keys the
+/// broker accepts (`broker/src/storage/log_config.rs` `TOPIC_CONFIG_KEYS`; checked by
+/// `operator/tests/config_keys.rs`).
 pub const TOPIC_KEYS: &[(&str, ConfigType)] = &[
     ("cleanup.policy", CLEANUP_POLICY),
-    ("compression.type", COMPRESSION),
     ("delete.retention.ms", ConfigType::Long),
-    ("file.delete.delay.ms", ConfigType::Long),
     ("flush.messages", ConfigType::Long),
     ("flush.ms", ConfigType::Long),
     ("index.interval.bytes", ConfigType::Int),
-    ("max.compaction.lag.ms", ConfigType::Long),
     ("max.message.bytes", ConfigType::Int),
     ("message.timestamp.type", TIMESTAMP_TYPE),
-    ("min.cleanable.dirty.ratio", ConfigType::Double),
-    ("min.compaction.lag.ms", ConfigType::Long),
     ("min.insync.replicas", ConfigType::Int),
-    ("preallocate", ConfigType::Bool),
     ("retention.bytes", ConfigType::Long),
     ("retention.ms", ConfigType::Long),
     ("segment.bytes", ConfigType::Int),
     ("segment.index.bytes", ConfigType::Int),
     ("segment.ms", ConfigType::Long),
-    ("unclean.leader.election.enable", ConfigType::Bool),
 ];
 
 /// A config override that cannot be used.

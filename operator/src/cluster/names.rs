@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
 /// Value of `app.kubernetes.io/managed-by` on everything the operator creates.
 pub const MANAGER: &str = "oxbow-operator";
 /// Field manager name for server-side apply.
@@ -120,5 +122,16 @@ impl Names {
             "app.kubernetes.io/instance={},app.kubernetes.io/managed-by={MANAGER}",
             self.cluster
         )
+    }
+}
+
+/// Metadata of an object the Cluster owns: name, namespace, the cluster's labels, owner.
+pub(super) fn meta(names: &Names, name: String, owner: &OwnerReference) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: Some(names.namespace.clone()),
+        labels: Some(names.labels()),
+        owner_references: Some(vec![owner.clone()]),
+        ..ObjectMeta::default()
     }
 }

@@ -18,10 +18,13 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::build::{BuildSettings, CONFIG_HASH_ANNOTATION, meta};
 use super::config::{self, CONFIG_DIR, DATA_MOUNT, RACK_DIR, RACK_FILE, SHARED_CONFIG_FILE};
-use super::names::Names;
+use super::names::{Names, meta};
+use super::settings::BuildSettings;
 use crate::crd::{AdvertiseMode, Cluster};
+
+/// Pod template annotation holding the hash of the shared config: a change rolls brokers.
+pub const CONFIG_HASH_ANNOTATION: &str = "oxbow.dev/config-hash";
 
 fn env_from_field(name: &str, path: &str) -> EnvVar {
     EnvVar {

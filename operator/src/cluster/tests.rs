@@ -131,11 +131,11 @@ fn unknown_managed_and_mistyped_overrides_are_refused() {
         ("log.retention.hourz".to_string(), IntOrString::Int(1)),
         ("node.id".to_string(), IntOrString::Int(4)),
         (
-            "num.io.threads".to_string(),
+            "num.partitions".to_string(),
             IntOrString::String("many".into()),
         ),
         (
-            "compression.type".to_string(),
+            "log.cleanup.policy".to_string(),
             IntOrString::String("brotli".into()),
         ),
     ]);
@@ -150,6 +150,15 @@ fn unknown_managed_and_mistyped_overrides_are_refused() {
         key: "log.retention.hourz".into(),
         scope: "broker"
     }));
+    for (key, value) in [("num.partitions", "many"), ("log.cleanup.policy", "brotli")] {
+        assert!(
+            errors.iter().any(
+                |e| matches!(e, ConfigError::BadValue { key: k, value: v, .. }
+                if k == key && v == value)
+            ),
+            "{key}={value} not refused as mistyped: {errors:?}"
+        );
+    }
     let cluster = cluster("replicas: 1\nconfig:\n  bogus.key: 1");
     match build::build(&cluster, &settings()) {
         Err(BuildError::InvalidConfig(message)) => {

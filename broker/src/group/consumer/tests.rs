@@ -116,8 +116,18 @@ fn leaving_and_expiry_free_partitions() {
     assert_eq!(group.members.len(), 1);
     assert_eq!(count(&group.target["a"]), 6);
     group.session_timeout_ms = 1_000;
-    assert!(group.tick(900).is_empty() || group.members.len() == 1);
+    // a's last heartbeat was its join at 0: still within the session at 900.
+    group.tick(900);
+    assert!(
+        group.members.contains_key("a"),
+        "a expired within its session"
+    );
+    assert_eq!(count(&group.target["a"]), 6);
     group.tick(1_001);
-    assert!(group.members.is_empty());
+    assert!(group.members.is_empty(), "a outlived its session");
+    assert!(
+        group.target.is_empty(),
+        "the expired member still has a target assignment"
+    );
     assert_eq!(group.state_name(), "Empty");
 }

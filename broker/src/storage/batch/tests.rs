@@ -89,7 +89,11 @@ fn record_sets_split_into_batches_and_fail_as_a_whole() {
     assert_eq!(batches.len(), 2);
     assert_eq!(batches[1].1, set.len());
     set.push(0);
-    assert!(validate_record_set(&set, 1 << 20).is_err());
+    assert_eq!(
+        validate_record_set(&set, 1 << 20),
+        Err(BatchError::TooShort { available: 1 }),
+        "one stray byte after the batches"
+    );
     assert_eq!(validate_record_set(&[], 1 << 20), Err(BatchError::Empty));
     // A huge declared length never panics or allocates.
     let mut huge = sample(1);

@@ -203,7 +203,10 @@ fn retention_by_bytes_keeps_the_newest_within_the_limit() {
         size - oldest < 5000,
         "could still delete: size {size}, oldest {oldest}"
     );
-    assert!(size >= 5000 || t.log.segment_count() == 1);
+    // Retention deleted something, and never more than it had to: what is left still
+    // holds at least retention.bytes (a deletion happens only while the rest would).
+    assert!(t.log.log_start_offset() > 0, "nothing was deleted");
+    assert!(size >= 5000, "deleted too much: {size} bytes left of 5000");
 }
 
 #[test]
@@ -222,7 +225,10 @@ fn delete_records_moves_log_start_and_drops_whole_segments() {
     ));
     assert_eq!(all_records(&t.log, 12).first().map(|r| r.0), Some(12));
     assert!(
-        t.log.advance_log_start_offset(21).is_err(),
+        matches!(
+            t.log.advance_log_start_offset(21),
+            Err(LogError::OffsetOutOfRange { .. })
+        ),
         "beyond the high watermark"
     );
     let (t, _) = t.reopen(true);

@@ -1,0 +1,108 @@
+//! The operator's lists of broker and topic config keys against the broker's own
+//! (`oxbow_broker::config::KEYS`, `LOG_CONFIG_SYNONYMS`, `storage::TOPIC_CONFIG_KEYS`): the
+//! operator must offer exactly the keys the broker accepts (a key the broker refuses makes
+//! a Cluster that never starts, or a Topic that never becomes Ready), and render only keys
+//! the broker knows. A failure here means one side learned or dropped a key: change the
+//! operator's list in `operator/src/cluster/config.rs` to match the broker.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+
+use oxbow_broker::config::{KEYS, LOG_CONFIG_SYNONYMS};
+use oxbow_broker::storage::TOPIC_CONFIG_KEYS;
+use oxbow_operator::cluster::config::{self, BROKER_KEYS, ConfigType, MANAGED_KEYS, TOPIC_KEYS};
+use oxbow_operator::cluster::names::Names;
+use oxbow_operator::crd::ClusterSpec;
+
+fn broker_keys() -> BTreeSet<&'static str> {
+    KEYS.iter().map(|key| key.name).collect()
+}
+
+fn names(list: &[(&'static str, ConfigType)]) -> BTreeSet<&'static str> {
+    list.iter().map(|(name, _)| *name).collect()
+}
+
+fn type_of(list: &[(&'static str, ConfigType)], key: &str) -> Option<ConfigType> {
+    list.iter()
+        .find(|(name, _)| *name == key)
+        .map(|(_, ty)| *ty)
+}
+
+#[test]
+fn a_cluster_may_override_exactly_the_broker_keys_the_operator_does_not_manage() {
+    let managed: BTreeSet<&str> = MANAGED_KEYS.iter().copied().collect();
+    let expected: BTreeSet<&str> = broker_keys().difference(&managed).copied().collect();
+    let offered = names(BROKER_KEYS);
+    let refused_by_broker: Vec<_> = offered.difference(&expected).collect();
+    let missing: Vec<_> = expected.difference(&offered).collect();
+    assert!(
+        refused_by_broker.is_empty() && missing.is_empty(),
+        "operator BROKER_KEYS drifted from the broker's KEYS: offered but unknown to the \
+         broker (or managed): {refused_by_broker:?}; known to the broker but not offered: \
+         {missing:?}"
+    );
+}
+
+#[test]
+fn a_topic_may_set_exactly_the_topic_keys_the_broker_accepts() {
+    let accepted: BTreeSet<&str> = TOPIC_CONFIG_KEYS.iter().copied().collect();
+    let offered = names(TOPIC_KEYS);
+    let refused_by_broker: Vec<_> = offered.difference(&accepted).collect();
+    let missing: Vec<_> = accepted.difference(&offered).collect();
+    assert!(
+        refused_by_broker.is_empty() && missing.is_empty(),
+        "operator TOPIC_KEYS drifted from the broker's TOPIC_CONFIG_KEYS: offered but \
+         refused by the broker: {refused_by_broker:?}; accepted by the broker but not \
+         offered: {missing:?}"
+    );
+}
+
+#[test]
+fn a_topic_key_and_its_broker_default_have_the_same_type() {
+    for (topic_key, broker_key) in LOG_CONFIG_SYNONYMS {
+        let topic = type_of(TOPIC_KEYS, topic_key)
+            .unwrap_or_else(|| panic!("topic key {topic_key} is not offered by the operator"));
+        let broker = type_of(BROKER_KEYS, broker_key)
+            .unwrap_or_else(|| panic!("broker key {broker_key} is not offered by the operator"));
+        assert_eq!(
+            topic, broker,
+            "{topic_key} and its broker default {broker_key} have different types"
+        );
+    }
+}
+
+#[test]
+fn every_rendered_key_is_a_broker_key() {
+    let known = broker_keys();
+    let spec: ClusterSpec = serde_yaml::from_str(
+        "replicas: 3\ncontrollerVoters: 1\nlisteners: {external: {type: NodePort, nodePortBase: 31000}}",
+    )
+    .unwrap();
+    let names = Names::new("events", "streams");
+    let mut rendered = vec![config::shared_config(&spec, &names, &Default::default())];
+    for ordinal in [0, 1] {
+        rendered.push(config::broker_config(&spec, &names, ordinal));
+    }
+    let mut keys = BTreeSet::new();
+    for file in &rendered {
+        let map: std::collections::BTreeMap<String, serde_yaml::Value> =
+            serde_yaml::from_str(file).unwrap();
+        keys.extend(map.into_keys());
+    }
+    for argument in config::pod_ip_overrides(&spec) {
+        if let Some((key, _)) = argument.split_once('=') {
+            keys.insert(key.to_string());
+        }
+    }
+    // The rack-init container writes the rack file (`operator/src/rack.rs`).
+    keys.insert("broker.rack".to_string());
+    let unknown: Vec<_> = keys
+        .iter()
+        .filter(|key| !known.contains(key.as_str()))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "the operator renders keys the broker refuses: {unknown:?}"
+    );
+    assert!(keys.len() >= 8, "rendered too few keys to check: {keys:?}");
+}
