@@ -91,7 +91,7 @@ pub const KEYS: &[KeySpec] = &[
     key(
         "metrics.partition.labels",
         "false",
-        "Per-partition labels on storage metrics (opt-in: cardinality).",
+        "Per-partition labels on storage and group lag metrics (opt-in: cardinality).",
     ),
     key(
         "fetch.sendfile.enable",

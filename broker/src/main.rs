@@ -132,7 +132,8 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         config.groups.clone(),
         Arc::clone(&logs),
         Arc::new(SystemClock),
-        GroupMetrics::new(metrics.registry()).context("registering group metrics")?,
+        GroupMetrics::with_partition_labels(metrics.registry(), config.metrics_partition_labels)
+            .context("registering group metrics")?,
     ));
     let state = Arc::new(BrokerState {
         config: config.clone(),

@@ -1,6 +1,6 @@
 //! A real `oxbow` process on loopback and a minimal raw Kafka client for tests that
 //! need to send exact requests (duplicates, gaps, garbage).
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
 pub mod cluster;
 

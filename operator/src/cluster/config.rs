@@ -76,6 +76,8 @@ const TIMESTAMP_TYPE: ConfigType = ConfigType::Enum(&["CreateTime", "LogAppendTi
 /// ones the operator manages. `operator/tests/config_keys.rs` fails when they drift.
 pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("auto.create.topics.enable", ConfigType::Bool),
+    ("broker.heartbeat.interval.ms", ConfigType::Int),
+    ("broker.session.timeout.ms", ConfigType::Int),
     ("cluster.id", ConfigType::String),
     ("connections.max.idle.ms", ConfigType::Long),
     ("default.replication.factor", ConfigType::Int),
@@ -106,6 +108,7 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("offsets.retention.check.interval.ms", ConfigType::Long),
     ("offsets.retention.minutes", ConfigType::Int),
     ("offsets.topic.num.partitions", ConfigType::Int),
+    ("offsets.topic.replication.factor", ConfigType::Int),
     ("queued.max.request.bytes", ConfigType::Long),
     ("socket.request.max.bytes", ConfigType::Int),
 ];
