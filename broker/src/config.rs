@@ -239,6 +239,11 @@ pub const KEYS: &[KeySpec] = &[
         "A broker without a heartbeat for this long is fenced and its leaderships move.",
     ),
     key(
+        "metadata.log.snapshot.interval.entries",
+        "5000",
+        "Metadata log entries between snapshots of the metadata image; older entries are purged.",
+    ),
+    key(
         "broker.rack",
         "",
         "Rack (zone) of this broker, for rack-aware placement.",
@@ -321,6 +326,7 @@ pub struct BrokerConfig {
     pub controller_listener: Option<SocketAddr>,
     pub broker_heartbeat_interval_ms: u64,
     pub broker_session_timeout_ms: u64,
+    pub metadata_snapshot_interval_entries: u64,
     /// Every key with its effective value (DescribeConfigs on the broker resource).
     pub raw: BTreeMap<String, String>,
 }
@@ -602,6 +608,11 @@ impl BrokerConfig {
             broker_heartbeat_interval_ms: int("broker.heartbeat.interval.ms", 10, 3_600_000)?
                 as u64,
             broker_session_timeout_ms: int("broker.session.timeout.ms", 100, 3_600_000)? as u64,
+            metadata_snapshot_interval_entries: int(
+                "metadata.log.snapshot.interval.entries",
+                10,
+                i64::from(u32::MAX),
+            )? as u64,
             raw,
         })
     }

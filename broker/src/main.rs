@@ -111,6 +111,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         cluster_id: config.cluster_id.clone(),
         heartbeat_interval: Duration::from_millis(config.broker_heartbeat_interval_ms),
         session_timeout: Duration::from_millis(config.broker_session_timeout_ms),
+        snapshot_interval_entries: config.metadata_snapshot_interval_entries,
         metadata_dir,
         endpoint: Endpoint {
             host: config.advertised_host.clone(),

@@ -90,7 +90,7 @@ fn three_voters_agree_fail_over_and_rejoin() {
 
 #[test]
 fn observers_follow_the_log_and_take_replicas() {
-    let cluster = Cluster::start(3, 2, &[]);
+    let mut cluster = Cluster::start(3, 2, &[]);
     cluster.wait_ready(&[1, 2, 3, 4, 5]);
     // Created through a broker-only node: forwarded to the active controller.
     assert_eq!(cluster.create_topic(5, "wide", 10, 5), 0);
@@ -101,7 +101,23 @@ fn observers_follow_the_log_and_take_replicas() {
     led.sort();
     assert_eq!(led, vec![1, 1, 2, 2, 3, 3, 4, 4, 5, 5]);
     // The controller is a voter, never an observer.
-    assert!((1..=3).contains(&cluster.controller_of(4).unwrap()));
+    let active = cluster.controller_of(4).unwrap();
+    assert!((1..=3).contains(&active));
+    // SIGKILL the active controller: changes sent to an observer reach the new one, and
+    // both observers follow the log from another voter.
+    cluster.kill(active);
+    cluster.wait_for(
+        "CreateTopics through an observer after the failover",
+        TIMEOUT,
+        || {
+            let code = cluster.create_topic(4, "after-failover", 2, 2);
+            code == 0 || code == ResponseError::TopicAlreadyExists.code()
+        },
+    );
+    let live: Vec<i32> = (1..=5).filter(|id| *id != active).collect();
+    cluster.wait_same_image(&live);
+    let new_active = cluster.controller_of(5).unwrap();
+    assert!(new_active != active && (1..=3).contains(&new_active));
 }
 
 #[test]
@@ -167,4 +183,42 @@ fn a_silent_broker_is_fenced_and_unfenced_when_it_returns() {
     cluster.wait_for("the broker to be unfenced and lead again", TIMEOUT, || {
         cluster.metadata(1).brokers.len() == 4 && leaders(&cluster, 1, "owned") == before
     });
+}
+
+#[test]
+fn snapshots_bound_the_log_and_bring_a_far_behind_voter_up_to_date() {
+    let mut cluster = Cluster::start(3, 0, &["metadata.log.snapshot.interval.entries=20"]);
+    cluster.wait_ready(&[1, 2, 3]);
+    let active = cluster.controller_of(1).unwrap();
+    let behind = (1..=3).find(|id| *id != active).unwrap();
+    let survivor = (1..=3).find(|id| *id != active && *id != behind).unwrap();
+    cluster.kill(behind);
+    // Far more entries than a snapshot interval: the leader snapshots and purges the log
+    // the stopped voter would need.
+    for topic in 0..60 {
+        assert_eq!(
+            cluster.create_topic(survivor, &format!("t{topic}"), 1, 1),
+            0
+        );
+    }
+    let raft_log = cluster.nodes[&active]
+        .data
+        .join("__oxbow_metadata/raft-log");
+    let lines = std::fs::read_to_string(&raft_log).unwrap().lines().count();
+    assert!(
+        lines < 60,
+        "the log keeps {lines} entries after 60+ changes"
+    );
+    assert!(cluster.logs(active).contains("Metadata snapshot written"));
+    cluster.launch(behind);
+    cluster.wait_ready(&[behind]);
+    cluster.wait_same_image(&[1, 2, 3]);
+    assert!(
+        cluster
+            .logs(behind)
+            .contains("Installed a metadata snapshot from the leader"),
+        "{}",
+        cluster.logs(behind)
+    );
+    assert_eq!(cluster.metadata(behind).topics.len(), 60);
 }

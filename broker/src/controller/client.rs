@@ -23,6 +23,8 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(6);
 #[derive(Debug)]
 pub struct ControllerClient {
     node_id: i32,
+    /// This node, when it is a voter: its own active controller is asked directly.
+    skip: Option<i32>,
     cluster_id: Arc<RwLock<Option<String>>>,
     voters: BTreeMap<i32, Mutex<RpcConnection>>,
     leader_hint: AtomicI32,
@@ -39,6 +41,7 @@ impl ControllerClient {
     ) -> Self {
         Self {
             node_id,
+            skip,
             cluster_id,
             voters: voters
                 .iter()
@@ -147,6 +150,14 @@ impl ControllerClient {
                 let per_call = remaining.min(CALL_TIMEOUT + server_wait);
                 let reply = connection.lock().await.call(&request, per_call).await;
                 match reply {
+                    Ok(RpcReply::NotController { leader })
+                        if leader.is_some() && leader == self.skip =>
+                    {
+                        // This node leads now: the caller asks its own active controller.
+                        return Err(ControllerError::NotController(Some(
+                            "this node has become the active controller".into(),
+                        )));
+                    }
                     Ok(RpcReply::NotController { leader }) => {
                         last_error = format!("voter {voter} is not the active controller");
                         if let Some(leader) = leader.filter(|l| *l != voter) {

@@ -64,11 +64,10 @@ use crate::storage::{LogConfig, LogConfigError, LogManager};
 
 /// How long a metadata change may take before the caller is told it timed out.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(8);
+/// Pause before asking again for an active controller.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
 /// How long a caller waits for its own broker to apply a change it made.
 const PUBLISH_WAIT: Duration = Duration::from_secs(5);
-/// Raft entries between snapshots of the image; the log keeps a tail behind each.
-const SNAPSHOT_EVERY: u64 = 5000;
-const LOG_KEPT_BEHIND_SNAPSHOT: u64 = 1000;
 /// A leftover of the single-node metadata log, before the quorum.
 const LEGACY_METADATA_LOG: &str = "metadata.log";
 
@@ -85,6 +84,8 @@ pub struct QuorumSettings {
     pub cluster_id: Option<String>,
     pub heartbeat_interval: Duration,
     pub session_timeout: Duration,
+    /// Raft entries between snapshots of the image (the log is purged behind them).
+    pub snapshot_interval_entries: u64,
     pub metadata_dir: PathBuf,
     /// Where clients reach this broker.
     pub endpoint: Endpoint,
@@ -164,8 +165,11 @@ impl Controller {
                 election_timeout_min: 500,
                 election_timeout_max: 1000,
                 install_snapshot_timeout: 5000,
-                snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(SNAPSHOT_EVERY),
-                max_in_snapshot_log_to_keep: LOG_KEPT_BEHIND_SNAPSHOT,
+                snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(
+                    settings.snapshot_interval_entries,
+                ),
+                // The log keeps a tail behind each snapshot for followers a little behind.
+                max_in_snapshot_log_to_keep: settings.snapshot_interval_entries / 5,
                 ..Default::default()
             }
             .validate()
@@ -418,20 +422,35 @@ impl Controller {
         command: &ControllerCommand,
         timeout: Duration,
     ) -> Result<CommandReply, ControllerError> {
-        if let Some(active) = &self.active
-            && active.is_leader()
-        {
-            match active.execute(command.clone()).await {
-                Err(ControllerError::NotController(_)) => {}
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            // This voter may win an election while the command waits: ask it first.
+            if let Some(active) = &self.active
+                && active.is_leader()
+            {
+                match active.execute(command.clone()).await {
+                    Err(ControllerError::NotController(_)) => {}
+                    other => return other,
+                }
+            }
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let lone_voter = self.settings.voters.len() == 1 && self.active.is_some();
+            let result = if lone_voter {
+                Err(ControllerError::NotController(Some(
+                    "this node is the only voter and has not been elected yet".into(),
+                )))
+            } else {
+                client.command(command, remaining).await
+            };
+            match result {
+                Err(ControllerError::NotController(_))
+                    if tokio::time::Instant::now() + RETRY_PAUSE < deadline =>
+                {
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
                 other => return other,
             }
         }
-        if self.settings.voters.len() == 1 && self.active.is_some() {
-            return Err(ControllerError::NotController(Some(
-                "this node is the only voter and has not been elected yet".into(),
-            )));
-        }
-        client.command(command, timeout).await
     }
 
     /// A registration or heartbeat, on its own connection so metadata changes in

@@ -163,3 +163,76 @@ impl Publisher {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::records::{MetadataRecord, PartitionState};
+    use crate::storage::SystemClock;
+
+    fn image(topics: &[(&str, &[&[i32]])]) -> ClusterImage {
+        let mut image = ClusterImage::default();
+        for (index, (name, partitions)) in topics.iter().enumerate() {
+            image.apply(&MetadataRecord::TopicCreated {
+                name: name.to_string(),
+                topic_id: uuid::Uuid::from_u128(index as u128 + 1),
+                replication_factor: 1,
+                configs: Default::default(),
+            });
+            for (partition, replicas) in partitions.iter().enumerate() {
+                image.apply(&MetadataRecord::PartitionCreated {
+                    topic: name.to_string(),
+                    partition: partition as i32,
+                    state: PartitionState {
+                        replicas: replicas.to_vec(),
+                        in_sync_replicas: vec![replicas[0]],
+                        leader: replicas[0],
+                        leader_epoch: 0,
+                        partition_epoch: 0,
+                    },
+                });
+            }
+        }
+        image
+    }
+
+    #[test]
+    fn logs_follow_the_image_and_strays_wait_until_caught_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let defaults = LogConfig::default();
+        let (logs, _) = LogManager::open(
+            &[dir.path().to_path_buf()],
+            &|_| defaults.clone(),
+            Arc::new(SystemClock),
+        )
+        .unwrap();
+        let logs = Arc::new(logs);
+        // A log from before this run that the (not yet caught-up) image does not mention.
+        let stray = TopicPartition::new("old", 0);
+        logs.create(stray.clone(), defaults.clone()).unwrap();
+        let (_target, caught_up_target) = watch::channel(None);
+        let (mut publisher, _) = Publisher::new(1, Arc::clone(&logs), defaults, caught_up_target);
+
+        let first = image(&[("a", &[&[1, 2], &[2, 3]])]);
+        publisher.apply(&ClusterImage::default(), &first, false);
+        assert!(
+            logs.get(&TopicPartition::new("a", 0)).is_some(),
+            "a replica here gets a log"
+        );
+        assert!(
+            logs.get(&TopicPartition::new("a", 1)).is_none(),
+            "no log where not a replica"
+        );
+        assert!(logs.get(&stray).is_some(), "kept until caught up");
+
+        // Moved away from this broker (seen happen in this run): removed at once.
+        let second = image(&[("a", &[&[2, 3], &[2, 3]])]);
+        publisher.apply(&first, &second, false);
+        assert!(logs.get(&TopicPartition::new("a", 0)).is_none());
+        assert!(logs.get(&stray).is_some());
+
+        // Caught up: what the image does not place here goes.
+        publisher.apply(&second, &second, true);
+        assert!(logs.get(&stray).is_none());
+    }
+}

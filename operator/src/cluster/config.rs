@@ -101,6 +101,7 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("log.segment.bytes", ConfigType::Int),
     ("max.connections", ConfigType::Int),
     ("message.max.bytes", ConfigType::Int),
+    ("metadata.log.snapshot.interval.entries", ConfigType::Long),
     ("metrics.partition.labels", ConfigType::Bool),
     ("min.insync.replicas", ConfigType::Int),
     ("num.partitions", ConfigType::Int),

@@ -106,6 +106,7 @@ impl MetadataStateMachine {
 
 impl RaftSnapshotBuilder<MetadataRaft> for MetadataStateMachine {
     async fn build_snapshot(&mut self) -> Result<Snapshot<MetadataRaft>, StorageError<u64>> {
+        let started = std::time::Instant::now();
         self.snapshots_built += 1;
         let snapshot_id = match self.last_applied {
             Some(last) => format!("{}-{}-{}", last.leader_id, last.index, self.snapshots_built),
@@ -116,7 +117,12 @@ impl RaftSnapshotBuilder<MetadataRaft> for MetadataStateMachine {
             serde_json::to_vec(&file).map_err(|e| StorageIOError::write_snapshot(None, &e))?;
         write_atomically(&self.dir.join(SNAPSHOT_FILE), &bytes)
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
-        tracing::info!(snapshot = %file.snapshot_id, bytes = bytes.len(), "Metadata snapshot written");
+        tracing::info!(
+            snapshot = %file.snapshot_id,
+            bytes = bytes.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "Metadata snapshot written"
+        );
         Ok(Self::to_snapshot(&file, bytes))
     }
 }

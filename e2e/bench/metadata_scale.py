@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Metadata at scale (a benchmark, not a test): TOPICS x PARTITIONS partitions (default
+1,000 x 10 = 10,000, RF=3) on 5 brokers (3 voters + 2 broker-only nodes), created with
+confluent-kafka's AdminClient in batches. Reports: creation time, metadata log and snapshot
+sizes on a voter, snapshot build time (from the voter's log), Metadata-for-all-topics
+response time (median of 5), the active controller's RSS, and how long a new broker takes
+from start to ready (caught up and unfenced).
+
+    ~/.cache/oxbow/clients/venv/bin/python e2e/bench/metadata_scale.py target/release/oxbow
+"""
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+TOPICS = int(os.environ.get("TOPICS", "1000"))
+PARTITIONS = int(os.environ.get("PARTITIONS", "10"))
+BASE, CONTROLLER_BASE, METRICS_BASE = 23092, 23192, 23644
+
+
+def http(port, path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, r.read().decode()
+    except Exception:
+        return None, None
+
+
+def wait(what, condition, timeout=300):
+    deadline = time.time() + timeout
+    while not condition():
+        if time.time() > deadline:
+            sys.exit(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def main():
+    binary = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="oxbow-metadata-scale-")
+    voters = ",".join(f"{n}@127.0.0.1:{CONTROLLER_BASE + n}" for n in (1, 2, 3))
+    procs = {}
+
+    def start(node):
+        roles = "broker,controller" if node <= 3 else "broker"
+        listeners = f"PLAINTEXT://127.0.0.1:{BASE + node}"
+        if node <= 3:
+            listeners += f",CONTROLLER://127.0.0.1:{CONTROLLER_BASE + node}"
+        procs[node] = subprocess.Popen(
+            [binary, "--override", f"node.id={node}", "--override", f"process.roles={roles}",
+             "--override", f"listeners={listeners}", "--override", f"controller.quorum.voters={voters}",
+             "--override", f"log.dirs={work}/node-{node}",
+             "--override", f"metrics.listener=127.0.0.1:{METRICS_BASE + node}"],
+            stdout=subprocess.DEVNULL, stderr=open(f"{work}/node-{node}.log", "w"))
+
+    try:
+        for node in range(1, 6):
+            start(node)
+        wait("five ready brokers", lambda: all(http(METRICS_BASE + n, "/readyz")[0] == 200 for n in range(1, 6)))
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{BASE + 4}"})
+        started = time.time()
+        for first in range(0, TOPICS, 100):
+            topics = [NewTopic(f"scale-{i}", PARTITIONS, 3) for i in range(first, min(first + 100, TOPICS))]
+            for name, future in admin.create_topics(topics, request_timeout=120).items():
+                future.result(timeout=180)
+        created = time.time() - started
+        view = json.loads(http(METRICS_BASE + 1, "/metadata")[1])
+        active = view["controller_id"]
+        metadata_dir = f"{work}/node-{active}/__oxbow_metadata"
+        sizes = {name: os.path.getsize(os.path.join(metadata_dir, name)) for name in os.listdir(metadata_dir)}
+        snapshot_ms = [int(m) for m in re.findall(r"elapsed_ms=(\d+)", open(f"{work}/node-{active}.log").read())]
+        timings = []
+        for _ in range(5):
+            t = time.time()
+            metadata = admin.list_topics(timeout=60)
+            timings.append(time.time() - t)
+        partitions = sum(len(t.partitions) for t in metadata.topics.values())
+        rss_kb = int(open(f"/proc/{procs[active].pid}/status").read().split("VmRSS:")[1].split()[0])
+        # A new broker joining: from process start to ready (caught up and unfenced).
+        t = time.time()
+        start(6)
+        wait("the new broker", lambda: http(METRICS_BASE + 6, "/readyz")[0] == 200)
+        joined = time.time() - t
+        print(f"{partitions} partitions ({TOPICS} topics x {PARTITIONS}, RF=3) on 5 brokers (3 voters)")
+        print(f"  created in {created:.1f} s ({TOPICS / created:.0f} topics/s)")
+        print(f"  metadata dir of the active controller (node {active}): "
+              + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in sorted(sizes.items())))
+        print(f"  snapshots built: {len(snapshot_ms)}, build+write time ms: {snapshot_ms}")
+        print(f"  Metadata for all topics: median {statistics.median(timings) * 1000:.0f} ms, "
+              f"worst {max(timings) * 1000:.0f} ms")
+        print(f"  active controller RSS: {rss_kb / 1024:.0f} MiB")
+        print(f"  a new broker from start to ready: {joined:.2f} s")
+    finally:
+        for proc in procs.values():
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
