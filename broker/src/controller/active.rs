@@ -104,11 +104,7 @@ impl ActiveController {
             .ensure_linearizable()
             .await
             .map_err(|error| match error.forward_to_leader() {
-                Some(forward) => ControllerError::NotController(
-                    forward
-                        .leader_id
-                        .map(|id| format!("node {id} leads the quorum")),
-                ),
+                Some(forward) => not_controller(forward),
                 // Not enough voters answer: the change may succeed once they do.
                 None if matches!(
                     error,
@@ -174,11 +170,7 @@ impl ActiveController {
             .client_write(MetadataBatch { records })
             .await
             .map_err(|error| match error.forward_to_leader() {
-                Some(forward) => ControllerError::NotController(
-                    forward
-                        .leader_id
-                        .map(|id| format!("node {id} leads the quorum")),
-                ),
+                Some(forward) => not_controller(forward),
                 None => ControllerError::Quorum(error.to_string()),
             })?;
         let index = written.log_id.index;
@@ -314,6 +306,17 @@ impl ActiveController {
             }
         }
     }
+}
+
+/// openraft's "not the leader" as the controller's refusal.
+fn not_controller(
+    forward: &openraft::error::ForwardToLeader<u64, openraft::BasicNode>,
+) -> ControllerError {
+    ControllerError::NotController(
+        forward
+            .leader_id
+            .map(|id| format!("node {id} leads the quorum")),
+    )
 }
 
 impl ControllerError {

@@ -537,12 +537,7 @@ pub fn fence(
                 next.leader_epoch += 1;
             }
             if next != *state {
-                next.partition_epoch += 1;
-                records.push(MetadataRecord::PartitionChanged {
-                    topic: topic.name.clone(),
-                    partition: partition as i32,
-                    state: next,
-                });
+                records.push(partition_changed(topic, partition, next));
             }
         }
     }
@@ -558,16 +553,25 @@ pub fn unfence(image: &ClusterImage, node_id: i32) -> Vec<MetadataRecord> {
                 let mut next = state.clone();
                 next.leader = node_id;
                 next.leader_epoch += 1;
-                next.partition_epoch += 1;
-                records.push(MetadataRecord::PartitionChanged {
-                    topic: topic.name.clone(),
-                    partition: partition as i32,
-                    state: next,
-                });
+                records.push(partition_changed(topic, partition, next));
             }
         }
     }
     records
+}
+
+/// The record of a partition's change; every change bumps the partition epoch.
+fn partition_changed(
+    topic: &TopicImage,
+    partition: usize,
+    mut next: PartitionState,
+) -> MetadataRecord {
+    next.partition_epoch += 1;
+    MetadataRecord::PartitionChanged {
+        topic: topic.name.clone(),
+        partition: partition as i32,
+        state: next,
+    }
 }
 
 fn too_many_partitions(topic: &str, requested: i32) -> ControllerError {
