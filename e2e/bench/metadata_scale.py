@@ -23,6 +23,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 TOPICS = int(os.environ.get("TOPICS", "1000"))
 PARTITIONS = int(os.environ.get("PARTITIONS", "10"))
+# More `--override key=value` for every node, e.g. metadata.log.snapshot.interval.entries=500
+# to see snapshots being built at this scale.
+EXTRA = os.environ.get("OXBOW_EXTRA_OVERRIDES", "").split()
 BASE, CONTROLLER_BASE, METRICS_BASE = 23092, 23192, 23644
 
 
@@ -57,7 +60,8 @@ def main():
             [binary, "--override", f"node.id={node}", "--override", f"process.roles={roles}",
              "--override", f"listeners={listeners}", "--override", f"controller.quorum.voters={voters}",
              "--override", f"log.dirs={work}/node-{node}",
-             "--override", f"metrics.listener=127.0.0.1:{METRICS_BASE + node}"],
+             "--override", f"metrics.listener=127.0.0.1:{METRICS_BASE + node}"]
+            + [arg for extra in EXTRA for arg in ("--override", extra)],
             stdout=subprocess.DEVNULL, stderr=open(f"{work}/node-{node}.log", "w"))
 
     try:
