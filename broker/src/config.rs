@@ -442,8 +442,26 @@ impl BrokerConfig {
             })?),
             None => None,
         };
-        let listener = first_plaintext(&listener_text, &controller_names)
-            .ok_or_else(|| invalid("listeners", "expected PLAINTEXT://host:port"))?;
+        let mut is_broker = false;
+        let mut is_controller = false;
+        for role in get("process.roles").split(',').map(str::trim) {
+            match role {
+                "broker" => is_broker = true,
+                "controller" => is_controller = true,
+                "" => {}
+                _ => return Err(invalid("process.roles", "roles are broker and controller")),
+            }
+        }
+        if !is_broker && !is_controller {
+            return Err(invalid("process.roles", "at least one role is needed"));
+        }
+        // A controller-only node serves no clients: without a client listener it gets an
+        // unused placeholder (nothing binds it).
+        let listener = match first_plaintext(&listener_text, &controller_names) {
+            Some(listener) => listener,
+            None if !is_broker => "127.0.0.1:0".to_string(),
+            None => return Err(invalid("listeners", "expected PLAINTEXT://host:port")),
+        };
         let listener: SocketAddr = listener.parse().map_err(|_| {
             invalid(
                 "listeners",
@@ -495,19 +513,6 @@ impl BrokerConfig {
         }
         let optional = |key: &str| Some(get(key).trim().to_string()).filter(|s| !s.is_empty());
         let node_id = int("node.id", 0, i64::from(i32::MAX))? as i32;
-        let mut is_broker = false;
-        let mut is_controller = false;
-        for role in get("process.roles").split(',').map(str::trim) {
-            match role {
-                "broker" => is_broker = true,
-                "controller" => is_controller = true,
-                "" => {}
-                _ => return Err(invalid("process.roles", "roles are broker and controller")),
-            }
-        }
-        if !is_broker && !is_controller {
-            return Err(invalid("process.roles", "at least one role is needed"));
-        }
         let mut voters = parse_voters(&get("controller.quorum.voters"))
             .map_err(|reason| invalid("controller.quorum.voters", &reason))?;
         if voters.is_empty() {
@@ -732,5 +737,59 @@ mod tests {
             BrokerConfig::load(&[], [], &["log.cleanup.policy=shred".to_string()]).unwrap_err();
         assert!(error.to_string().contains("log.cleanup.policy"), "{error}");
         assert!(BrokerConfig::load(&[], [], &["listeners=nonsense".to_string()]).is_err());
+    }
+
+    #[test]
+    fn kraft_roles_voters_and_listeners_are_checked() {
+        let load = |overrides: &[&str]| {
+            let overrides: Vec<String> = overrides.iter().map(|o| o.to_string()).collect();
+            BrokerConfig::load(&[], [], &overrides)
+        };
+        let voter = load(&[
+            "node.id=2",
+            "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            "controller.quorum.voters=1@a:9093,2@127.0.0.1:9093,3@c.example:9093",
+        ])
+        .unwrap();
+        assert!(voter.is_broker && voter.is_controller);
+        assert_eq!(voter.voters.len(), 3);
+        assert_eq!(voter.controller_listener.map(|a| a.port()), Some(9093));
+        assert_eq!(voter.listener.port(), 9092);
+        // A controller-only node needs no client listener.
+        let controller = load(&[
+            "node.id=1",
+            "process.roles=controller",
+            "listeners=CONTROLLER://127.0.0.1:9093",
+            "controller.quorum.voters=1@127.0.0.1:9093",
+        ])
+        .unwrap();
+        assert!(!controller.is_broker);
+        // Zero config: this node alone is the quorum.
+        let alone = load(&[]).unwrap();
+        assert_eq!(alone.voters.keys().copied().collect::<Vec<_>>(), vec![0]);
+        for (bad, key) in [
+            (vec!["process.roles=broker"], "controller.quorum.voters"),
+            (vec!["process.roles=dancer"], "process.roles"),
+            (
+                vec!["controller.quorum.voters=1@h:1"],
+                "controller.quorum.voters",
+            ),
+            (
+                vec!["controller.quorum.voters=0@h:1,0@h:2"],
+                "controller.quorum.voters",
+            ),
+            (
+                vec!["controller.quorum.voters=0@h"],
+                "controller.quorum.voters",
+            ),
+            (
+                vec!["process.roles=broker", "controller.quorum.voters=0@h:1"],
+                "process.roles",
+            ),
+            (vec!["controller.quorum.voters=0@h:1,1@h:2"], "listeners"),
+        ] {
+            let error = load(&bad).unwrap_err().to_string();
+            assert!(error.contains(key), "{bad:?}: {error}");
+        }
     }
 }
