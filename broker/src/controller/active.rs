@@ -318,13 +318,3 @@ fn not_controller(
             .map(|id| format!("node {id} leads the quorum")),
     )
 }
-
-impl ControllerError {
-    /// Whether the command may succeed on another voter or later.
-    pub fn is_retriable(&self) -> bool {
-        matches!(
-            self,
-            ControllerError::NotController(_) | ControllerError::Timeout(_)
-        )
-    }
-}

@@ -397,11 +397,6 @@ impl Controller {
         }
     }
 
-    /// Whether this voter is the active controller.
-    pub fn is_active(&self) -> bool {
-        self.active.as_ref().is_some_and(|a| a.is_leader())
-    }
-
     pub fn raft(&self) -> Option<&Raft> {
         self.raft.as_ref()
     }
@@ -587,13 +582,6 @@ impl Controller {
             return Ok(status);
         }
         self.command_client.describe_quorum(COMMAND_TIMEOUT).await
-    }
-
-    /// Removes a broker that holds no replicas from the cluster.
-    pub async fn unregister_broker(&self, node_id: i32) -> Result<(), ControllerError> {
-        self.execute(ControllerCommand::UnregisterBroker { node_id })
-            .await
-            .map(|_| ())
     }
 }
 
