@@ -159,6 +159,11 @@ pub const KEYS: &[KeySpec] = &[
         "Replicas that must have a batch for acks=all (min.insync.replicas).",
     ),
     key(
+        "unclean.leader.election.enable",
+        "false",
+        "Let a replica outside the ISR lead when no in-sync one is left (loses data).",
+    ),
+    key(
         "log.retention.check.interval.ms",
         "300000",
         "How often retention, compaction and time-based flushes run.",
@@ -212,6 +217,36 @@ pub const KEYS: &[KeySpec] = &[
         "offsets.topic.replication.factor",
         "3",
         "Replication factor of __consumer_offsets (capped to the live brokers, with a warning).",
+    ),
+    key(
+        "replica.lag.time.max.ms",
+        "30000",
+        "A follower that has not caught up with its leader for this long leaves the ISR.",
+    ),
+    key(
+        "replica.fetch.max.bytes",
+        "1048576",
+        "Bytes a follower asks for per partition in one fetch (at least one batch).",
+    ),
+    key(
+        "replica.fetch.response.max.bytes",
+        "10485760",
+        "Bytes a follower asks for per fetch across all partitions.",
+    ),
+    key(
+        "replica.fetch.wait.max.ms",
+        "500",
+        "How long a follower's fetch waits at the leader for new data.",
+    ),
+    key(
+        "replica.fetch.backoff.ms",
+        "100",
+        "Pause of a follower's fetcher after an error before it fetches again.",
+    ),
+    key(
+        "replica.high.watermark.checkpoint.interval.ms",
+        "5000",
+        "How often high watermarks are written to replication-offset-checkpoint.",
     ),
     key(
         "process.roles",
@@ -271,6 +306,10 @@ pub const LOG_CONFIG_SYNONYMS: &[(&str, &str)] = &[
     ("message.timestamp.type", "log.message.timestamp.type"),
     ("min.insync.replicas", "min.insync.replicas"),
     ("max.message.bytes", "message.max.bytes"),
+    (
+        "unclean.leader.election.enable",
+        "unclean.leader.election.enable",
+    ),
 ];
 
 /// A configuration value that cannot be used.
@@ -327,8 +366,20 @@ pub struct BrokerConfig {
     pub broker_heartbeat_interval_ms: u64,
     pub broker_session_timeout_ms: u64,
     pub metadata_snapshot_interval_entries: u64,
+    pub replication: ReplicationConfig,
     /// Every key with its effective value (DescribeConfigs on the broker resource).
     pub raw: BTreeMap<String, String>,
+}
+
+/// How followers fetch and when they leave the ISR (`replica.*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicationConfig {
+    pub lag_time_max_ms: i64,
+    pub fetch_max_bytes: i32,
+    pub fetch_response_max_bytes: i32,
+    pub fetch_wait_max_ms: i32,
+    pub fetch_backoff_ms: u64,
+    pub high_watermark_checkpoint_interval_ms: u64,
 }
 
 impl BrokerConfig {
@@ -618,6 +669,22 @@ impl BrokerConfig {
                 10,
                 i64::from(u32::MAX),
             )? as u64,
+            replication: ReplicationConfig {
+                lag_time_max_ms: int("replica.lag.time.max.ms", 1, i64::from(i32::MAX))?,
+                fetch_max_bytes: int("replica.fetch.max.bytes", 1, i64::from(i32::MAX))? as i32,
+                fetch_response_max_bytes: int(
+                    "replica.fetch.response.max.bytes",
+                    1,
+                    i64::from(i32::MAX),
+                )? as i32,
+                fetch_wait_max_ms: int("replica.fetch.wait.max.ms", 0, i64::from(i32::MAX))? as i32,
+                fetch_backoff_ms: int("replica.fetch.backoff.ms", 0, 3_600_000)? as u64,
+                high_watermark_checkpoint_interval_ms: int(
+                    "replica.high.watermark.checkpoint.interval.ms",
+                    100,
+                    3_600_000,
+                )? as u64,
+            },
             raw,
         })
     }

@@ -26,6 +26,7 @@ pub mod config;
 pub mod controller;
 pub mod group;
 pub mod metrics;
+pub mod replication;
 pub mod server;
 pub mod state;
 pub mod storage;

@@ -14,8 +14,9 @@ use oxbow_broker::controller::{Controller, ControllerError, QuorumSettings};
 use oxbow_broker::group::GroupCoordinator;
 use oxbow_broker::group::metrics::GroupMetrics;
 use oxbow_broker::metrics::{self, Metrics};
+use oxbow_broker::replication::{IsrProposal, ReplicaManager};
 use oxbow_broker::server;
-use oxbow_broker::state::{AppendNotifier, BrokerState};
+use oxbow_broker::state::BrokerState;
 use oxbow_broker::storage::{LogManager, SystemClock};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
@@ -119,10 +120,17 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         },
         rack: config.rack.clone(),
     };
+    let (replicas, isr_proposals) = ReplicaManager::new(
+        config.node_id,
+        config.replication.clone(),
+        Arc::clone(&logs),
+        Arc::new(SystemClock),
+        shutdown_rx.clone(),
+    );
     let (controller, mut controller_tasks) = Controller::start(
         settings,
         defaults,
-        config.is_broker.then(|| Arc::clone(&logs)),
+        config.is_broker.then(|| Arc::clone(&replicas)),
         shutdown_rx.clone(),
     )
     .await
@@ -139,10 +147,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let state = Arc::new(BrokerState {
         config: config.clone(),
         controller: Arc::clone(&controller),
-        logs: Arc::clone(&logs),
+        replicas: Arc::clone(&replicas),
         groups: Arc::clone(&groups),
         metrics,
-        appends: AppendNotifier::default(),
         shutting_down: shutdown_rx.clone(),
         serving: AtomicBool::new(false),
     });
@@ -185,6 +192,12 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         shutdown_rx.clone(),
     ));
     let group_timers = tokio::spawn(tick_groups(groups, shutdown_rx.clone()));
+    let replication_timers = tokio::spawn(Arc::clone(&replicas).run_timers(shutdown_rx.clone()));
+    tokio::spawn(send_isr_proposals(
+        isr_proposals,
+        Arc::clone(&controller),
+        Arc::clone(&replicas),
+    ));
     tracing::info!(
         listener = %config.listener,
         controller_listener = ?config.controller_listener,
@@ -219,6 +232,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             failure = Some(reason);
         }
     }
+    if failure.is_none() && config.is_broker {
+        controlled_shutdown(&controller).await;
+    }
     let _ = shutdown_tx.send(true);
     if let Some(server) = server
         && let Err(error) = server.await
@@ -230,6 +246,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     }
     if let Err(error) = group_timers.await {
         tracing::error!(%error, "Group timer task failed");
+    }
+    if let Err(error) = replication_timers.await {
+        tracing::error!(%error, "Replication timer task failed");
     }
     while let Some(ended) = controller_tasks.join_next().await {
         match ended {
@@ -264,6 +283,47 @@ fn task_end(ended: Result<Result<(), ControllerError>, tokio::task::JoinError>) 
         Ok(Ok(())) => "a controller task ended".to_string(),
         Ok(Err(error)) => error.to_string(),
         Err(error) => format!("a controller task failed: {error}"),
+    }
+}
+
+/// Moves this broker's leaderships away before it stops (when another broker can take
+/// them), so a rolling restart takes no partition offline.
+async fn controlled_shutdown(controller: &Controller) {
+    let node_id = controller.node_id();
+    let others_live = controller
+        .image()
+        .live_brokers()
+        .any(|b| b.node_id != node_id);
+    if !others_live {
+        return;
+    }
+    let started = std::time::Instant::now();
+    match tokio::time::timeout(Duration::from_secs(10), controller.controlled_shutdown()).await {
+        Ok(Ok(())) => {
+            tracing::info!(elapsed = ?started.elapsed(), "Controlled shutdown: leaderships moved")
+        }
+        Ok(Err(error)) => tracing::warn!(%error, "Controlled shutdown failed; stopping anyway"),
+        Err(_) => tracing::warn!("Controlled shutdown timed out; stopping anyway"),
+    }
+}
+
+/// Sends the ISR changes this broker's leaders propose to the controller.
+async fn send_isr_proposals(
+    mut proposals: tokio::sync::mpsc::UnboundedReceiver<IsrProposal>,
+    controller: Arc<Controller>,
+    replicas: Arc<ReplicaManager>,
+) {
+    while let Some(proposal) = proposals.recv().await {
+        let controller = Arc::clone(&controller);
+        let replicas = Arc::clone(&replicas);
+        tokio::spawn(async move {
+            if let Err(error) = controller.alter_partition(&proposal).await {
+                tracing::info!(topic_partition = %proposal.topic_partition, isr = ?proposal.in_sync_replicas, %error, "The controller did not take an ISR change");
+                if let Some(partition) = replicas.partition(&proposal.topic_partition) {
+                    partition.proposal_failed(proposal.partition_epoch);
+                }
+            }
+        });
     }
 }
 

@@ -10,7 +10,7 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsResponse};
 
 use super::admin::AdminError;
-use super::lookup::leader_log;
+use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::state::BrokerState;
 use crate::storage::TopicPartition;
@@ -63,7 +63,7 @@ impl Api for DeleteRecordsApi {
 
 /// Deletes the records below `offset`; returns the new log start offset.
 fn delete_below(broker: &BrokerState, tp: &TopicPartition, offset: i64) -> Result<i64, AdminError> {
-    let (log, _) = leader_log(broker, tp, -1).map_err(|code| {
+    let (partition, _) = leader_partition(broker, tp, -1).map_err(|code| {
         if code == ResponseError::UnknownTopicOrPartition.code() {
             AdminError::UnknownPartition {
                 topic: tp.topic.clone(),
@@ -76,6 +76,7 @@ fn delete_below(broker: &BrokerState, tp: &TopicPartition, offset: i64) -> Resul
             }
         }
     })?;
+    let log = partition.log();
     let policy = log.config().cleanup_policy;
     if policy.compact && !policy.delete {
         return Err(AdminError::CompactedTopic {

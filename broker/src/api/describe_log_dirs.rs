@@ -43,10 +43,10 @@ impl Api for DescribeLogDirsApi {
                     })
                     .collect()
             });
-            let logs = context.broker.logs.all();
+            let logs = context.broker.logs().all();
             let results = context
                 .broker
-                .logs
+                .logs()
                 .log_dirs()
                 .iter()
                 .map(|dir| {

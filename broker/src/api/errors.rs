@@ -5,6 +5,7 @@ use kafka_protocol::ResponseError;
 use super::admin::AdminError;
 use crate::controller::ControllerError;
 use crate::group::GroupError;
+use crate::replication::AppendError;
 use crate::storage::{BatchError, LogError};
 
 /// Kafka's "no error".
@@ -42,6 +43,14 @@ pub fn log_error(error: &LogError) -> i16 {
     }
 }
 
+pub fn append_error(error: &AppendError) -> i16 {
+    match error {
+        AppendError::NotLeader(_) => ResponseError::NotLeaderOrFollower.code(),
+        AppendError::NotEnoughReplicas { .. } => ResponseError::NotEnoughReplicas.code(),
+        AppendError::Log(error) => log_error(error),
+    }
+}
+
 pub fn controller_error(error: &ControllerError) -> i16 {
     let code = match error {
         ControllerError::TopicAlreadyExists(_) => ResponseError::TopicAlreadyExists,
@@ -56,6 +65,9 @@ pub fn controller_error(error: &ControllerError) -> i16 {
         ControllerError::UnknownBroker(_) => ResponseError::BrokerIdNotRegistered,
         ControllerError::BrokerHoldsReplicas { .. } => ResponseError::InvalidRequest,
         ControllerError::NotController(_) => ResponseError::NotController,
+        ControllerError::FencedLeaderEpoch(_) => ResponseError::FencedLeaderEpoch,
+        ControllerError::InvalidUpdateVersion(_) => ResponseError::InvalidUpdateVersion,
+        ControllerError::IneligibleReplica(_) => ResponseError::IneligibleReplica,
         ControllerError::Timeout(_) => ResponseError::RequestTimedOut,
         ControllerError::Quorum(_) | ControllerError::Refused(_) => {
             ResponseError::UnknownServerError

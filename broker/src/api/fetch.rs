@@ -14,14 +14,17 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_request::FetchPartition;
+use kafka_protocol::messages::fetch_response::{
+    EpochEndOffset, FetchableTopicResponse, PartitionData,
+};
 use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::lookup::{leader_log, topic_name};
+use super::lookup::{leader_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RecordsPlaceholder, RequestContext, errors};
-use crate::storage::{ReadResult, TopicPartition};
+use crate::storage::{LogError, ReadLimit, ReadResult, TopicPartition};
 
 #[derive(Debug)]
 pub struct FetchApi;
@@ -33,6 +36,11 @@ struct PartitionRead {
     topic_index: usize,
     partition: i32,
     outcome: Result<ReadResult, i16>,
+    /// The fetcher's log diverges from this leader's: the epoch and offset to truncate
+    /// to (KIP-320/595), and no records.
+    diverging: Option<(i32, i64)>,
+    /// A follower out of range: the leader's high watermark and log start offset.
+    realign: Option<(i64, i64)>,
 }
 
 impl Api for FetchApi {
@@ -58,25 +66,29 @@ impl Api for FetchApi {
                 request.max_bytes as u64
             };
             let mut shutdown = broker.shutting_down.clone();
+            let replica_id = if context.version >= 15 {
+                request.replica_state.replica_id.0
+            } else {
+                request.replica_id.0
+            };
             let reads = loop {
                 let mut signals: Vec<watch::Receiver<u64>> = Vec::new();
-                for (topic, name) in request.topics.iter().zip(&names) {
-                    if let Some(name) = name {
-                        for partition in &topic.partitions {
-                            signals.push(broker.appends.subscribe(&TopicPartition::new(
-                                name.clone(),
-                                partition.partition,
-                            )));
-                        }
-                    }
-                }
-                let reads = read_all(context, &request, &names, max_bytes);
+                let reads = read_all(
+                    context,
+                    &request,
+                    &names,
+                    max_bytes,
+                    replica_id,
+                    &mut signals,
+                );
                 let bytes: u64 = reads
                     .iter()
                     .filter_map(|r| r.outcome.as_ref().ok())
                     .map(ReadResult::bytes)
                     .sum();
-                let any_error = reads.iter().any(|r| r.outcome.is_err());
+                let any_error = reads
+                    .iter()
+                    .any(|r| r.outcome.is_err() || r.diverging.is_some());
                 if bytes >= min_bytes
                     || any_error
                     || Instant::now() >= deadline
@@ -121,48 +133,125 @@ fn read_all(
     request: &FetchRequest,
     names: &[Option<String>],
     max_bytes: u64,
+    replica_id: i32,
+    signals: &mut Vec<watch::Receiver<u64>>,
 ) -> Vec<PartitionRead> {
-    let broker = context.broker;
     let mut remaining = max_bytes;
     let mut reads = Vec::new();
     for (topic_index, (topic, name)) in request.topics.iter().zip(names).enumerate() {
-        for partition in &topic.partitions {
-            let outcome = match name {
-                None => Err(ResponseError::UnknownTopicId.code()),
-                Some(name) => match leader_log(
-                    broker,
-                    &TopicPartition::new(name.clone(), partition.partition),
-                    partition.current_leader_epoch,
-                ) {
-                    Err(code) => Err(code),
-                    Ok((log, _)) => {
-                        let limit = (partition.partition_max_bytes.max(0) as u64).min(remaining);
-                        if limit == 0 && remaining == 0 {
-                            // Response budget spent: report offsets, no records.
-                            log.read(log.high_watermark(), 0)
-                                .map_err(|e| errors::log_error(&e))
-                        } else {
-                            match u64::try_from(partition.fetch_offset) {
-                                Ok(offset) => log
-                                    .read(offset, limit.max(1))
-                                    .map_err(|e| errors::log_error(&e)),
-                                Err(_) => Err(ResponseError::OffsetOutOfRange.code()),
-                            }
-                        }
-                    }
-                },
-            };
-            if let Ok(read) = &outcome {
-                remaining = remaining.saturating_sub(read.bytes());
-            }
-            reads.push(PartitionRead {
+        for fetched in &topic.partitions {
+            let mut read = PartitionRead {
                 topic_index,
-                partition: partition.partition,
-                outcome,
-            });
+                partition: fetched.partition,
+                outcome: Err(ResponseError::UnknownTopicId.code()),
+                diverging: None,
+                realign: None,
+            };
+            if let Some(name) = name {
+                let tp = TopicPartition::new(name.clone(), fetched.partition);
+                read_one(
+                    context, &tp, fetched, replica_id, remaining, signals, &mut read,
+                );
+            }
+            if let Ok(result) = &read.outcome {
+                remaining = remaining.saturating_sub(result.bytes());
+            }
+            reads.push(read);
         }
     }
     reads
+}
+
+/// Reads one partition for a consumer (up to the high watermark) or a follower (up to
+/// the log end, recording its progress), and subscribes to what a parked fetch of it
+/// waits for.
+fn read_one(
+    context: &RequestContext<'_>,
+    tp: &TopicPartition,
+    fetched: &FetchPartition,
+    replica_id: i32,
+    remaining: u64,
+    signals: &mut Vec<watch::Receiver<u64>>,
+    read: &mut PartitionRead,
+) {
+    let broker = context.broker;
+    let partition = match leader_partition(broker, tp, fetched.current_leader_epoch) {
+        Ok((partition, _)) => partition,
+        Err(code) => {
+            read.outcome = Err(code);
+            return;
+        }
+    };
+    let follower = replica_id >= 0;
+    signals.push(if follower {
+        partition.subscribe_log_end()
+    } else {
+        partition.subscribe_high_watermark()
+    });
+    let log = partition.log();
+    let Ok(fetch_offset) = u64::try_from(fetched.fetch_offset) else {
+        read.outcome = Err(ResponseError::OffsetOutOfRange.code());
+        return;
+    };
+    if fetched.last_fetched_epoch >= 0 {
+        let diverged = match log.end_offset_for_epoch(fetched.last_fetched_epoch) {
+            Some((epoch, end)) if epoch < fetched.last_fetched_epoch || end < fetch_offset => {
+                Some((epoch, end as i64))
+            }
+            Some(_) => None,
+            None => Some((-1, log.log_start_offset() as i64)),
+        };
+        if diverged.is_some() {
+            read.diverging = diverged;
+            read.outcome = Ok(ReadResult {
+                next_offset: fetch_offset,
+                high_watermark: log.high_watermark(),
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: log.log_end_offset(),
+                ..ReadResult::default()
+            });
+            return;
+        }
+    }
+    if follower {
+        match partition.record_follower_fetch(replica_id, fetch_offset, broker.replicas.now_ms()) {
+            Ok(Some(proposal)) => broker.replicas.propose(proposal),
+            Ok(None) => {}
+            Err(code) => {
+                tracing::info!(topic_partition = %tp, replica_id, "Refusing a fetch from a broker that is not a replica");
+                read.outcome = Err(code);
+                return;
+            }
+        }
+    }
+    let limit_kind = if follower {
+        ReadLimit::LogEnd
+    } else {
+        ReadLimit::HighWatermark
+    };
+    let limit = (fetched.partition_max_bytes.max(0) as u64).min(remaining);
+    let result = if limit == 0 && remaining == 0 {
+        // Response budget spent: report offsets, no records.
+        log.read_with_limit(
+            log.high_watermark()
+                .min(fetch_offset.max(log.log_start_offset())),
+            0,
+            limit_kind,
+        )
+    } else {
+        log.read_with_limit(fetch_offset, limit.max(1), limit_kind)
+    };
+    read.outcome = result.map_err(|error| {
+        if follower && matches!(error, LogError::OffsetOutOfRange { .. }) {
+            // The follower realigns from the leader's log start and high watermark.
+            tracing::info!(topic_partition = %tp, replica_id, fetch_offset, "A follower fetched out of range");
+            read.realign = Some((
+                log.high_watermark() as i64,
+                log.log_start_offset() as i64,
+            ));
+        }
+        errors::log_error(&error)
+    });
 }
 
 fn respond(
@@ -191,6 +280,13 @@ fn respond(
             .with_aborted_transactions(Some(Vec::new()));
         match read.outcome {
             Ok(result) => {
+                if let Some((epoch, end_offset)) = read.diverging {
+                    data = data.with_diverging_epoch(
+                        EpochEndOffset::default()
+                            .with_epoch(epoch)
+                            .with_end_offset(end_offset),
+                    );
+                }
                 data = data
                     .with_high_watermark(result.high_watermark as i64)
                     .with_last_stable_offset(result.high_watermark as i64)
@@ -231,11 +327,12 @@ fn respond(
                     .request_errors
                     .with_label_values(&["Fetch", &code.to_string()])
                     .inc();
+                let (high_watermark, log_start) = read.realign.unwrap_or((-1, -1));
                 data = data
                     .with_error_code(code)
-                    .with_high_watermark(-1)
-                    .with_last_stable_offset(-1)
-                    .with_log_start_offset(-1)
+                    .with_high_watermark(high_watermark)
+                    .with_last_stable_offset(high_watermark)
+                    .with_log_start_offset(log_start)
                     .with_records(Some(Bytes::new()));
             }
         }

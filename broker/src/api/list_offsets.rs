@@ -8,7 +8,7 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
-use super::lookup::leader_log;
+use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::storage::{Log, TopicPartition};
 
@@ -41,10 +41,12 @@ impl Api for ListOffsetsApi {
                                 TopicPartition::new(topic.name.0.to_string(), p.partition_index);
                             let response = ListOffsetsPartitionResponse::default()
                                 .with_partition_index(p.partition_index);
-                            let result = leader_log(context.broker, &tp, p.current_leader_epoch)
-                                .and_then(|(log, epoch)| {
-                                    lookup(&log, p.timestamp).map(|(o, t)| (o, t, epoch))
-                                });
+                            let result =
+                                leader_partition(context.broker, &tp, p.current_leader_epoch)
+                                    .and_then(|(partition, epoch)| {
+                                        lookup(partition.log(), p.timestamp)
+                                            .map(|(o, t)| (o, t, epoch))
+                                    });
                             match result {
                                 Ok((offset, timestamp, epoch)) => response
                                     .with_offset(offset)

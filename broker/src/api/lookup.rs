@@ -1,5 +1,5 @@
 //! Finding topics by name or id, auto-creating them where Kafka would, and finding the
-//! log of a partition this broker leads.
+//! replica of a partition this broker leads.
 
 use std::sync::Arc;
 
@@ -9,8 +9,9 @@ use uuid::Uuid;
 use super::errors;
 use crate::controller::image::TopicImage;
 use crate::controller::{ControllerError, validate_topic_name};
+use crate::replication::Partition;
 use crate::state::BrokerState;
-use crate::storage::{Log, TopicPartition};
+use crate::storage::TopicPartition;
 
 /// The topic named `name`, created with broker defaults when auto-creation is allowed.
 pub async fn topic_or_create(
@@ -74,32 +75,24 @@ pub fn topic_name(broker: &BrokerState, name: &str, topic_id: &Uuid) -> Option<S
     (!name.is_empty()).then(|| name.to_string())
 }
 
-/// The log and leader epoch of a partition this broker leads: an unknown partition is
-/// UNKNOWN_TOPIC_OR_PARTITION, one led elsewhere (or by nobody) NOT_LEADER_OR_FOLLOWER,
+/// The replica and leader epoch of a partition this broker leads: an unknown partition
+/// is UNKNOWN_TOPIC_OR_PARTITION, one led elsewhere (or by nobody) NOT_LEADER_OR_FOLLOWER,
 /// so clients refresh their metadata and go to the leader. A client's
 /// `current_leader_epoch` (-1: not given) older than the leader's is FENCED_LEADER_EPOCH,
 /// a newer one UNKNOWN_LEADER_EPOCH (this broker has not seen that epoch yet).
-pub fn leader_log(
+pub fn leader_partition(
     broker: &BrokerState,
     topic_partition: &TopicPartition,
     current_leader_epoch: i32,
-) -> Result<(Arc<Log>, i32), i16> {
+) -> Result<(Arc<Partition>, i32), i16> {
     let image = broker.controller.image();
-    let Some(state) = image.partition(&topic_partition.topic, topic_partition.partition) else {
+    if image
+        .partition(&topic_partition.topic, topic_partition.partition)
+        .is_none()
+    {
         return Err(ResponseError::UnknownTopicOrPartition.code());
-    };
-    if current_leader_epoch >= 0 && current_leader_epoch > state.leader_epoch {
-        return Err(ResponseError::UnknownLeaderEpoch.code());
     }
-    if current_leader_epoch >= 0 && current_leader_epoch < state.leader_epoch {
-        return Err(ResponseError::FencedLeaderEpoch.code());
-    }
-    if state.leader != broker.config.node_id {
-        return Err(ResponseError::NotLeaderOrFollower.code());
-    }
-    let log = broker
-        .logs
-        .get(topic_partition)
-        .ok_or(ResponseError::NotLeaderOrFollower.code())?;
-    Ok((log, state.leader_epoch))
+    broker
+        .replicas
+        .leader(topic_partition, current_leader_epoch)
 }

@@ -1,5 +1,6 @@
-//! OffsetForLeaderEpoch: the end offset of a leader epoch, which clients use to detect
-//! log truncation. Answered by the partition's leader, with its epoch fencing.
+//! OffsetForLeaderEpoch: the end offset of a leader epoch (from the leader-epoch cache),
+//! which consumers use to detect log truncation (KIP-320) and followers to find where
+//! they diverge (KIP-101/279). Answered by the partition's leader, with epoch fencing.
 
 use bytes::Bytes;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
@@ -7,7 +8,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 };
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
-use super::lookup::leader_log;
+use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext};
 use crate::storage::TopicPartition;
 
@@ -32,20 +33,22 @@ impl Api for OffsetForLeaderEpochApi {
                         .map(|p| {
                             let answer = EpochEndOffset::default().with_partition(p.partition);
                             let tp = TopicPartition::new(topic.topic.0.to_string(), p.partition);
-                            match leader_log(context.broker, &tp, p.current_leader_epoch) {
+                            match leader_partition(context.broker, &tp, p.current_leader_epoch) {
                                 Err(code) => answer
                                     .with_error_code(code)
                                     .with_leader_epoch(-1)
                                     .with_end_offset(-1),
-                                Ok(_) if p.leader_epoch < 0 => {
-                                    answer.with_leader_epoch(-1).with_end_offset(-1)
+                                // The largest epoch at or below the asked one and where it
+                                // ends (the next epoch's start); UNDEFINED (-1, -1) when
+                                // this log has no epoch that old.
+                                Ok((partition, _)) => {
+                                    match partition.log().end_offset_for_epoch(p.leader_epoch) {
+                                        Some((epoch, end)) if p.leader_epoch >= 0 => answer
+                                            .with_leader_epoch(epoch)
+                                            .with_end_offset(end as i64),
+                                        _ => answer.with_leader_epoch(-1).with_end_offset(-1),
+                                    }
                                 }
-                                // Until replication keeps a leader-epoch cache, a partition's
-                                // log has one copy that never diverges: every epoch up to the
-                                // current one ends at the log end, so no client truncates.
-                                Ok((log, epoch)) => answer
-                                    .with_leader_epoch(p.leader_epoch.min(epoch))
-                                    .with_end_offset(log.log_end_offset() as i64),
                             }
                         })
                         .collect();

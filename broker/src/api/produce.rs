@@ -1,15 +1,21 @@
-//! Produce: validate and append record batches (acks 0, 1 and -1), idempotent
-//! producers included; wakes fetches parked on the partition.
+//! Produce: validate and append record batches at the leader (acks 0, 1 and -1),
+//! idempotent producers included; `acks=all` answers once the in-sync replicas have the
+//! records (the high watermark passed them).
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
+use tokio::time::Instant;
 
-use super::lookup::{leader_log, topic_name};
+use super::lookup::{leader_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RequestContext, errors};
-use crate::storage::TopicPartition;
+use crate::replication::Partition;
+use crate::storage::{AppendInfo, TopicPartition};
 
 #[derive(Debug)]
 pub struct ProduceApi;
@@ -23,7 +29,10 @@ impl Api for ProduceApi {
         Box::pin(async move {
             let request: ProduceRequest = context.decode(body)?;
             let acks = request.acks;
-            let mut responses = Vec::with_capacity(request.topic_data.len());
+            let deadline = Instant::now()
+                + Duration::from_millis(u64::try_from(request.timeout_ms).unwrap_or(0));
+            // Append everything first, then wait (acks=all) for all of it at once.
+            let mut appended = Vec::with_capacity(request.topic_data.len());
             for topic in request.topic_data {
                 let name = topic_name(context.broker, &topic.name.0, &topic.topic_id);
                 let mut partitions = Vec::with_capacity(topic.partition_data.len());
@@ -34,33 +43,28 @@ impl Api for ProduceApi {
                         }
                         None => Err((ResponseError::UnknownTopicId.code(), None)),
                     };
-                    let response = PartitionProduceResponse::default().with_index(partition.index);
-                    partitions.push(match outcome {
-                        Ok(info) => response
-                            .with_base_offset(info.base_offset as i64)
-                            .with_log_append_time_ms(info.log_append_time.unwrap_or(-1))
-                            .with_log_start_offset(info.log_start_offset as i64),
-                        Err((code, message)) => {
-                            context
-                                .broker
-                                .metrics
-                                .request_errors
-                                .with_label_values(&["Produce", &code.to_string()])
-                                .inc();
-                            response
-                                .with_error_code(code)
-                                .with_base_offset(-1)
-                                .with_log_append_time_ms(-1)
-                                .with_log_start_offset(-1)
-                                .with_error_message(message.map(StrBytes::from_string))
-                        }
-                    });
+                    partitions.push((partition.index, outcome));
+                }
+                appended.push((topic.name, topic.topic_id, partitions));
+            }
+            let mut responses = Vec::with_capacity(appended.len());
+            for (name, topic_id, partitions) in appended {
+                let mut answers = Vec::with_capacity(partitions.len());
+                for (index, outcome) in partitions {
+                    let outcome = match outcome {
+                        Ok(done) if acks == -1 => committed(context, &done, deadline)
+                            .await
+                            .map(|()| done.info),
+                        Ok(done) => Ok(done.info),
+                        Err(error) => Err(error),
+                    };
+                    answers.push(answer(context, index, outcome));
                 }
                 responses.push(
                     TopicProduceResponse::default()
-                        .with_name(topic.name)
-                        .with_topic_id(topic.topic_id)
-                        .with_partition_responses(partitions),
+                        .with_name(name)
+                        .with_topic_id(topic_id)
+                        .with_partition_responses(answers),
                 );
             }
             if acks == 0 {
@@ -73,26 +77,101 @@ impl Api for ProduceApi {
 
 type ProduceError = (i16, Option<String>);
 
+/// An append the leader made, and what `acks=all` must wait for.
+struct Appended {
+    info: AppendInfo,
+    partition: Arc<Partition>,
+    leader_epoch: i32,
+}
+
+fn answer(
+    context: &RequestContext<'_>,
+    index: i32,
+    outcome: Result<AppendInfo, ProduceError>,
+) -> PartitionProduceResponse {
+    let response = PartitionProduceResponse::default().with_index(index);
+    match outcome {
+        Ok(info) => response
+            .with_base_offset(info.base_offset as i64)
+            .with_log_append_time_ms(info.log_append_time.unwrap_or(-1))
+            .with_log_start_offset(info.log_start_offset as i64),
+        Err((code, message)) => {
+            context
+                .broker
+                .metrics
+                .request_errors
+                .with_label_values(&["Produce", &code.to_string()])
+                .inc();
+            response
+                .with_error_code(code)
+                .with_base_offset(-1)
+                .with_log_append_time_ms(-1)
+                .with_log_start_offset(-1)
+                .with_error_message(message.map(StrBytes::from_string))
+        }
+    }
+}
+
+/// `acks=all`: waits until the high watermark covers the append (every in-sync replica
+/// has it). The leader losing the partition meanwhile is NOT_LEADER_OR_FOLLOWER; the
+/// request timeout REQUEST_TIMED_OUT; an ISR that shrank below `min.insync.replicas`
+/// by then NOT_ENOUGH_REPLICAS_AFTER_APPEND (the records are in the log, as in Kafka).
+async fn committed(
+    context: &RequestContext<'_>,
+    done: &Appended,
+    deadline: Instant,
+) -> Result<(), ProduceError> {
+    let required = done.info.last_offset + 1;
+    let partition = &done.partition;
+    let mut signal = partition.subscribe_high_watermark();
+    let mut shutdown = context.broker.shutting_down.clone();
+    loop {
+        let role = partition.role();
+        if role.leader != context.broker.config.node_id || role.leader_epoch != done.leader_epoch {
+            return Err((
+                ResponseError::NotLeaderOrFollower.code(),
+                Some("leadership moved before the in-sync replicas had the records".into()),
+            ));
+        }
+        if partition.log().high_watermark() >= required {
+            if partition.enough_in_sync() {
+                return Ok(());
+            }
+            return Err((
+                ResponseError::NotEnoughReplicasAfterAppend.code(),
+                Some("the ISR shrank below min.insync.replicas".into()),
+            ));
+        }
+        tokio::select! {
+            changed = signal.changed() => if changed.is_err() {
+                return Err((ResponseError::NotLeaderOrFollower.code(), None));
+            },
+            () = tokio::time::sleep_until(deadline) => {
+                return Err((
+                    ResponseError::RequestTimedOut.code(),
+                    Some("the in-sync replicas did not confirm the records in time".into()),
+                ));
+            }
+            _ = shutdown.changed() => {
+                return Err((ResponseError::NotLeaderOrFollower.code(), Some("the broker is shutting down".into())));
+            }
+        }
+    }
+}
+
 fn append(
     context: &RequestContext<'_>,
     topic: &str,
     partition: i32,
     records: Option<Bytes>,
     acks: i16,
-) -> Result<crate::storage::AppendInfo, ProduceError> {
+) -> Result<Appended, ProduceError> {
     let broker = context.broker;
     if !matches!(acks, -1..=1) {
         return Err((ResponseError::InvalidRequiredAcks.code(), None));
     }
     let tp = TopicPartition::new(topic, partition);
-    let (log, _) = leader_log(broker, &tp, -1).map_err(|code| (code, None))?;
-    if acks == -1 && log.config().min_insync_replicas > 1 {
-        // One broker is the whole in-sync replica set.
-        return Err((
-            ResponseError::NotEnoughReplicas.code(),
-            Some("min.insync.replicas exceeds the in-sync replicas (1)".into()),
-        ));
-    }
+    let (replica, leader_epoch) = leader_partition(broker, &tp, -1).map_err(|code| (code, None))?;
     let Some(records) = records else {
         return Err((
             ResponseError::InvalidRecord.code(),
@@ -101,10 +180,9 @@ fn append(
     };
     let bytes = records.len();
     let mut owned = records.to_vec();
-    match log.append(&mut owned, 0) {
+    match replica.append_as_leader(&mut owned, acks) {
         Ok(info) => {
             if !info.duplicate {
-                broker.appends.appended(&tp, log.log_end_offset());
                 broker
                     .metrics
                     .bytes_in
@@ -116,11 +194,15 @@ fn append(
                     .with_label_values(&[topic])
                     .inc_by(info.record_count);
             }
-            Ok(info)
+            Ok(Appended {
+                info,
+                partition: replica,
+                leader_epoch,
+            })
         }
         Err(error) => {
             tracing::info!(topic_partition = %tp, %error, "Produce refused");
-            Err((errors::log_error(&error), Some(error.to_string())))
+            Err((errors::append_error(&error), Some(error.to_string())))
         }
     }
 }

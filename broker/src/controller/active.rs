@@ -37,6 +37,9 @@ struct Sessions {
     registered_at: HashMap<i32, u64>,
     /// The term these sessions belong to; a new term starts them afresh.
     term: Option<u64>,
+    /// Brokers (by incarnation) in controlled shutdown: their heartbeats never unfence
+    /// them again.
+    shutting_down: HashMap<i32, Uuid>,
 }
 
 #[derive(Debug)]
@@ -139,6 +142,11 @@ impl ActiveController {
                 .map(|(node, _)| *node)
                 .collect();
             let caught_up = match &command {
+                ControllerCommand::BrokerHeartbeat {
+                    node_id,
+                    incarnation,
+                    ..
+                } if sessions.shutting_down.get(node_id) == Some(incarnation) => u64::MAX,
                 ControllerCommand::BrokerHeartbeat { node_id, .. } => {
                     sessions.registered_at.get(node_id).copied().unwrap_or(0)
                 }
@@ -154,6 +162,16 @@ impl ActiveController {
             caught_up_index,
         };
         let (records, outcome) = decide(&view.image, &command, &inputs)?;
+        if let ControllerCommand::ControlledShutdown {
+            node_id,
+            incarnation,
+        } = &command
+        {
+            self.sessions
+                .lock()
+                .shutting_down
+                .insert(*node_id, *incarnation);
+        }
         if records.is_empty() {
             return Ok(CommandReply {
                 outcome,
@@ -180,6 +198,32 @@ impl ActiveController {
             sessions.registered_at.insert(*node_id, index);
         }
         Ok(CommandReply { outcome, index })
+    }
+
+    /// A broker's heartbeat connection closed (its process died, or it gave up on this
+    /// controller): evidence enough to end its session now instead of waiting out the
+    /// timeout. Fencing is always safe; a live broker that reconnects is unfenced again.
+    pub fn connection_lost(&self, node_id: i32, incarnation: Uuid) {
+        let current = self
+            .feed
+            .current()
+            .image
+            .brokers
+            .get(&node_id)
+            .is_some_and(|b| b.incarnation == incarnation && !b.fenced);
+        if !current || !self.is_leader() {
+            return;
+        }
+        let mut sessions = self.sessions.lock();
+        if let Some(at) = sessions.last_heartbeat.get_mut(&node_id) {
+            tracing::info!(
+                node_id,
+                "A broker's heartbeat connection closed; ending its session"
+            );
+            *at = Instant::now()
+                .checked_sub(self.session_timeout)
+                .unwrap_or(*at);
+        }
     }
 
     /// The quorum as this voter sees it, if it leads.

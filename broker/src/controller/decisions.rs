@@ -60,6 +60,12 @@ pub enum ControllerError {
     Quorum(String),
     #[error("the quorum refused this node: {0}")]
     Refused(String),
+    #[error("{0}")]
+    FencedLeaderEpoch(String),
+    #[error("{0}")]
+    InvalidUpdateVersion(String),
+    #[error("{0}")]
+    IneligibleReplica(String),
 }
 
 impl From<crate::storage::LogConfigError> for ControllerError {
@@ -111,6 +117,23 @@ pub enum ControllerCommand {
     },
     UnregisterBroker {
         node_id: i32,
+    },
+    /// A partition leader's proposal to change its ISR (Kafka's AlterPartition): refused
+    /// unless the proposer still leads in `leader_epoch` and the partition is still at
+    /// `partition_epoch`, so a stale leader can neither shrink nor grow anything.
+    AlterPartition {
+        topic: String,
+        partition: i32,
+        leader: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        in_sync_replicas: Vec<i32>,
+    },
+    /// A broker stopping on SIGTERM: its leaderships move to other in-sync replicas and
+    /// it leaves every ISR before it stops, so nothing goes offline.
+    ControlledShutdown {
+        node_id: i32,
+        incarnation: Uuid,
     },
     /// Stamps the cluster id on a new cluster.
     IdentifyCluster {
@@ -273,6 +296,33 @@ pub fn decide(
         ControllerCommand::FenceBroker { node_id } => {
             Ok((fence(image, *node_id, inputs), CommandOutcome::Done))
         }
+        ControllerCommand::ControlledShutdown {
+            node_id,
+            incarnation,
+        } => {
+            image
+                .brokers
+                .get(node_id)
+                .filter(|b| b.incarnation == *incarnation)
+                .ok_or(ControllerError::UnknownBroker(*node_id))?;
+            Ok((fence(image, *node_id, inputs), CommandOutcome::Done))
+        }
+        ControllerCommand::AlterPartition {
+            topic,
+            partition,
+            leader,
+            leader_epoch,
+            partition_epoch,
+            in_sync_replicas,
+        } => alter_partition(
+            image,
+            topic,
+            *partition,
+            *leader,
+            *leader_epoch,
+            *partition_epoch,
+            in_sync_replicas,
+        ),
         ControllerCommand::UnregisterBroker { node_id } => {
             if !image.brokers.contains_key(node_id) {
                 return Err(ControllerError::UnknownBroker(*node_id));
@@ -341,12 +391,13 @@ fn placement_error(error: PlacementError, requested: i16) -> ControllerError {
     }
 }
 
-/// A new partition's state: its first replica leads. Only the leader is in sync until
-/// followers replicate: an ISR that claimed more would promise copies that do not exist.
+/// A new partition's state: its first replica leads and every replica is in sync (all
+/// logs are empty, as in Kafka); a replica that does not follow leaves the ISR after
+/// `replica.lag.time.max.ms`.
 fn new_partition(replicas: Vec<i32>) -> PartitionState {
     let leader = replicas.first().copied().unwrap_or(-1);
     PartitionState {
-        in_sync_replicas: vec![leader],
+        in_sync_replicas: replicas.clone(),
         replicas,
         leader,
         leader_epoch: 0,
@@ -479,6 +530,60 @@ fn create_partitions(
     Ok((records, CommandOutcome::Done))
 }
 
+fn alter_partition(
+    image: &ClusterImage,
+    topic: &str,
+    partition: i32,
+    leader: i32,
+    leader_epoch: i32,
+    partition_epoch: i32,
+    in_sync_replicas: &[i32],
+) -> Result<(Vec<MetadataRecord>, CommandOutcome), ControllerError> {
+    let known = known_topic(image, topic)?;
+    let index =
+        usize::try_from(partition).map_err(|_| ControllerError::UnknownTopic(topic.into()))?;
+    let state = known
+        .partitions
+        .get(index)
+        .ok_or_else(|| ControllerError::UnknownTopic(format!("{topic}-{partition}")))?;
+    if state.leader != leader || state.leader_epoch != leader_epoch {
+        return Err(ControllerError::FencedLeaderEpoch(format!(
+            "{topic}-{partition} is led by {} in epoch {}, not by {leader} in epoch {leader_epoch}",
+            state.leader, state.leader_epoch
+        )));
+    }
+    if state.partition_epoch != partition_epoch {
+        return Err(ControllerError::InvalidUpdateVersion(format!(
+            "{topic}-{partition} is at partition epoch {}, not {partition_epoch}",
+            state.partition_epoch
+        )));
+    }
+    let mut isr: Vec<i32> = Vec::new();
+    for replica in in_sync_replicas {
+        if !isr.contains(replica) {
+            isr.push(*replica);
+        }
+    }
+    let added_ineligible = isr.iter().find(|r| {
+        !state.replicas.contains(r) || (!state.in_sync_replicas.contains(r) && !image.is_live(**r))
+    });
+    if !isr.contains(&leader) || added_ineligible.is_some() {
+        return Err(ControllerError::IneligibleReplica(format!(
+            "ISR {isr:?} of {topic}-{partition} must hold the leader {leader} and only live assigned replicas {:?}",
+            state.replicas
+        )));
+    }
+    if isr == state.in_sync_replicas {
+        return Ok((Vec::new(), CommandOutcome::Done));
+    }
+    let mut next = state.clone();
+    next.in_sync_replicas = isr;
+    Ok((
+        vec![partition_changed(known, index, next)],
+        CommandOutcome::Done,
+    ))
+}
+
 /// The in-sync replica to lead next: the first of the assigned replicas (preferred order)
 /// that is in sync and live; with unclean election allowed, any live replica.
 fn elect(state: &PartitionState, live: &dyn Fn(i32) -> bool, unclean: bool) -> Option<i32> {
@@ -494,11 +599,11 @@ fn elect(state: &PartitionState, live: &dyn Fn(i32) -> bool, unclean: bool) -> O
         })
 }
 
-fn unclean_allowed(topic: &TopicImage) -> bool {
-    topic
-        .configs
-        .get("unclean.leader.election.enable")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+/// `unclean.leader.election.enable` of the topic, or the broker default.
+fn unclean_allowed(topic: &TopicImage, defaults: &LogConfig) -> bool {
+    defaults
+        .with_topic_configs(topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .is_ok_and(|config| config.unclean_leader_election)
 }
 
 /// Fences `node_id`: it leaves every ISR it is in (but the last member stays, so the data
@@ -528,7 +633,7 @@ pub fn fence(
                 next.in_sync_replicas.retain(|r| *r != node_id);
             }
             if state.leader == node_id {
-                let unclean = unclean_allowed(topic);
+                let unclean = unclean_allowed(topic, inputs.log_defaults);
                 next.leader = elect(&next, &live, unclean).unwrap_or(-1);
                 if next.leader != -1 && !next.in_sync_replicas.contains(&next.leader) {
                     // Unclean: the new leader's log is the truth from now on.

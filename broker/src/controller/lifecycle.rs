@@ -29,6 +29,13 @@ pub async fn run_broker(
     let mut registered = false;
     let mut last_error = String::new();
     loop {
+        if controller.heartbeats_stopped() {
+            // Controlled shutdown: the session ends here, on purpose.
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => continue,
+                _ = shutdown.changed() => return Ok(()),
+            }
+        }
         let result = if registered {
             let command = ControllerCommand::BrokerHeartbeat {
                 node_id: controller.settings.node_id,

@@ -60,7 +60,8 @@ use quorum::Raft;
 use records::Endpoint;
 use rpc::CommandReply;
 
-use crate::storage::{LogConfig, LogConfigError, LogManager};
+use crate::replication::ReplicaManager;
+use crate::storage::{LogConfig, LogConfigError};
 
 /// How long a metadata change may take before the caller is told it timed out.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(8);
@@ -130,6 +131,8 @@ pub struct Controller {
     log_defaults: LogConfig,
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
     fenced: AtomicBool,
+    /// Set by controlled shutdown: no more heartbeats (they would unfence this broker).
+    heartbeats_stopped: AtomicBool,
     known_controller: AtomicI32,
     published: watch::Receiver<u64>,
     caught_up_target: watch::Receiver<Option<u64>>,
@@ -144,7 +147,7 @@ impl Controller {
     pub async fn start(
         settings: QuorumSettings,
         log_defaults: LogConfig,
-        logs: Option<Arc<LogManager>>,
+        replicas: Option<Arc<ReplicaManager>>,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Arc<Self>, ControllerTasks), StartError> {
         let dir = &settings.metadata_dir;
@@ -227,11 +230,10 @@ impl Controller {
         let client =
             || ControllerClient::new(node_id, &settings.voters, skip, Arc::clone(&cluster_id));
         let (caught_up_sender, caught_up_target) = watch::channel(None);
-        let (publisher, published) = match &logs {
-            Some(logs) => {
+        let (publisher, published) = match &replicas {
+            Some(replicas) => {
                 let (publisher, published) = publisher::Publisher::new(
-                    node_id,
-                    Arc::clone(logs),
+                    Arc::clone(replicas),
                     log_defaults.clone(),
                     caught_up_target.clone(),
                 );
@@ -257,6 +259,7 @@ impl Controller {
             log_defaults,
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             fenced: AtomicBool::new(true),
+            heartbeats_stopped: AtomicBool::new(false),
             known_controller: AtomicI32::new(-1),
             published,
             caught_up_target,
@@ -574,6 +577,40 @@ impl Controller {
         let id = ids.0;
         ids.0 += 1;
         Ok(id)
+    }
+
+    /// Proposes a partition's new ISR (its leader's AlterPartition).
+    pub async fn alter_partition(
+        &self,
+        proposal: &crate::replication::IsrProposal,
+    ) -> Result<(), ControllerError> {
+        self.execute(ControllerCommand::AlterPartition {
+            topic: proposal.topic_partition.topic.clone(),
+            partition: proposal.topic_partition.partition,
+            leader: proposal.leader,
+            leader_epoch: proposal.leader_epoch,
+            partition_epoch: proposal.partition_epoch,
+            in_sync_replicas: proposal.in_sync_replicas.clone(),
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Controlled shutdown: stops heartbeating, asks the controller to move this broker's
+    /// leaderships to other in-sync replicas and take it out of every ISR, and waits
+    /// until this broker has applied that (so it no longer leads anything).
+    pub async fn controlled_shutdown(&self) -> Result<(), ControllerError> {
+        self.heartbeats_stopped.store(true, Ordering::Relaxed);
+        self.execute(ControllerCommand::ControlledShutdown {
+            node_id: self.settings.node_id,
+            incarnation: self.incarnation,
+        })
+        .await
+        .map(|_| ())
+    }
+
+    pub fn heartbeats_stopped(&self) -> bool {
+        self.heartbeats_stopped.load(Ordering::Relaxed)
     }
 
     /// The metadata quorum's state, from the active controller.

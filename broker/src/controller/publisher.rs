@@ -15,11 +15,13 @@ use tokio::sync::watch;
 
 use super::feed::MetadataView;
 use super::image::ClusterImage;
+use crate::replication::ReplicaManager;
 use crate::storage::{LogConfig, LogManager, TopicPartition};
 
 #[derive(Debug)]
 pub struct Publisher {
     node_id: i32,
+    replicas: Arc<ReplicaManager>,
     logs: Arc<LogManager>,
     log_defaults: LogConfig,
     /// The index this broker must reach before removing logs its image does not know.
@@ -31,16 +33,16 @@ pub struct Publisher {
 
 impl Publisher {
     pub fn new(
-        node_id: i32,
-        logs: Arc<LogManager>,
+        replicas: Arc<ReplicaManager>,
         log_defaults: LogConfig,
         caught_up_target: watch::Receiver<Option<u64>>,
     ) -> (Self, watch::Receiver<u64>) {
         let (published, receiver) = watch::channel(0);
         (
             Self {
-                node_id,
-                logs,
+                node_id: replicas.node_id(),
+                logs: Arc::clone(replicas.logs()),
+                replicas,
                 log_defaults,
                 caught_up_target,
                 published,
@@ -161,6 +163,7 @@ impl Publisher {
                 tracing::warn!(topic_partition = %tp, "Keeping a partition log the metadata does not mention until this broker has caught up with the quorum");
             }
         }
+        self.replicas.apply_image(image);
     }
 }
 
@@ -196,8 +199,8 @@ mod tests {
         image
     }
 
-    #[test]
-    fn logs_follow_the_image_and_strays_wait_until_caught_up() {
+    #[tokio::test]
+    async fn logs_follow_the_image_and_strays_wait_until_caught_up() {
         let dir = tempfile::tempdir().unwrap();
         let defaults = LogConfig::default();
         let (logs, _) = LogManager::open(
@@ -211,7 +214,17 @@ mod tests {
         let stray = TopicPartition::new("old", 0);
         logs.create(stray.clone(), defaults.clone()).unwrap();
         let (_target, caught_up_target) = watch::channel(None);
-        let (mut publisher, _) = Publisher::new(1, Arc::clone(&logs), defaults, caught_up_target);
+        let (_stop, shutdown) = watch::channel(false);
+        let (replicas, _) = ReplicaManager::new(
+            1,
+            crate::config::BrokerConfig::load(&[], Vec::new(), &[])
+                .unwrap()
+                .replication,
+            Arc::clone(&logs),
+            Arc::new(SystemClock),
+            shutdown,
+        );
+        let (mut publisher, _) = Publisher::new(replicas, defaults, caught_up_target);
 
         let first = image(&[("a", &[&[1, 2], &[2, 3]])]);
         publisher.apply(&ClusterImage::default(), &first, false);

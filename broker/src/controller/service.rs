@@ -10,7 +10,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::active::ActiveController;
-use super::decisions::ControllerError;
+use super::decisions::{ControllerCommand, ControllerError};
 use super::feed::MetadataFeed;
 use super::quorum::Raft;
 use super::rpc::{FrameError, RpcBody, RpcReply, RpcRequest, read_frame, write_frame};
@@ -120,15 +120,33 @@ async fn connection(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), FrameError> {
     let mut stream = BufReader::new(stream);
-    loop {
+    // The broker whose heartbeats this connection carries: when it closes, the broker's
+    // process is most likely gone.
+    let mut heartbeats_of = None;
+    let result = loop {
         let request: RpcRequest = tokio::select! {
-            request = read_frame(&mut stream) => match request? {
-                Some(request) => request,
-                None => return Ok(()),
+            request = read_frame(&mut stream) => match request {
+                Ok(Some(request)) => request,
+                Ok(None) => break Ok(()),
+                Err(error) => break Err(error),
             },
             _ = shutdown.changed() => return Ok(()),
         };
+        if let RpcBody::Command(ControllerCommand::BrokerHeartbeat {
+            node_id,
+            incarnation,
+            ..
+        }) = &request.body
+        {
+            heartbeats_of = Some((*node_id, *incarnation));
+        }
         let reply = service.handle(request).await;
-        write_frame(stream.get_mut(), &reply).await?;
+        if let Err(error) = write_frame(stream.get_mut(), &reply).await {
+            break Err(error);
+        }
+    };
+    if let Some((node_id, incarnation)) = heartbeats_of {
+        service.active.connection_lost(node_id, incarnation);
     }
+    result
 }

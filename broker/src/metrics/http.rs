@@ -46,11 +46,11 @@ async fn respond(
     let (status, content_type, body) = match request.uri().path() {
         "/metrics" => (StatusCode::OK, "text/plain; version=0.0.4", {
             state.groups.refresh_metrics();
-            state.metrics.render(&state.logs)
+            state.metrics.render(&state.logs())
         }),
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
         "/readyz" => {
-            let offline = state.logs.log_dirs().iter().all(|d| d.is_offline());
+            let offline = state.logs().log_dirs().iter().all(|d| d.is_offline());
             let serving =
                 state.serving.load(std::sync::atomic::Ordering::Relaxed) || !state.config.is_broker;
             if offline || *state.shutting_down.borrow() || !serving || !state.controller.is_ready()

@@ -20,6 +20,7 @@ use parking_lot::{Mutex, RwLock};
 use super::batch::{BatchError, stamp_batch, validate_record_set};
 use super::checkpoint::{CheckpointError, PartitionCheckpoint};
 use super::clock::Clock;
+use super::leader_epochs::{LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCache};
 use super::log_config::{LogConfig, TimestampType};
 use super::producer_state::{ProducerStateTable, SequenceCheck, SequenceError};
 use super::segment::{ActiveSegment, LogSegment, SegmentError};
@@ -133,6 +134,8 @@ pub struct Log {
     pub(super) segments: RwLock<BTreeMap<u64, Arc<LogSegment>>>,
     /// Serialises maintenance (retention, compaction, truncation) with itself.
     pub(super) maintenance: Mutex<()>,
+    /// Where each leader epoch began (replication's divergence checks).
+    epochs: Mutex<LeaderEpochCache>,
     log_start_offset: AtomicU64,
     log_end_offset: AtomicU64,
     high_watermark: AtomicU64,
@@ -267,6 +270,7 @@ impl Log {
             }),
             segments: RwLock::new(segments),
             maintenance: Mutex::new(()),
+            epochs: Mutex::new(LeaderEpochCache::default()),
             log_start_offset: AtomicU64::new(log_start_offset),
             log_end_offset: AtomicU64::new(log_end_offset),
             high_watermark: AtomicU64::new(log_end_offset),
@@ -383,6 +387,7 @@ impl Log {
             return Ok(duplicate);
         }
         let base_offset = self.log_end_offset();
+        self.note_epoch_start(leader_epoch, base_offset)?;
         let mut next_offset = base_offset;
         let mut record_count = 0u64;
         for (start, end, header) in batches {
@@ -484,18 +489,132 @@ impl Log {
         }
     }
 
-    /// Rebuilds idempotent-producer state from the batch headers in the log.
+    /// Rebuilds idempotent-producer state and the leader-epoch cache from the batch
+    /// headers in the log (after recovery, and after a truncation removed batches).
     fn rebuild_producer_state(&self) -> Result<(), LogError> {
         let mut table = ProducerStateTable::default();
+        let mut epochs = LeaderEpochCache::default();
         for segment in self.segments() {
             let mut position = 0;
             while let Some(header) = segment.header_at(position).map_err(|e| self.fail(e))? {
                 table.record(&header);
+                epochs.assign(header.partition_leader_epoch, header.base_offset as u64);
                 position += header.total_size() as u64;
             }
         }
         self.writer.lock().producers = table;
+        let mut cache = self.epochs.lock();
+        if *cache != epochs || !self.dir.join(LEADER_EPOCH_CHECKPOINT_FILE).exists() {
+            *cache = epochs;
+            self.write_epochs(&cache)?;
+        }
         Ok(())
+    }
+
+    fn write_epochs(&self, cache: &LeaderEpochCache) -> Result<(), LogError> {
+        cache.write(&self.dir).map_err(|source| {
+            self.health.set_offline();
+            LogError::Checkpoint {
+                topic_partition: self.topic_partition.clone(),
+                source,
+            }
+        })
+    }
+
+    /// Records that `epoch` begins at `offset` unless it is already known.
+    fn note_epoch_start(&self, epoch: i32, offset: u64) -> Result<(), LogError> {
+        let mut cache = self.epochs.lock();
+        if cache.assign(epoch, offset) {
+            self.write_epochs(&cache)?;
+        }
+        Ok(())
+    }
+
+    /// A new leader's epoch starts at its log end offset (Kafka assigns it on becoming
+    /// leader, before any write of the epoch).
+    pub fn assign_leader_epoch(&self, epoch: i32) -> Result<(), LogError> {
+        let _writer = self.writer.lock();
+        self.note_epoch_start(epoch, self.log_end_offset())
+    }
+
+    /// The latest leader epoch of the log's batches (or of its assignment as leader).
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.epochs.lock().latest_epoch()
+    }
+
+    /// The largest epoch at or below `epoch` and the offset it ends at.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, u64)> {
+        let _writer = self.writer.lock();
+        self.epochs
+            .lock()
+            .end_offset_for(epoch, self.log_end_offset())
+    }
+
+    /// A follower's append: batches exactly as the leader has them (offsets, epochs and
+    /// timestamps kept), CRC-checked. Batches wholly below the log end (a fetch that
+    /// overlapped) are skipped; a gap refuses the lot.
+    pub fn append_replicated(&self, records: &[u8]) -> Result<AppendInfo, LogError> {
+        self.check_usable()?;
+        let config = self.config();
+        // The leader already enforced its size limit; a follower takes what it has.
+        let batches =
+            validate_record_set(records, usize::MAX).map_err(|source| LogError::InvalidBatch {
+                topic_partition: self.topic_partition.clone(),
+                source,
+            })?;
+        let now = self.clock.now_ms();
+        let mut writer = self.writer.lock();
+        self.check_usable()?;
+        let base_offset = self.log_end_offset();
+        let mut next_offset = base_offset;
+        let mut record_count = 0u64;
+        for (start, end, header) in batches {
+            if header.next_offset() <= next_offset as i64 {
+                continue;
+            }
+            if header.base_offset != next_offset as i64 {
+                return Err(LogError::OffsetOutOfRange {
+                    topic_partition: self.topic_partition.clone(),
+                    offset: header.base_offset.max(0) as u64,
+                    log_start_offset: self.log_start_offset(),
+                    log_end_offset: next_offset,
+                });
+            }
+            let Some(bytes) = records.get(start..end) else {
+                continue;
+            };
+            let last_offset = header.last_offset() as u64;
+            if writer
+                .active
+                .should_roll(&config, bytes.len() as u64, last_offset, now)
+            {
+                self.roll_locked(&mut writer, next_offset)?;
+            }
+            self.note_epoch_start(header.partition_leader_epoch, next_offset)?;
+            writer
+                .active
+                .append(bytes, &header, config.index_interval_bytes, now)
+                .map_err(|e| self.fail(e))?;
+            writer.producers.record(&header);
+            next_offset = last_offset + 1;
+            record_count += header.record_count as u64;
+            self.log_end_offset.store(next_offset, Ordering::Release);
+        }
+        writer.unflushed_messages += record_count as i64;
+        if record_count > 0
+            && (writer.unflushed_messages >= config.flush_messages
+                || now.saturating_sub(writer.last_flush_ms) >= config.flush_ms)
+        {
+            self.flush_locked(&mut writer)?;
+        }
+        Ok(AppendInfo {
+            base_offset,
+            last_offset: next_offset.saturating_sub(1),
+            log_append_time: None,
+            log_start_offset: self.log_start_offset(),
+            record_count,
+            duplicate: false,
+        })
     }
 
     /// Seals the active segment and starts a new one at the log end offset.
@@ -705,7 +824,39 @@ impl Log {
         self.recovery_point.fetch_min(new_end, Ordering::AcqRel);
         self.log_start_offset.fetch_min(new_end, Ordering::AcqRel);
         self.write_checkpoint()?;
+        drop(writer);
+        // Idempotent-producer state and epochs of the removed range go with it.
+        self.rebuild_producer_state()?;
         Ok(new_end)
+    }
+
+    /// Empties the log and restarts it at `offset` (a follower whose leader's log starts
+    /// past everything this replica has).
+    pub fn reset_to(&self, offset: u64) -> Result<(), LogError> {
+        self.check_usable()?;
+        let _maintenance = self.maintenance.lock();
+        let mut writer = self.writer.lock();
+        let config = self.config();
+        let removed: Vec<Arc<LogSegment>> = std::mem::take(&mut *self.segments.write())
+            .into_values()
+            .collect();
+        for segment in &removed {
+            segment.delete_files().map_err(|e| self.fail(e))?;
+        }
+        let (segment, _) =
+            LogSegment::open_files(&self.dir, offset, &config, true).map_err(|e| self.fail(e))?;
+        let segment = Arc::new(segment);
+        self.segments.write().insert(offset, Arc::clone(&segment));
+        writer.active = ActiveSegment::new(segment);
+        writer.producers = ProducerStateTable::default();
+        self.log_start_offset.store(offset, Ordering::Release);
+        self.log_end_offset.store(offset, Ordering::Release);
+        self.high_watermark.store(offset, Ordering::Release);
+        self.recovery_point.store(offset, Ordering::Release);
+        self.write_checkpoint()?;
+        let mut epochs = self.epochs.lock();
+        *epochs = LeaderEpochCache::default();
+        self.write_epochs(&epochs)
     }
 
     /// Deletes the partition's files (DeleteTopics). The log must not be used afterwards.

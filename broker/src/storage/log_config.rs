@@ -84,6 +84,8 @@ pub struct LogConfig {
     pub flush_ms: i64,
     pub message_timestamp_type: TimestampType,
     pub min_insync_replicas: i32,
+    /// A replica outside the ISR may lead when no in-sync one is left (data loss).
+    pub unclean_leader_election: bool,
 }
 
 impl Default for LogConfig {
@@ -102,6 +104,7 @@ impl Default for LogConfig {
             flush_ms: NEVER_FLUSH,
             message_timestamp_type: TimestampType::CreateTime,
             min_insync_replicas: DEFAULT_MIN_INSYNC_REPLICAS,
+            unclean_leader_election: false,
         }
     }
 }
@@ -134,6 +137,7 @@ pub const TOPIC_CONFIG_KEYS: &[&str] = &[
     "segment.bytes",
     "segment.index.bytes",
     "segment.ms",
+    "unclean.leader.election.enable",
 ];
 
 impl LogConfig {
@@ -191,6 +195,13 @@ impl LogConfig {
                 self.min_insync_replicas =
                     i32::try_from(parsed).map_err(|_| invalid("not a number of type INT"))?;
             }
+            "unclean.leader.election.enable" => {
+                self.unclean_leader_election = match value.trim().to_ascii_lowercase().as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(invalid("expected true or false")),
+                };
+            }
             "cleanup.policy" => {
                 self.cleanup_policy = CleanupPolicy::parse(value)
                     .ok_or_else(|| invalid("expected delete, compact or compact,delete"))?;
@@ -240,6 +251,10 @@ impl LogConfig {
             ("segment.bytes", self.segment_bytes.to_string()),
             ("segment.index.bytes", self.segment_index_bytes.to_string()),
             ("segment.ms", self.segment_ms.to_string()),
+            (
+                "unclean.leader.election.enable",
+                self.unclean_leader_election.to_string(),
+            ),
         ])
     }
 }

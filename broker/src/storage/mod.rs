@@ -5,6 +5,7 @@
 //!   .oxbow-clean-shutdown            present only after a clean shutdown
 //!   <topic>-<partition>/
 //!     partition.checkpoint           recovery point + log start offset
+//!     leader-epoch-checkpoint        start offset of each leader epoch (Kafka's layout)
 //!     00000000000000000000.log       RecordBatch v2 bytes, exactly as produced
 //!     00000000000000000000.index     sparse offset index (8-byte entries, mmap)
 //!     00000000000000000000.timeindex sparse time index (12-byte entries, mmap)
@@ -19,7 +20,8 @@
 //!   under [`offset_index`] and [`time_index`].
 //! - [`segment`]: a `.log` with its indexes; active vs sealed.
 //! - [`log`], [`log_read`], [`retention`], [`compaction`]: one partition's log.
-//! - [`checkpoint`]: recovery points, log start offsets, clean-shutdown markers.
+//! - [`checkpoint`]: recovery points, log start offsets, clean-shutdown markers;
+//!   [`leader_epochs`]: where each leader epoch began (`leader-epoch-checkpoint`).
 //! - [`manager`]: every partition across the `log.dirs`.
 
 pub mod batch;
@@ -27,6 +29,7 @@ pub mod batch_builder;
 pub mod checkpoint;
 pub mod clock;
 pub mod compaction;
+pub mod leader_epochs;
 pub mod log;
 pub mod log_config;
 pub mod log_read;

@@ -111,7 +111,17 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("offsets.topic.num.partitions", ConfigType::Int),
     ("offsets.topic.replication.factor", ConfigType::Int),
     ("queued.max.request.bytes", ConfigType::Long),
+    ("replica.fetch.backoff.ms", ConfigType::Int),
+    ("replica.fetch.max.bytes", ConfigType::Int),
+    ("replica.fetch.response.max.bytes", ConfigType::Int),
+    ("replica.fetch.wait.max.ms", ConfigType::Int),
+    (
+        "replica.high.watermark.checkpoint.interval.ms",
+        ConfigType::Long,
+    ),
+    ("replica.lag.time.max.ms", ConfigType::Long),
     ("socket.request.max.bytes", ConfigType::Int),
+    ("unclean.leader.election.enable", ConfigType::Bool),
 ];
 
 /// Topic config keys a Topic may set, with their types (Kafka's names): exactly the keys the
@@ -131,6 +141,7 @@ pub const TOPIC_KEYS: &[(&str, ConfigType)] = &[
     ("segment.bytes", ConfigType::Int),
     ("segment.index.bytes", ConfigType::Int),
     ("segment.ms", ConfigType::Long),
+    ("unclean.leader.election.enable", ConfigType::Bool),
 ];
 
 /// A config override that cannot be used.

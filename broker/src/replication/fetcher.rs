@@ -1,0 +1,303 @@
+//! Followers' fetchers: one task and one connection per leader broker, carrying every
+//! partition this broker follows there. Each round is one Fetch (v12, with this broker's
+//! id as `replica_id` and each partition's last fetched epoch); the leader answers with
+//! records, its high watermark and log start, or the epoch where this replica diverged
+//! (KIP-320/595), and the follower truncates to the end of that epoch before fetching on.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use parking_lot::Mutex;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::partition::Partition;
+use super::peer::{PeerConnection, PeerError};
+use crate::config::ReplicationConfig;
+use crate::controller::records::Endpoint;
+use crate::storage::TopicPartition;
+
+/// Fetch version followers speak: topic names, last fetched epoch, diverging epoch.
+const FETCH_VERSION: i16 = 12;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A partition this broker follows, in the leader epoch the image gave.
+#[derive(Debug, Clone)]
+pub struct Following {
+    pub partition: Arc<Partition>,
+    pub leader_epoch: i32,
+}
+
+type Assignment = BTreeMap<TopicPartition, Following>;
+
+#[derive(Debug)]
+struct Fetcher {
+    endpoint: Endpoint,
+    assignment: watch::Sender<Assignment>,
+    task: JoinHandle<()>,
+}
+
+/// Every fetcher of this broker, by leader.
+#[derive(Debug)]
+pub struct FetcherPool {
+    node_id: i32,
+    config: ReplicationConfig,
+    fetchers: Mutex<HashMap<i32, Fetcher>>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl FetcherPool {
+    pub fn new(node_id: i32, config: ReplicationConfig, shutdown: watch::Receiver<bool>) -> Self {
+        Self {
+            node_id,
+            config,
+            fetchers: Mutex::new(HashMap::new()),
+            shutdown,
+        }
+    }
+
+    /// Makes the fetchers match `wanted` (leader → its endpoint and the partitions
+    /// followed there): new leaders get a fetcher, gone ones lose theirs.
+    pub fn assign(&self, wanted: HashMap<i32, (Endpoint, Assignment)>) {
+        let mut fetchers = self.fetchers.lock();
+        fetchers.retain(|leader, fetcher| {
+            let keep = wanted
+                .get(leader)
+                .is_some_and(|(endpoint, _)| *endpoint == fetcher.endpoint);
+            if !keep {
+                fetcher.task.abort();
+            }
+            keep
+        });
+        for (leader, (endpoint, assignment)) in wanted {
+            match fetchers.get(&leader) {
+                Some(fetcher) => {
+                    fetcher.assignment.send_if_modified(|current| {
+                        let same = current.len() == assignment.len()
+                            && current.iter().zip(&assignment).all(|(a, b)| {
+                                a.0 == b.0
+                                    && a.1.leader_epoch == b.1.leader_epoch
+                                    && Arc::ptr_eq(&a.1.partition, &b.1.partition)
+                            });
+                        if !same {
+                            *current = assignment;
+                        }
+                        !same
+                    });
+                }
+                None => {
+                    let (sender, receiver) = watch::channel(assignment);
+                    let task = tokio::spawn(run(
+                        self.node_id,
+                        leader,
+                        endpoint.clone(),
+                        self.config.clone(),
+                        receiver,
+                        self.shutdown.clone(),
+                    ));
+                    fetchers.insert(
+                        leader,
+                        Fetcher {
+                            endpoint,
+                            assignment: sender,
+                            task,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    pub fn stop_all(&self) {
+        for (_, fetcher) in self.fetchers.lock().drain() {
+            fetcher.task.abort();
+        }
+    }
+}
+
+async fn run(
+    node_id: i32,
+    leader: i32,
+    endpoint: Endpoint,
+    config: ReplicationConfig,
+    mut assignment: watch::Receiver<Assignment>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let backoff = Duration::from_millis(config.fetch_backoff_ms);
+    let mut connection: Option<PeerConnection> = None;
+    let mut last_error = String::new();
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let current = assignment.borrow_and_update().clone();
+        if current.is_empty() {
+            tokio::select! {
+                changed = assignment.changed() => if changed.is_err() { return },
+                _ = shutdown.changed() => return,
+            }
+            continue;
+        }
+        let outcome = fetch_once(node_id, &endpoint, &config, &mut connection, &current).await;
+        match outcome {
+            Ok(progress) => {
+                last_error.clear();
+                if !progress {
+                    // Every partition answered an error: let the metadata catch up.
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = assignment.changed() => {}
+                        _ = shutdown.changed() => return,
+                    }
+                }
+            }
+            Err(error) => {
+                connection = None;
+                let text = error.to_string();
+                if text != last_error {
+                    tracing::warn!(leader, %error, "Fetching from the leader failed; retrying");
+                    last_error = text;
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = shutdown.changed() => return,
+                }
+            }
+        }
+    }
+}
+
+/// One fetch round. `Ok(false)` when no partition made progress or fetched cleanly.
+async fn fetch_once(
+    node_id: i32,
+    endpoint: &Endpoint,
+    config: &ReplicationConfig,
+    connection: &mut Option<PeerConnection>,
+    assignment: &Assignment,
+) -> Result<bool, PeerError> {
+    if connection.is_none() {
+        *connection = Some(
+            PeerConnection::connect(
+                &endpoint.host,
+                endpoint.port,
+                format!("oxbow-replica-{node_id}"),
+                CONNECT_TIMEOUT,
+            )
+            .await?,
+        );
+    }
+    let Some(peer) = connection.as_mut() else {
+        return Ok(false);
+    };
+    let mut topics: BTreeMap<String, Vec<FetchPartition>> = BTreeMap::new();
+    for (tp, following) in assignment {
+        let log = following.partition.log();
+        topics.entry(tp.topic.clone()).or_default().push(
+            FetchPartition::default()
+                .with_partition(tp.partition)
+                .with_current_leader_epoch(following.leader_epoch)
+                .with_fetch_offset(log.log_end_offset() as i64)
+                .with_last_fetched_epoch(log.latest_epoch().unwrap_or(-1))
+                .with_log_start_offset(log.log_start_offset() as i64)
+                .with_partition_max_bytes(config.fetch_max_bytes),
+        );
+    }
+    let request = FetchRequest::default()
+        .with_replica_id(BrokerId(node_id))
+        .with_max_wait_ms(config.fetch_wait_max_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(config.fetch_response_max_bytes)
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(
+            topics
+                .into_iter()
+                .map(|(name, partitions)| {
+                    FetchTopic::default()
+                        .with_topic(TopicName(StrBytes::from_string(name)))
+                        .with_partitions(partitions)
+                })
+                .collect(),
+        );
+    let wait = Duration::from_millis(config.fetch_wait_max_ms.max(0) as u64);
+    let response = peer
+        .call(&request, FETCH_VERSION, wait + Duration::from_secs(10))
+        .await?;
+    let mut progress = false;
+    for topic in response.responses {
+        for data in topic.partitions {
+            let tp = TopicPartition::new(topic.topic.0.to_string(), data.partition_index);
+            let Some(following) = assignment.get(&tp) else {
+                continue;
+            };
+            progress |= handle_partition(following, &tp, data);
+        }
+    }
+    Ok(progress)
+}
+
+/// Applies one partition's answer. Returns whether it was answered without error.
+fn handle_partition(following: &Following, tp: &TopicPartition, data: PartitionData) -> bool {
+    let partition = &following.partition;
+    if partition.is_leader() || partition.role().leader_epoch != following.leader_epoch {
+        // The role changed while the fetch was out; the next assignment takes over.
+        return false;
+    }
+    let log = partition.log();
+    match ResponseError::try_from_code(data.error_code) {
+        None => {}
+        Some(ResponseError::OffsetOutOfRange) => {
+            let leader_start = u64::try_from(data.log_start_offset).unwrap_or(0);
+            let leader_high_watermark = u64::try_from(data.high_watermark).unwrap_or(0);
+            let result = if log.log_end_offset() < leader_start {
+                tracing::info!(topic_partition = %tp, leader_start, "The leader's log starts past this replica's end; restarting the replica there");
+                partition.restart_at(leader_start)
+            } else {
+                tracing::warn!(topic_partition = %tp, leader_high_watermark, "This replica is ahead of its leader; truncating to the leader's high watermark");
+                partition.truncate_to(leader_high_watermark).map(|_| ())
+            };
+            if let Err(error) = result {
+                tracing::error!(topic_partition = %tp, %error, "Cannot realign the replica");
+            }
+            return false;
+        }
+        Some(error) => {
+            tracing::debug!(topic_partition = %tp, ?error, "The leader refused a follower fetch");
+            return false;
+        }
+    }
+    if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
+        let leader_epoch = data.diverging_epoch.epoch;
+        let leader_end = u64::try_from(data.diverging_epoch.end_offset).unwrap_or(0);
+        let target = match log.end_offset_for_epoch(leader_epoch) {
+            // Both know the epoch: keep what both have of it.
+            Some((epoch, end)) if epoch == leader_epoch => end.min(leader_end),
+            // This replica's largest epoch below is older: its end is the safe point,
+            // and the next fetch asks again from there.
+            Some((_, end)) => end.min(leader_end),
+            None => log.high_watermark().min(leader_end),
+        };
+        tracing::info!(topic_partition = %tp, leader_epoch, leader_end, target, "Truncating a divergent suffix");
+        if let Err(error) = partition.truncate_to(target) {
+            tracing::error!(topic_partition = %tp, %error, "Truncation failed");
+            return false;
+        }
+        return true;
+    }
+    let records = data.records.unwrap_or_default();
+    let high_watermark = u64::try_from(data.high_watermark).unwrap_or(0);
+    let log_start = u64::try_from(data.log_start_offset).unwrap_or(0);
+    match partition.append_as_follower(&records, high_watermark, log_start) {
+        Ok(_) => true,
+        Err(error) => {
+            tracing::warn!(topic_partition = %tp, %error, "Cannot append what the leader sent");
+            false
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! Replication: Kafka's ISR model between the API handlers and storage.
+//!
+//! ```text
+//!   publisher ── image ──► ReplicaManager::apply_image
+//!                            ├─ Partition::apply      role, epochs, ISR (per partition)
+//!                            └─ FetcherPool::assign   one fetcher per leader broker
+//!   Produce ──► Partition::append_as_leader ──► Log::append (stamped with the epoch)
+//!   Fetch (replica id) ──► Partition::record_follower_fetch ──► high watermark, ISR joins
+//!   timer ──► Partition::check_lagging ──► IsrProposal ──► controller (AlterPartition)
+//! ```
+//!
+//! The controller decides every ISR change; a leader only proposes, naming its leader
+//! and partition epochs, so a stale leader's proposal is refused.
+
+pub mod fetcher;
+pub mod high_watermarks;
+pub mod partition;
+pub mod peer;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use parking_lot::RwLock;
+use tokio::sync::{mpsc, watch};
+
+pub use partition::{AppendError, IsrProposal, Partition, Role, Transition};
+
+use crate::config::ReplicationConfig;
+use crate::controller::image::ClusterImage;
+use crate::storage::{Clock, LogManager, TopicPartition};
+use fetcher::{FetcherPool, Following};
+
+/// Every partition replica on this broker.
+#[derive(Debug)]
+pub struct ReplicaManager {
+    node_id: i32,
+    config: ReplicationConfig,
+    logs: Arc<LogManager>,
+    clock: Arc<dyn Clock>,
+    partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
+    fetchers: FetcherPool,
+    proposals: mpsc::UnboundedSender<IsrProposal>,
+    /// High watermarks found at start-up, used once when a partition is first seen.
+    checkpointed: parking_lot::Mutex<HashMap<TopicPartition, u64>>,
+}
+
+impl ReplicaManager {
+    /// The replica manager over `logs`, and the stream of ISR changes its leaders propose
+    /// (the caller sends them to the controller).
+    pub fn new(
+        node_id: i32,
+        config: ReplicationConfig,
+        logs: Arc<LogManager>,
+        clock: Arc<dyn Clock>,
+        shutdown: watch::Receiver<bool>,
+    ) -> (Arc<Self>, mpsc::UnboundedReceiver<IsrProposal>) {
+        let mut checkpointed = HashMap::new();
+        for dir in logs.log_dirs() {
+            match high_watermarks::read(dir.path()) {
+                Ok(found) => checkpointed.extend(found),
+                Err(error) => {
+                    tracing::warn!(dir = %dir.path().display(), %error, "Ignoring an unreadable high-watermark checkpoint")
+                }
+            }
+        }
+        let (proposals, receiver) = mpsc::unbounded_channel();
+        let manager = Arc::new(Self {
+            node_id,
+            fetchers: FetcherPool::new(node_id, config.clone(), shutdown),
+            config,
+            logs,
+            clock,
+            partitions: RwLock::new(HashMap::new()),
+            proposals,
+            checkpointed: parking_lot::Mutex::new(checkpointed),
+        });
+        (manager, receiver)
+    }
+
+    pub fn logs(&self) -> &Arc<LogManager> {
+        &self.logs
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    pub fn config(&self) -> &ReplicationConfig {
+        &self.config
+    }
+
+    pub fn partition(&self, topic_partition: &TopicPartition) -> Option<Arc<Partition>> {
+        self.partitions.read().get(topic_partition).cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Partition>> {
+        self.partitions.read().values().cloned().collect()
+    }
+
+    /// The partition, if this broker leads it in the client's epoch (`-1`: any).
+    pub fn leader(
+        &self,
+        topic_partition: &TopicPartition,
+        current_leader_epoch: i32,
+    ) -> Result<(Arc<Partition>, i32), i16> {
+        let partition = self
+            .partition(topic_partition)
+            .ok_or(ResponseError::NotLeaderOrFollower.code())?;
+        let epoch = partition.check_leader(current_leader_epoch)?;
+        Ok((partition, epoch))
+    }
+
+    /// Hands an ISR change to the controller.
+    pub fn propose(&self, proposal: IsrProposal) {
+        if self.proposals.send(proposal).is_err() {
+            tracing::debug!("No one takes ISR proposals (shutting down)");
+        }
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Gives every partition hosted here its role from `image` and points the fetchers
+    /// at the leaders. Called by the publisher after it created the logs.
+    pub fn apply_image(&self, image: &ClusterImage) {
+        let now = self.clock.now_ms();
+        let mut seen = HashMap::new();
+        let mut wanted: HashMap<i32, (_, BTreeMap<TopicPartition, Following>)> = HashMap::new();
+        for topic in image.topics.values() {
+            for (index, state) in topic.partitions.iter().enumerate() {
+                if !state.replicas.contains(&self.node_id) {
+                    continue;
+                }
+                let tp = TopicPartition::new(topic.name.clone(), index as i32);
+                let Some(partition) = self.partition_for(&tp) else {
+                    continue;
+                };
+                match partition.apply(state, now) {
+                    Ok(Transition::BecameLeader { epoch }) => {
+                        tracing::info!(topic_partition = %tp, epoch, isr = ?state.in_sync_replicas, "Leading");
+                    }
+                    Ok(Transition::BecameFollower { leader, epoch }) => {
+                        tracing::info!(topic_partition = %tp, leader, epoch, "Following");
+                    }
+                    Ok(Transition::Unchanged) => {}
+                    Err(error) => {
+                        tracing::error!(topic_partition = %tp, %error, "Cannot take up the partition's new role");
+                    }
+                }
+                if state.leader >= 0
+                    && state.leader != self.node_id
+                    && let Some(leader) = image.brokers.get(&state.leader)
+                {
+                    wanted
+                        .entry(state.leader)
+                        .or_insert_with(|| (leader.endpoint.clone(), BTreeMap::new()))
+                        .1
+                        .insert(
+                            tp.clone(),
+                            Following {
+                                partition: Arc::clone(&partition),
+                                leader_epoch: state.leader_epoch,
+                            },
+                        );
+                }
+                seen.insert(tp, partition);
+            }
+        }
+        *self.partitions.write() = seen;
+        self.fetchers.assign(wanted);
+    }
+
+    /// The partition of a hosted log (its `Partition` is made once, when first seen).
+    fn partition_for(&self, tp: &TopicPartition) -> Option<Arc<Partition>> {
+        let log = self.logs.get(tp)?;
+        if let Some(existing) = self.partition(tp)
+            && Arc::ptr_eq(existing.log(), &log)
+        {
+            return Some(existing);
+        }
+        let partition = Arc::new(Partition::new(tp.clone(), self.node_id, Arc::clone(&log)));
+        // A restart resumes from the checkpointed high watermark: never past what was
+        // committed, never hiding what was.
+        let high_watermark = self.checkpointed.lock().remove(tp).unwrap_or(0);
+        partition.restore_high_watermark(high_watermark);
+        Some(partition)
+    }
+
+    /// Leaders' periodic duty: followers that fell behind leave the ISR.
+    pub fn check_lagging(&self) {
+        let now = self.clock.now_ms();
+        for partition in self.all() {
+            if let Some(proposal) = partition.check_lagging(now, self.config.lag_time_max_ms) {
+                self.propose(proposal);
+            }
+        }
+    }
+
+    /// Writes every log directory's `replication-offset-checkpoint`.
+    pub fn checkpoint_high_watermarks(&self) {
+        let mut by_dir: HashMap<std::path::PathBuf, Vec<(TopicPartition, u64)>> = HashMap::new();
+        for partition in self.all() {
+            let log = partition.log();
+            let Some(dir) = log.dir().parent() else {
+                continue;
+            };
+            by_dir
+                .entry(dir.to_path_buf())
+                .or_default()
+                .push((partition.topic_partition().clone(), log.high_watermark()));
+        }
+        for dir in self.logs.log_dirs() {
+            if dir.is_offline() {
+                continue;
+            }
+            let entries = by_dir.remove(dir.path()).unwrap_or_default();
+            if let Err(error) = high_watermarks::write(dir.path(), &entries) {
+                tracing::error!(dir = %dir.path().display(), %error, "Cannot checkpoint high watermarks");
+            }
+        }
+    }
+
+    /// Runs the ISR checks and high-watermark checkpoints until shutdown, then writes a
+    /// last checkpoint and stops the fetchers.
+    pub async fn run_timers(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        let lag_check =
+            Duration::from_millis((self.config.lag_time_max_ms / 2).clamp(10, 1000) as u64);
+        let checkpoint_every =
+            Duration::from_millis(self.config.high_watermark_checkpoint_interval_ms);
+        let mut lag_ticker = tokio::time::interval(lag_check);
+        let mut checkpoint_ticker = tokio::time::interval(checkpoint_every);
+        lag_ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        checkpoint_ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = lag_ticker.tick() => self.check_lagging(),
+                _ = checkpoint_ticker.tick() => {
+                    let manager = Arc::clone(&self);
+                    let _ = tokio::task::spawn_blocking(move || manager.checkpoint_high_watermarks()).await;
+                }
+                _ = shutdown.changed() => break,
+            }
+        }
+        self.fetchers.stop_all();
+        let manager = Arc::clone(&self);
+        let _ = tokio::task::spawn_blocking(move || manager.checkpoint_high_watermarks()).await;
+    }
+}
