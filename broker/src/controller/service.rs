@@ -132,15 +132,18 @@ async fn connection(
             },
             _ = shutdown.changed() => return Ok(()),
         };
-        if let RpcBody::Command(ControllerCommand::BrokerHeartbeat {
-            node_id,
-            incarnation,
-            ..
-        }) = &request.body
-        {
-            heartbeats_of = Some((*node_id, *incarnation));
-        }
+        let heartbeat = match &request.body {
+            RpcBody::Command(ControllerCommand::BrokerHeartbeat {
+                node_id,
+                incarnation,
+                ..
+            }) => Some((*node_id, *incarnation)),
+            _ => None,
+        };
         let reply = service.handle(request).await;
+        if heartbeat.is_some() && matches!(reply, RpcReply::Command(Ok(_))) {
+            heartbeats_of = heartbeat;
+        }
         if let Err(error) = write_frame(stream.get_mut(), &reply).await {
             break Err(error);
         }
