@@ -14,7 +14,8 @@ use oxbow_broker::controller::{Controller, ControllerError, QuorumSettings};
 use oxbow_broker::group::GroupCoordinator;
 use oxbow_broker::group::metrics::GroupMetrics;
 use oxbow_broker::metrics::{self, Metrics};
-use oxbow_broker::replication::{IsrProposal, ReplicaManager};
+use oxbow_broker::replication::metrics::ReplicationMetrics;
+use oxbow_broker::replication::{IsrProposal, LeadershipHook, ReplicaManager};
 use oxbow_broker::server;
 use oxbow_broker::state::BrokerState;
 use oxbow_broker::storage::{LogManager, SystemClock};
@@ -120,11 +121,15 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         },
         rack: config.rack.clone(),
     };
+    let metrics =
+        Arc::new(Metrics::new(config.metrics_partition_labels).context("registering metrics")?);
     let (replicas, isr_proposals) = ReplicaManager::new(
         config.node_id,
         config.replication.clone(),
         Arc::clone(&logs),
         Arc::new(SystemClock),
+        ReplicationMetrics::new(metrics.registry(), config.metrics_partition_labels)
+            .context("registering replication metrics")?,
         shutdown_rx.clone(),
     );
     let (controller, mut controller_tasks) = Controller::start(
@@ -135,8 +140,6 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     )
     .await
     .context("starting the metadata quorum")?;
-    let metrics =
-        Arc::new(Metrics::new(config.metrics_partition_labels).context("registering metrics")?);
     let groups = Arc::new(GroupCoordinator::load(
         config.groups.clone(),
         Arc::clone(&logs),
@@ -144,6 +147,15 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         GroupMetrics::with_partition_labels(metrics.registry(), config.metrics_partition_labels)
             .context("registering group metrics")?,
     ));
+    groups.attach_replicas(Arc::clone(&replicas));
+    {
+        let groups = Arc::clone(&groups);
+        replicas.set_leadership_hook(LeadershipHook(Arc::new(move |tp, leading| {
+            if tp.topic == oxbow_broker::group::OFFSETS_TOPIC {
+                groups.leadership_changed(tp.partition, leading);
+            }
+        })));
+    }
     let state = Arc::new(BrokerState {
         config: config.clone(),
         controller: Arc::clone(&controller),
@@ -317,7 +329,18 @@ async fn send_isr_proposals(
         let controller = Arc::clone(&controller);
         let replicas = Arc::clone(&replicas);
         tokio::spawn(async move {
-            if let Err(error) = controller.alter_partition(&proposal).await {
+            let grows = replicas
+                .partition(&proposal.topic_partition)
+                .is_some_and(|p| p.role().in_sync_replicas.len() < proposal.in_sync_replicas.len());
+            let result = controller.alter_partition(&proposal).await;
+            if result.is_ok() {
+                if grows {
+                    replicas.metrics.isr_expands.inc();
+                } else {
+                    replicas.metrics.isr_shrinks.inc();
+                }
+            }
+            if let Err(error) = result {
                 tracing::info!(topic_partition = %proposal.topic_partition, isr = ?proposal.in_sync_replicas, %error, "The controller did not take an ISR change");
                 if let Some(partition) = replicas.partition(&proposal.topic_partition) {
                     partition.proposal_failed(proposal.partition_epoch);

@@ -113,6 +113,7 @@ pub fn group_error(error: &GroupError) -> i16 {
         GroupError::NonEmptyGroup => ResponseError::NonEmptyGroup,
         GroupError::GroupIdNotFound => ResponseError::GroupIdNotFound,
         GroupError::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
+        GroupError::NotCoordinator => ResponseError::NotCoordinator,
         GroupError::GroupSubscribedToTopic => ResponseError::GroupSubscribedToTopic,
         GroupError::FencedMemberEpoch => ResponseError::FencedMemberEpoch,
         GroupError::UnreleasedInstanceId => ResponseError::UnreleasedInstanceId,

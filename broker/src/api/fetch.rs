@@ -106,7 +106,7 @@ impl Api for FetchApi {
                     _ = shutdown.changed() => {}
                 }
             };
-            respond(context, &request, &names, reads)
+            respond(context, &request, replica_id, &names, reads)
         })
     }
 }
@@ -257,6 +257,7 @@ fn read_one(
 fn respond(
     context: &RequestContext<'_>,
     request: &FetchRequest,
+    replica_id: i32,
     names: &[Option<String>],
     reads: Vec<PartitionRead>,
 ) -> Result<ApiResponse, super::ApiError> {
@@ -292,7 +293,9 @@ fn respond(
                     .with_last_stable_offset(result.high_watermark as i64)
                     .with_log_start_offset(result.log_start_offset as i64);
                 let bytes = result.bytes();
-                if let Some(Some(name)) = names.get(read.topic_index) {
+                if replica_id >= 0 {
+                    broker.replicas.metrics.bytes_out.inc_by(bytes);
+                } else if let Some(Some(name)) = names.get(read.topic_index) {
                     broker
                         .metrics
                         .bytes_out

@@ -159,6 +159,15 @@ impl ClusterImage {
         self.brokers.values().filter(|b| !b.fenced)
     }
 
+    /// Partitions without a leader.
+    pub fn offline_partitions(&self) -> usize {
+        self.topics
+            .values()
+            .flat_map(|t| &t.partitions)
+            .filter(|p| p.leader < 0)
+            .count()
+    }
+
     pub fn is_live(&self, node_id: i32) -> bool {
         self.brokers.get(&node_id).is_some_and(|b| !b.fenced)
     }

@@ -25,6 +25,7 @@ use super::records::{
     self, GroupMetadataValue, OffsetValue, RecordKey, encode_group_value, encode_key,
 };
 use super::{GroupError, OFFSETS_TOPIC};
+use crate::replication::ReplicaManager;
 use crate::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
 use crate::storage::{Clock, LogManager, TopicPartition};
 
@@ -134,6 +135,9 @@ pub struct GroupCoordinator {
     pub(super) logs: Arc<LogManager>,
     pub(super) state: Mutex<Groups>,
     pub metrics: GroupMetrics,
+    /// Once attached, appends go through the replica of the group's partition, and only
+    /// where this broker leads it.
+    replicas: parking_lot::RwLock<Option<Arc<ReplicaManager>>>,
 }
 
 impl GroupCoordinator {
@@ -150,6 +154,7 @@ impl GroupCoordinator {
             logs,
             state: Mutex::new(Groups::default()),
             metrics,
+            replicas: parking_lot::RwLock::new(None),
         };
         let mut loaded_groups = 0usize;
         {
@@ -175,6 +180,42 @@ impl GroupCoordinator {
         coordinator
     }
 
+    /// Routes appends through the replicas from now on.
+    pub fn attach_replicas(&self, replicas: Arc<ReplicaManager>) {
+        *self.replicas.write() = Some(replicas);
+    }
+
+    /// This broker became leader of offsets partition `partition`: its groups are loaded
+    /// afresh from the log (it may hold commits made at the previous leader); or it
+    /// stopped leading it: its groups are dropped (another broker coordinates them).
+    pub fn leadership_changed(&self, partition: i32, leading: bool) {
+        let partitions = self.config.offsets_partitions;
+        let now = self.clock.now_ms();
+        let loaded = if leading {
+            self.read_partition(partition)
+        } else {
+            Vec::new()
+        };
+        let mut state = self.state.lock();
+        state
+            .groups
+            .retain(|id, _| records::partition_for(id, partitions) != partition);
+        for (key, value) in loaded {
+            self.replay(&mut state.groups, key, value, now);
+        }
+        state.groups.retain(|_, g| {
+            !(g.is_empty()
+                && g.offsets.is_empty()
+                && matches!(&g.kind, GroupKind::Classic(c) if c.generation_id == 0))
+        });
+        tracing::info!(
+            partition,
+            leading,
+            groups = state.groups.len(),
+            "Consumer-group partition changed hands"
+        );
+    }
+
     pub fn now(&self) -> i64 {
         self.clock.now_ms()
     }
@@ -186,12 +227,28 @@ impl GroupCoordinator {
         }
         let partition = records::partition_for(group, self.config.offsets_partitions);
         let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+        let mut batch = build_batch(records, Compression::None, ProducerFields::default())
+            .map_err(|e| GroupError::Storage(e.to_string()))?;
+        if let Some(replicas) = self.replicas.read().clone() {
+            let replica = replicas
+                .partition(&tp)
+                .filter(|p| p.is_leader())
+                .ok_or(GroupError::NotCoordinator)?;
+            return replica
+                .append_as_leader(&mut batch, 1)
+                .map(|_| ())
+                .map_err(|error| {
+                    tracing::warn!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
+                    match error {
+                        crate::replication::AppendError::NotLeader(_) => GroupError::NotCoordinator,
+                        other => GroupError::Storage(other.to_string()),
+                    }
+                });
+        }
         let log = self
             .logs
             .get(&tp)
             .ok_or(GroupError::CoordinatorNotAvailable)?;
-        let mut batch = build_batch(records, Compression::None, ProducerFields::default())
-            .map_err(|e| GroupError::Storage(e.to_string()))?;
         log.append(&mut batch, 0).map_err(|error| {
             tracing::error!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
             GroupError::Storage(error.to_string())

@@ -66,6 +66,8 @@ pub enum GroupError {
     GroupIdNotFound,
     #[error("the coordinator is not available")]
     CoordinatorNotAvailable,
+    #[error("this broker does not lead the group's __consumer_offsets partition")]
+    NotCoordinator,
     #[error("the group is actively subscribed to the topic")]
     GroupSubscribedToTopic,
     #[error("the member epoch is fenced")]

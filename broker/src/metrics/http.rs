@@ -46,6 +46,11 @@ async fn respond(
     let (status, content_type, body) = match request.uri().path() {
         "/metrics" => (StatusCode::OK, "text/plain; version=0.0.4", {
             state.groups.refresh_metrics();
+            let active = state.controller.controller_id() == Some(state.config.node_id);
+            state.replicas.metrics.refresh(
+                &state.replicas,
+                active.then(|| state.controller.image().offline_partitions()),
+            );
             state.metrics.render(&state.logs())
         }),
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),

@@ -14,6 +14,7 @@ use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use parking_lot::Mutex;
+use prometheus::IntCounter;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -48,15 +49,22 @@ struct Fetcher {
 pub struct FetcherPool {
     node_id: i32,
     config: ReplicationConfig,
+    bytes_in: IntCounter,
     fetchers: Mutex<HashMap<i32, Fetcher>>,
     shutdown: watch::Receiver<bool>,
 }
 
 impl FetcherPool {
-    pub fn new(node_id: i32, config: ReplicationConfig, shutdown: watch::Receiver<bool>) -> Self {
+    pub fn new(
+        node_id: i32,
+        config: ReplicationConfig,
+        bytes_in: IntCounter,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
         Self {
             node_id,
             config,
+            bytes_in,
             fetchers: Mutex::new(HashMap::new()),
             shutdown,
         }
@@ -98,6 +106,7 @@ impl FetcherPool {
                         leader,
                         endpoint.clone(),
                         self.config.clone(),
+                        self.bytes_in.clone(),
                         receiver,
                         self.shutdown.clone(),
                     ));
@@ -126,6 +135,7 @@ async fn run(
     leader: i32,
     endpoint: Endpoint,
     config: ReplicationConfig,
+    bytes_in: IntCounter,
     mut assignment: watch::Receiver<Assignment>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -144,7 +154,15 @@ async fn run(
             }
             continue;
         }
-        let outcome = fetch_once(node_id, &endpoint, &config, &mut connection, &current).await;
+        let outcome = fetch_once(
+            node_id,
+            &endpoint,
+            &config,
+            &bytes_in,
+            &mut connection,
+            &current,
+        )
+        .await;
         match outcome {
             Ok(progress) => {
                 last_error.clear();
@@ -178,6 +196,7 @@ async fn fetch_once(
     node_id: i32,
     endpoint: &Endpoint,
     config: &ReplicationConfig,
+    bytes_in: &IntCounter,
     connection: &mut Option<PeerConnection>,
     assignment: &Assignment,
 ) -> Result<bool, PeerError> {
@@ -236,6 +255,9 @@ async fn fetch_once(
             let Some(following) = assignment.get(&tp) else {
                 continue;
             };
+            if let Some(records) = &data.records {
+                bytes_in.inc_by(records.len() as u64);
+            }
             progress |= handle_partition(following, &tp, data);
         }
     }

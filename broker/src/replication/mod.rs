@@ -14,6 +14,7 @@
 
 pub mod fetcher;
 pub mod high_watermarks;
+pub mod metrics;
 pub mod partition;
 pub mod peer;
 
@@ -44,6 +45,20 @@ pub struct ReplicaManager {
     proposals: mpsc::UnboundedSender<IsrProposal>,
     /// High watermarks found at start-up, used once when a partition is first seen.
     checkpointed: parking_lot::Mutex<HashMap<TopicPartition, u64>>,
+    pub metrics: metrics::ReplicationMetrics,
+    /// Told when this broker starts or stops leading a partition (the group coordinator
+    /// loads and unloads `__consumer_offsets` partitions with it).
+    leadership_hook: RwLock<Option<LeadershipHook>>,
+}
+
+/// Called with a partition and whether this broker now leads it.
+#[derive(Clone)]
+pub struct LeadershipHook(pub Arc<dyn Fn(&TopicPartition, bool) + Send + Sync>);
+
+impl std::fmt::Debug for LeadershipHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LeadershipHook")
+    }
 }
 
 impl ReplicaManager {
@@ -54,6 +69,7 @@ impl ReplicaManager {
         config: ReplicationConfig,
         logs: Arc<LogManager>,
         clock: Arc<dyn Clock>,
+        metrics: metrics::ReplicationMetrics,
         shutdown: watch::Receiver<bool>,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<IsrProposal>) {
         let mut checkpointed = HashMap::new();
@@ -68,13 +84,15 @@ impl ReplicaManager {
         let (proposals, receiver) = mpsc::unbounded_channel();
         let manager = Arc::new(Self {
             node_id,
-            fetchers: FetcherPool::new(node_id, config.clone(), shutdown),
+            fetchers: FetcherPool::new(node_id, config.clone(), metrics.bytes_in.clone(), shutdown),
+            metrics,
             config,
             logs,
             clock,
             partitions: RwLock::new(HashMap::new()),
             proposals,
             checkpointed: parking_lot::Mutex::new(checkpointed),
+            leadership_hook: RwLock::new(None),
         });
         (manager, receiver)
     }
@@ -112,6 +130,10 @@ impl ReplicaManager {
         Ok((partition, epoch))
     }
 
+    pub fn set_leadership_hook(&self, hook: LeadershipHook) {
+        *self.leadership_hook.write() = Some(hook);
+    }
+
     /// Hands an ISR change to the controller.
     pub fn propose(&self, proposal: IsrProposal) {
         if self.proposals.send(proposal).is_err() {
@@ -127,6 +149,7 @@ impl ReplicaManager {
     /// at the leaders. Called by the publisher after it created the logs.
     pub fn apply_image(&self, image: &ClusterImage) {
         let now = self.clock.now_ms();
+        let hook = self.leadership_hook.read().clone();
         let mut seen = HashMap::new();
         let mut wanted: HashMap<i32, (_, BTreeMap<TopicPartition, Following>)> = HashMap::new();
         for topic in image.topics.values() {
@@ -141,9 +164,15 @@ impl ReplicaManager {
                 match partition.apply(state, now) {
                     Ok(Transition::BecameLeader { epoch }) => {
                         tracing::info!(topic_partition = %tp, epoch, isr = ?state.in_sync_replicas, "Leading");
+                        if let Some(hook) = &hook {
+                            (hook.0)(&tp, true);
+                        }
                     }
                     Ok(Transition::BecameFollower { leader, epoch }) => {
                         tracing::info!(topic_partition = %tp, leader, epoch, "Following");
+                        if let Some(hook) = &hook {
+                            (hook.0)(&tp, false);
+                        }
                     }
                     Ok(Transition::Unchanged) => {}
                     Err(error) => {

@@ -1,0 +1,119 @@
+//! Replication's Prometheus metrics: partition health as this broker's leaders see it,
+//! ISR changes, and the bytes followers move.
+
+use prometheus::{IntCounter, IntGauge, IntGaugeVec, Opts, Registry};
+
+use super::ReplicaManager;
+
+#[derive(Debug, Clone)]
+pub struct ReplicationMetrics {
+    under_replicated: IntGauge,
+    under_min_isr: IntGauge,
+    offline: IntGauge,
+    leaders: IntGauge,
+    follower_lag: Option<IntGaugeVec>,
+    pub isr_shrinks: IntCounter,
+    pub isr_expands: IntCounter,
+    pub bytes_in: IntCounter,
+    pub bytes_out: IntCounter,
+}
+
+impl ReplicationMetrics {
+    /// The metrics, registered in `registry`; per-follower lag only with
+    /// `follower_labels` (its cardinality grows with partitions × replicas).
+    pub fn new(registry: &Registry, follower_labels: bool) -> Result<Self, prometheus::Error> {
+        let gauge = |name: &str, help: &str| -> Result<IntGauge, prometheus::Error> {
+            let metric = IntGauge::new(name, help)?;
+            registry.register(Box::new(metric.clone()))?;
+            Ok(metric)
+        };
+        let counter = |name: &str, help: &str| -> Result<IntCounter, prometheus::Error> {
+            let metric = IntCounter::new(name, help)?;
+            registry.register(Box::new(metric.clone()))?;
+            Ok(metric)
+        };
+        let follower_lag = if follower_labels {
+            let metric = IntGaugeVec::new(
+                Opts::new(
+                    "oxbow_replication_follower_lag_messages",
+                    "Offsets a follower is behind this leader's log end.",
+                ),
+                &["topic", "partition", "replica"],
+            )?;
+            registry.register(Box::new(metric.clone()))?;
+            Some(metric)
+        } else {
+            None
+        };
+        Ok(Self {
+            under_replicated: gauge(
+                "oxbow_replication_under_replicated_partitions",
+                "Partitions led here whose ISR is smaller than their replica set.",
+            )?,
+            under_min_isr: gauge(
+                "oxbow_replication_under_min_isr_partitions",
+                "Partitions led here whose ISR is below min.insync.replicas (acks=all refused).",
+            )?,
+            offline: gauge(
+                "oxbow_replication_offline_partitions",
+                "Partitions without a leader (reported by the active controller only).",
+            )?,
+            leaders: gauge(
+                "oxbow_replication_leader_partitions",
+                "Partitions this broker leads.",
+            )?,
+            follower_lag,
+            isr_shrinks: counter(
+                "oxbow_replication_isr_shrinks_total",
+                "ISR shrinks the controller accepted from this broker's leaders.",
+            )?,
+            isr_expands: counter(
+                "oxbow_replication_isr_expands_total",
+                "ISR expansions the controller accepted from this broker's leaders.",
+            )?,
+            bytes_in: counter(
+                "oxbow_replication_bytes_in_total",
+                "Record bytes this broker's followers appended from leaders.",
+            )?,
+            bytes_out: counter(
+                "oxbow_replication_bytes_out_total",
+                "Record bytes this broker's leaders sent to followers.",
+            )?,
+        })
+    }
+
+    /// Refreshes the gauges (at scrape time). `offline` is the image's count of
+    /// leaderless partitions, given only on the active controller.
+    pub fn refresh(&self, replicas: &ReplicaManager, offline: Option<usize>) {
+        let (mut under_replicated, mut under_min_isr, mut leaders) = (0, 0, 0);
+        if let Some(lag) = &self.follower_lag {
+            lag.reset();
+        }
+        for partition in replicas.all() {
+            let role = partition.role();
+            if role.leader != replicas.node_id() {
+                continue;
+            }
+            leaders += 1;
+            if role.in_sync_replicas.len() < role.replicas.len() {
+                under_replicated += 1;
+            }
+            let min_isr = partition.log().config().min_insync_replicas.max(1) as usize;
+            if role.in_sync_replicas.len() < min_isr {
+                under_min_isr += 1;
+            }
+            if let Some(lag) = &self.follower_lag {
+                let tp = partition.topic_partition();
+                let index = tp.partition.to_string();
+                for (replica, behind) in partition.follower_lags() {
+                    lag.with_label_values(&[&tp.topic, &index, &replica.to_string()])
+                        .set(behind as i64);
+                }
+            }
+        }
+        self.under_replicated.set(under_replicated);
+        self.under_min_isr.set(under_min_isr);
+        self.leaders.set(leaders);
+        self.offline.set(offline.unwrap_or(0) as i64);
+    }
+}
