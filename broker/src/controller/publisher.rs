@@ -222,6 +222,11 @@ mod tests {
                 .replication,
             Arc::clone(&logs),
             Arc::new(SystemClock),
+            crate::replication::metrics::ReplicationMetrics::new(
+                &prometheus::Registry::new(),
+                false,
+            )
+            .unwrap(),
             shutdown,
         );
         let (mut publisher, _) = Publisher::new(replicas, defaults, caught_up_target);
