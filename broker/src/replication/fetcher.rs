@@ -303,7 +303,8 @@ fn handle_partition(following: &Following, tp: &TopicPartition, data: PartitionD
             // This replica's largest epoch below is older: its end is the safe point,
             // and the next fetch asks again from there.
             Some((_, end)) => end.min(leader_end),
-            None => log.high_watermark().min(leader_end),
+            // No epoch that old here either: the leader's answer is the bound.
+            None => leader_end.min(log.log_end_offset()),
         };
         tracing::info!(topic_partition = %tp, leader_epoch, leader_end, target, "Truncating a divergent suffix");
         if let Err(error) = partition.truncate_to(target) {

@@ -764,6 +764,12 @@ impl Log {
         let _maintenance = self.maintenance.lock();
         let mut writer = self.writer.lock();
         if offset >= self.log_end_offset() {
+            // No records go, but an epoch assigned at the end without records does (a
+            // former leader's epoch that wrote nothing must not count as this log's).
+            let mut epochs = self.epochs.lock();
+            if epochs.truncate_from_end(offset) {
+                self.write_epochs(&epochs)?;
+            }
             return Ok(self.log_end_offset());
         }
         let config = self.config();
