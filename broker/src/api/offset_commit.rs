@@ -1,5 +1,6 @@
 //! OffsetCommit: validates the member and generation (classic) or member epoch
-//! (KIP-848) and appends the offsets to the group's `__consumer_offsets` partition.
+//! (KIP-848), appends the offsets to the group's `__consumer_offsets` partition and
+//! answers once its in-sync replicas have them.
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
@@ -10,7 +11,13 @@ use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::group::records::partition_for;
+use crate::group::{GroupError, OFFSETS_TOPIC};
+use crate::replication::CommitWait;
 use crate::storage::TopicPartition;
+
+/// Kafka's `offsets.commit.timeout.ms` default.
+const OFFSET_COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 #[derive(Debug)]
 pub struct OffsetCommitApi;
@@ -88,13 +95,22 @@ impl Api for OffsetCommitApi {
                     (tp, offset, epoch, metadata)
                 })
                 .collect();
-            let results = context.broker.groups.commit_offsets(
+            let mut results = context.broker.groups.commit_offsets(
                 &request.group_id.0,
                 &request.member_id,
                 request.group_instance_id.as_deref(),
                 request.generation_id_or_member_epoch,
                 offsets,
             );
+            if results.iter().any(|(_, r)| r.is_ok())
+                && let Err(error) = committed(context, &request.group_id.0).await
+            {
+                for (_, result) in results.iter_mut() {
+                    if result.is_ok() {
+                        *result = Err(error.clone());
+                    }
+                }
+            }
             for (tp, result) in results {
                 if let Some(topic) = indexes.get(&tp).and_then(|i| topics.get_mut(*i)) {
                     topic.partitions.push(
@@ -116,4 +132,35 @@ impl Api for OffsetCommitApi {
             context.respond(&OffsetCommitResponse::default().with_topics(topics))
         })
     }
+}
+
+/// An offset commit is acknowledged once the in-sync replicas of the group's
+/// `__consumer_offsets` partition have it (`offsets.commit.timeout.ms`, 5 s as in Kafka);
+/// failures map as Kafka maps them for commits.
+async fn committed(context: &RequestContext<'_>, group: &str) -> Result<(), GroupError> {
+    let broker = context.broker;
+    let partition = partition_for(group, broker.groups.config.offsets_partitions);
+    let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+    let Some(replica) = broker.replicas.partition(&tp) else {
+        return Err(GroupError::NotCoordinator);
+    };
+    let Ok(leader_epoch) = replica.check_leader(-1) else {
+        return Err(GroupError::NotCoordinator);
+    };
+    let required = replica.log().log_end_offset();
+    let deadline = tokio::time::Instant::now() + OFFSET_COMMIT_TIMEOUT;
+    replica
+        .wait_committed(
+            required,
+            leader_epoch,
+            deadline,
+            broker.shutting_down.clone(),
+        )
+        .await
+        .map_err(|wait| match wait {
+            CommitWait::LeadershipLost => GroupError::NotCoordinator,
+            CommitWait::TimedOut | CommitWait::NotEnoughReplicasAfterAppend => {
+                GroupError::CoordinatorNotAvailable
+            }
+        })
 }

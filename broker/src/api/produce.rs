@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::lookup::{leader_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RequestContext, errors};
-use crate::replication::Partition;
+use crate::replication::{CommitWait, Partition};
 use crate::storage::{AppendInfo, TopicPartition};
 
 #[derive(Debug)]
@@ -121,42 +121,29 @@ async fn committed(
     done: &Appended,
     deadline: Instant,
 ) -> Result<(), ProduceError> {
-    let required = done.info.last_offset + 1;
-    let partition = &done.partition;
-    let mut signal = partition.subscribe_high_watermark();
-    let mut shutdown = context.broker.shutting_down.clone();
-    loop {
-        let role = partition.role();
-        if role.leader != context.broker.config.node_id || role.leader_epoch != done.leader_epoch {
-            return Err((
-                ResponseError::NotLeaderOrFollower.code(),
-                Some("leadership moved before the in-sync replicas had the records".into()),
-            ));
-        }
-        if partition.log().high_watermark() >= required {
-            if partition.enough_in_sync() {
-                return Ok(());
-            }
-            return Err((
-                ResponseError::NotEnoughReplicasAfterAppend.code(),
-                Some("the ISR shrank below min.insync.replicas".into()),
-            ));
-        }
-        tokio::select! {
-            changed = signal.changed() => if changed.is_err() {
-                return Err((ResponseError::NotLeaderOrFollower.code(), None));
-            },
-            () = tokio::time::sleep_until(deadline) => {
-                return Err((
-                    ResponseError::RequestTimedOut.code(),
-                    Some("the in-sync replicas did not confirm the records in time".into()),
-                ));
-            }
-            _ = shutdown.changed() => {
-                return Err((ResponseError::NotLeaderOrFollower.code(), Some("the broker is shutting down".into())));
-            }
-        }
-    }
+    let waited = done
+        .partition
+        .wait_committed(
+            done.info.last_offset + 1,
+            done.leader_epoch,
+            deadline,
+            context.broker.shutting_down.clone(),
+        )
+        .await;
+    waited.map_err(|wait| match wait {
+        CommitWait::LeadershipLost => (
+            ResponseError::NotLeaderOrFollower.code(),
+            Some("leadership moved before the in-sync replicas had the records".into()),
+        ),
+        CommitWait::TimedOut => (
+            ResponseError::RequestTimedOut.code(),
+            Some("the in-sync replicas did not confirm the records in time".into()),
+        ),
+        CommitWait::NotEnoughReplicasAfterAppend => (
+            ResponseError::NotEnoughReplicasAfterAppend.code(),
+            Some("the ISR shrank below min.insync.replicas".into()),
+        ),
+    })
 }
 
 fn append(

@@ -26,7 +26,7 @@ use kafka_protocol::ResponseError;
 use parking_lot::RwLock;
 use tokio::sync::{mpsc, watch};
 
-pub use partition::{AppendError, IsrProposal, Partition, Role, Transition};
+pub use partition::{AppendError, CommitWait, IsrProposal, Partition, Role, Transition};
 
 use crate::config::ReplicationConfig;
 use crate::controller::image::ClusterImage;

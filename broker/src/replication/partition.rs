@@ -52,6 +52,16 @@ pub struct IsrProposal {
     pub in_sync_replicas: Vec<i32>,
 }
 
+/// Why a wait for the in-sync replicas ended without them having the records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitWait {
+    /// The leadership moved (or the broker is stopping) first.
+    LeadershipLost,
+    TimedOut,
+    /// The ISR has the records but is now below `min.insync.replicas`.
+    NotEnoughReplicasAfterAppend,
+}
+
 /// How an image changed this replica.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transition {
@@ -242,6 +252,40 @@ impl Partition {
     pub fn enough_in_sync(&self) -> bool {
         let min_isr = self.log.config().min_insync_replicas.max(1) as usize;
         self.role.read().in_sync_replicas.len() >= min_isr
+    }
+
+    /// Waits until the high watermark reaches `required` (every in-sync replica has the
+    /// records below it) while this broker still leads in `leader_epoch`.
+    pub async fn wait_committed(
+        &self,
+        required: u64,
+        leader_epoch: i32,
+        deadline: tokio::time::Instant,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Result<(), CommitWait> {
+        let mut signal = self.high_watermark.subscribe();
+        loop {
+            {
+                let role = self.role.read();
+                if role.leader != self.node_id || role.leader_epoch != leader_epoch {
+                    return Err(CommitWait::LeadershipLost);
+                }
+            }
+            if self.log.high_watermark() >= required {
+                return if self.enough_in_sync() {
+                    Ok(())
+                } else {
+                    Err(CommitWait::NotEnoughReplicasAfterAppend)
+                };
+            }
+            tokio::select! {
+                changed = signal.changed() => if changed.is_err() {
+                    return Err(CommitWait::LeadershipLost);
+                },
+                () = tokio::time::sleep_until(deadline) => return Err(CommitWait::TimedOut),
+                _ = shutdown.changed() => return Err(CommitWait::LeadershipLost),
+            }
+        }
     }
 
     /// Moves the high watermark to the smallest log end offset across the ISR.
