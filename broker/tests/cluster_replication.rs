@@ -106,6 +106,23 @@ fn produce(
     (partition.error_code, partition.base_offset)
 }
 
+/// Produce once the leader has taken up its role (its metadata can say it leads a moment
+/// before its replica does; clients retry NOT_LEADER_OR_FOLLOWER the same way).
+fn produce_to_leader(
+    cluster: &Cluster,
+    leader: i32,
+    topic: &str,
+    acks: i16,
+    batch: Bytes,
+) -> (i16, i64) {
+    let mut outcome = (0, 0);
+    cluster.wait_for("the leader accepts writes", TIMEOUT, || {
+        outcome = produce(cluster, leader, topic, acks, batch.clone(), 10_000);
+        outcome.0 != ResponseError::NotLeaderOrFollower.code()
+    });
+    outcome
+}
+
 struct Fetched {
     error: i16,
     high_watermark: i64,

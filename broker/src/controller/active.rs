@@ -4,8 +4,10 @@
 //! confirms this node still leads and has applied everything committed before
 //! (`ensure_linearizable`), the decision's records are committed, and only then may the
 //! next decision read the image. Broker sessions (last heartbeat times) live here in
-//! memory, as in Kafka: a new active controller gives every broker a full session
-//! timeout before fencing it.
+//! memory, as in Kafka. A new active controller gives every broker three heartbeat
+//! intervals to find it (Kafka gives a whole session): the broker that does not is most
+//! likely the dead node whose loss elected this controller. A broker's heartbeat
+//! connection closing ends its session at once.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -49,6 +51,8 @@ pub struct ActiveController {
     feed: Arc<MetadataFeed>,
     log_defaults: LogConfig,
     session_timeout: Duration,
+    /// How long brokers have to heartbeat to a newly elected controller.
+    new_term_grace: Duration,
     decide_lock: tokio::sync::Mutex<()>,
     sessions: Mutex<Sessions>,
 }
@@ -60,6 +64,7 @@ impl ActiveController {
         feed: Arc<MetadataFeed>,
         log_defaults: LogConfig,
         session_timeout: Duration,
+        new_term_grace: Duration,
     ) -> Self {
         Self {
             node_id,
@@ -67,6 +72,7 @@ impl ActiveController {
             feed,
             log_defaults,
             session_timeout,
+            new_term_grace: new_term_grace.min(session_timeout),
             decide_lock: tokio::sync::Mutex::new(()),
             sessions: Mutex::new(Sessions::default()),
         }
@@ -265,13 +271,19 @@ impl ActiveController {
         })
     }
 
-    /// A new active controller (a new term) gives every broker a whole session.
+    /// A new active controller (a new term) starts every broker's session afresh.
     fn start_term(&self, term: u64, image: &super::image::ClusterImage) {
         let mut sessions = self.sessions.lock();
         if sessions.term != Some(term) {
             let now = Instant::now();
             sessions.term = Some(term);
-            sessions.last_heartbeat = image.brokers.keys().map(|id| (*id, now)).collect();
+            // A live broker finds the new controller within a few heartbeats; one that
+            // does not is most likely the node whose death made this term. It gets that
+            // grace, not a whole session, so its partitions move sooner.
+            let granted = now
+                .checked_sub(self.session_timeout.saturating_sub(self.new_term_grace))
+                .unwrap_or(now);
+            sessions.last_heartbeat = image.brokers.keys().map(|id| (*id, granted)).collect();
             sessions.registered_at.clear();
         }
     }

@@ -220,6 +220,7 @@ impl Controller {
                 Arc::clone(&feed),
                 log_defaults.clone(),
                 settings.session_timeout,
+                settings.heartbeat_interval * 3,
             ));
             (Some(raft), Some(active))
         } else {
