@@ -190,7 +190,7 @@ fn acks_all_waits_for_the_isr_and_min_insync_replicas_refuses() {
     let (leader, _, isr) = partition_state(&cluster, 1, "m");
     assert_eq!(isr, vec![1, 2, 3], "a new partition is all in sync");
     assert_eq!(
-        produce(&cluster, leader, "m", -1, records(0, 5), 10_000),
+        produce_to_leader(&cluster, leader, "m", -1, records(0, 5)),
         (0, 0)
     );
     // Every replica has the records once acks=all answered.
@@ -246,7 +246,7 @@ fn a_divergent_old_leader_is_truncated_to_the_new_leaders_log() {
     cluster.wait_same_image(&[1, 2, 3]);
     let (old_leader, epoch, _) = partition_state(&cluster, 1, "d");
     assert_eq!(
-        produce(&cluster, old_leader, "d", -1, records(0, 10), 10_000),
+        produce_to_leader(&cluster, old_leader, "d", -1, records(0, 10)),
         (0, 0)
     );
     let followers: Vec<i32> = (1..=3).filter(|id| *id != old_leader).collect();
@@ -274,7 +274,7 @@ fn a_divergent_old_leader_is_truncated_to_the_new_leaders_log() {
     let (new_leader, new_epoch, _) = partition_state(&cluster, followers[0], "d");
     // The new leader's log ends where the committed records end.
     assert_eq!(
-        produce(&cluster, new_leader, "d", 1, records(100, 3), 5_000),
+        produce_to_leader(&cluster, new_leader, "d", 1, records(100, 3)),
         (0, 10)
     );
 
@@ -313,7 +313,7 @@ fn follower_requests_from_strangers_and_stale_epochs_are_refused() {
     let outsider = (1..=3).find(|id| !isr.contains(id)).unwrap();
     let follower = *isr.iter().find(|id| **id != leader).unwrap();
     assert_eq!(
-        produce(&cluster, leader, "b", -1, records(0, 4), 10_000),
+        produce_to_leader(&cluster, leader, "b", -1, records(0, 4)),
         (0, 0)
     );
     let before = segment_bytes(&cluster, leader, "b");

@@ -36,6 +36,12 @@ impl Api for OffsetFetchApi {
             let request: OffsetFetchRequest = context.decode(body)?;
             let groups = &context.broker.groups;
             if context.version < 8 {
+                if let Err(error) = groups.check_coordinator(&request.group_id.0) {
+                    return context.respond(
+                        &OffsetFetchResponse::default()
+                            .with_error_code(errors::group_error(&error)),
+                    );
+                }
                 let partitions = request.topics.map(|topics| {
                     topics
                         .iter()
@@ -97,6 +103,11 @@ impl Api for OffsetFetchApi {
                 .groups
                 .iter()
                 .map(|group| {
+                    if let Err(error) = groups.check_coordinator(&group.group_id.0) {
+                        return OffsetFetchResponseGroup::default()
+                            .with_group_id(group.group_id.clone())
+                            .with_error_code(errors::group_error(&error));
+                    }
                     let partitions = group.topics.as_ref().map(|topics| {
                         topics
                             .iter()

@@ -216,6 +216,28 @@ impl GroupCoordinator {
         );
     }
 
+    /// NOT_COORDINATOR unless this broker leads the group's `__consumer_offsets`
+    /// partition (clients then ask FindCoordinator again). Before the topic exists
+    /// anywhere here, the single-broker behaviour stands.
+    pub fn check_coordinator(&self, group_id: &str) -> Result<(), GroupError> {
+        let Some(replicas) = self.replicas.read().clone() else {
+            return Ok(());
+        };
+        let partition = records::partition_for(group_id, self.config.offsets_partitions);
+        match replicas.partition(&TopicPartition::new(OFFSETS_TOPIC, partition)) {
+            Some(replica) if replica.is_leader() => Ok(()),
+            Some(_) => Err(GroupError::NotCoordinator),
+            None if replicas
+                .all()
+                .iter()
+                .any(|p| p.topic_partition().topic == OFFSETS_TOPIC) =>
+            {
+                Err(GroupError::NotCoordinator)
+            }
+            None => Ok(()),
+        }
+    }
+
     pub fn now(&self) -> i64 {
         self.clock.now_ms()
     }
@@ -364,7 +386,10 @@ impl GroupCoordinator {
         if group_id.is_empty() {
             return JoinResponseData::failed(GroupError::InvalidGroupId, &member_id);
         }
-        if let Err(error) = self.check_session_timeout(request.session_timeout_ms) {
+        if let Err(error) = self
+            .check_coordinator(group_id)
+            .and_then(|()| self.check_session_timeout(request.session_timeout_ms))
+        {
             return JoinResponseData::failed(error, &member_id);
         }
         let receiver = {
@@ -421,6 +446,7 @@ impl GroupCoordinator {
         protocol_name: Option<&str>,
         assignments: Vec<(String, Bytes)>,
     ) -> Result<Bytes, GroupError> {
+        self.check_coordinator(group_id)?;
         let receiver = {
             let now = self.now();
             let mut state = self.state.lock();
@@ -470,6 +496,7 @@ impl GroupCoordinator {
         instance_id: Option<&str>,
         generation_id: i32,
     ) -> Result<(), GroupError> {
+        self.check_coordinator(group_id)?;
         let now = self.now();
         let mut state = self.state.lock();
         match state.groups.get_mut(group_id) {
@@ -498,6 +525,7 @@ impl GroupCoordinator {
         group_id: &str,
         members: &[(String, Option<String>)],
     ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
+        self.check_coordinator(group_id)?;
         let now = self.now();
         let mut state = self.state.lock();
         let Some(Group {
@@ -541,6 +569,7 @@ impl GroupCoordinator {
 
     /// DeleteGroups: only empty groups; their offsets and metadata get tombstones.
     pub fn delete_group(&self, group_id: &str) -> Result<(), GroupError> {
+        self.check_coordinator(group_id)?;
         let mut state = self.state.lock();
         let group = state
             .groups
@@ -597,6 +626,7 @@ impl GroupCoordinator {
         create: bool,
         f: impl FnOnce(&mut ConsumerGroup, i64) -> Result<T, GroupError>,
     ) -> Result<T, GroupError> {
+        self.check_coordinator(group_id)?;
         let now = self.now();
         let mut state = self.state.lock();
         if !state.groups.contains_key(group_id) {

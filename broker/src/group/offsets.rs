@@ -37,6 +37,9 @@ impl GroupCoordinator {
         if group_id.is_empty() {
             return fail_all(offsets, GroupError::InvalidGroupId);
         }
+        if let Err(error) = self.check_coordinator(group_id) {
+            return fail_all(offsets, error);
+        }
         let now = self.now();
         let mut state = self.state.lock();
         let delay = self.config.initial_rebalance_delay_ms;
@@ -167,6 +170,7 @@ impl GroupCoordinator {
         group_id: &str,
         partitions: Vec<TopicPartition>,
     ) -> Result<PartitionResults, GroupError> {
+        self.check_coordinator(group_id)?;
         let mut state = self.state.lock();
         let group = state
             .groups
