@@ -51,7 +51,7 @@ async fn respond(
                 &state.replicas,
                 active.then(|| state.controller.image().offline_partitions()),
             );
-            state.metrics.render(&state.logs())
+            state.metrics.render(state.logs())
         }),
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
         "/readyz" => {

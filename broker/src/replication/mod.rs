@@ -53,7 +53,10 @@ pub struct ReplicaManager {
 
 /// Called with a partition and whether this broker now leads it.
 #[derive(Clone)]
-pub struct LeadershipHook(pub Arc<dyn Fn(&TopicPartition, bool) + Send + Sync>);
+pub struct LeadershipHook(pub Arc<LeadershipCallback>);
+
+/// The callback inside a [`LeadershipHook`].
+pub type LeadershipCallback = dyn Fn(&TopicPartition, bool) + Send + Sync;
 
 impl std::fmt::Debug for LeadershipHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
