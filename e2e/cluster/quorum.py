@@ -116,6 +116,26 @@ def dev_cluster(binary, work):
         consumed = run(["kcat", "-b", f"127.0.0.1:{base + 2}", "-t", "spread", "-C", "-e", "-q"])
         if sorted(consumed.stdout.split()) != sorted(messages.split()):
             fail(f"read back {len(consumed.stdout.split())} of 100 messages")
+        # The README's replicated topic, exactly as it shows it.
+        created = run([f"{KAFKA_BIN}/kafka-topics", "--bootstrap-server", f"127.0.0.1:{base}",
+                       "--create", "--topic", "orders", "--partitions", "3", "--replication-factor", "3",
+                       "--config", "min.insync.replicas=2"])
+        if created.returncode != 0:
+            fail(f"kafka-topics --create orders: {created.stderr[-500:]}")
+        seq = "".join(f"{i}\n" for i in range(1, 1001))
+        produced = run(["kcat", "-P", "-b", f"127.0.0.1:{base}", "-t", "orders", "-X", "acks=all",
+                        "-X", "enable.idempotence=true"], input=seq)
+        if produced.returncode != 0:
+            fail(f"kcat acks=all produce: {produced.stderr}")
+        consumed = run(["kcat", "-b", f"127.0.0.1:{base + 1}", "-t", "orders", "-C", "-e", "-q"])
+        if sorted(consumed.stdout.split(), key=int) != [str(i) for i in range(1, 1001)]:
+            fail(f"orders: read back {len(consumed.stdout.split())} of 1000 acks=all records")
+        described = run([f"{KAFKA_BIN}/kafka-topics", "--bootstrap-server", f"127.0.0.1:{base + 1}",
+                         "--describe", "--topic", "orders"])
+        for row in [l for l in described.stdout.splitlines() if "Isr:" in l]:
+            if sorted(row.split("Isr:")[1].split()[0].split(",")) != ["1", "2", "3"]:
+                fail(f"orders: not every replica in sync: {row}")
+        print("ok orders: RF=3 min.insync.replicas=2, 1000 acks=all records read back, ISR = all three", flush=True)
         views = wait_for("one image on every node", lambda: same_image(metrics), 30)
         controllers = {v["controller_id"] for v in views}
         if len(controllers) != 1:
