@@ -132,22 +132,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             .context("registering replication metrics")?,
         shutdown_rx.clone(),
     );
-    let (controller, mut controller_tasks) = Controller::start(
-        settings,
-        defaults,
-        config.is_broker.then(|| Arc::clone(&replicas)),
-        shutdown_rx.clone(),
-    )
-    .await
-    .context("starting the metadata quorum")?;
-    let groups = Arc::new(GroupCoordinator::load(
+    // Groups follow __consumer_offsets leadership from the first image on.
+    let groups = Arc::new(GroupCoordinator::for_replicas(
         config.groups.clone(),
-        Arc::clone(&logs),
+        Arc::clone(&replicas),
         Arc::new(SystemClock),
         GroupMetrics::with_partition_labels(metrics.registry(), config.metrics_partition_labels)
             .context("registering group metrics")?,
     ));
-    groups.attach_replicas(Arc::clone(&replicas));
     {
         let groups = Arc::clone(&groups);
         replicas.set_leadership_hook(LeadershipHook(Arc::new(move |tp, leading| {
@@ -156,6 +148,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             }
         })));
     }
+    let (controller, mut controller_tasks) = Controller::start(
+        settings,
+        defaults,
+        config.is_broker.then(|| Arc::clone(&replicas)),
+        shutdown_rx.clone(),
+    )
+    .await
+    .context("starting the metadata quorum")?;
     let state = Arc::new(BrokerState {
         config: config.clone(),
         controller: Arc::clone(&controller),

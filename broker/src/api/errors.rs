@@ -114,6 +114,7 @@ pub fn group_error(error: &GroupError) -> i16 {
         GroupError::GroupIdNotFound => ResponseError::GroupIdNotFound,
         GroupError::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
         GroupError::NotCoordinator => ResponseError::NotCoordinator,
+        GroupError::CoordinatorLoadInProgress => ResponseError::CoordinatorLoadInProgress,
         GroupError::GroupSubscribedToTopic => ResponseError::GroupSubscribedToTopic,
         GroupError::FencedMemberEpoch => ResponseError::FencedMemberEpoch,
         GroupError::UnreleasedInstanceId => ResponseError::UnreleasedInstanceId,

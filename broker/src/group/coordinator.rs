@@ -138,9 +138,31 @@ pub struct GroupCoordinator {
     /// Once attached, appends go through the replica of the group's partition, and only
     /// where this broker leads it.
     replicas: parking_lot::RwLock<Option<Arc<ReplicaManager>>>,
+    /// Offsets partitions whose groups are loaded (with replicas: the ones led here).
+    loaded: Mutex<std::collections::BTreeSet<i32>>,
 }
 
 impl GroupCoordinator {
+    /// A coordinator that coordinates the groups of the `__consumer_offsets` partitions
+    /// `replicas` leads: each is loaded when this broker becomes its leader (the caller
+    /// routes the replica manager's leadership changes to [`Self::leadership_changed`]).
+    pub fn for_replicas(
+        config: GroupConfig,
+        replicas: Arc<ReplicaManager>,
+        clock: Arc<dyn Clock>,
+        metrics: GroupMetrics,
+    ) -> Self {
+        Self {
+            config,
+            clock,
+            logs: Arc::clone(replicas.logs()),
+            state: Mutex::new(Groups::default()),
+            metrics,
+            replicas: parking_lot::RwLock::new(Some(replicas)),
+            loaded: Mutex::new(Default::default()),
+        }
+    }
+
     /// Loads every group from `__consumer_offsets` (which must exist).
     pub fn load(
         config: GroupConfig,
@@ -155,6 +177,7 @@ impl GroupCoordinator {
             state: Mutex::new(Groups::default()),
             metrics,
             replicas: parking_lot::RwLock::new(None),
+            loaded: Mutex::new(Default::default()),
         };
         let mut loaded_groups = 0usize;
         {
@@ -180,11 +203,6 @@ impl GroupCoordinator {
         coordinator
     }
 
-    /// Routes appends through the replicas from now on.
-    pub fn attach_replicas(&self, replicas: Arc<ReplicaManager>) {
-        *self.replicas.write() = Some(replicas);
-    }
-
     /// This broker became leader of offsets partition `partition`: its groups are loaded
     /// afresh from the log (it may hold commits made at the previous leader); or it
     /// stopped leading it: its groups are dropped (another broker coordinates them).
@@ -197,6 +215,11 @@ impl GroupCoordinator {
             Vec::new()
         };
         let mut state = self.state.lock();
+        if leading {
+            self.loaded.lock().insert(partition);
+        } else {
+            self.loaded.lock().remove(&partition);
+        }
         state
             .groups
             .retain(|id, _| records::partition_for(id, partitions) != partition);
@@ -217,24 +240,22 @@ impl GroupCoordinator {
     }
 
     /// NOT_COORDINATOR unless this broker leads the group's `__consumer_offsets`
-    /// partition (clients then ask FindCoordinator again). Before the topic exists
-    /// anywhere here, the single-broker behaviour stands.
+    /// partition and has loaded it (clients then ask FindCoordinator again): a group
+    /// must never start here from nothing while its committed state lives elsewhere.
     pub fn check_coordinator(&self, group_id: &str) -> Result<(), GroupError> {
         let Some(replicas) = self.replicas.read().clone() else {
             return Ok(());
         };
         let partition = records::partition_for(group_id, self.config.offsets_partitions);
         match replicas.partition(&TopicPartition::new(OFFSETS_TOPIC, partition)) {
-            Some(replica) if replica.is_leader() => Ok(()),
-            Some(_) => Err(GroupError::NotCoordinator),
-            None if replicas
-                .all()
-                .iter()
-                .any(|p| p.topic_partition().topic == OFFSETS_TOPIC) =>
-            {
-                Err(GroupError::NotCoordinator)
+            Some(replica) if replica.is_leader() => {
+                if self.loaded.lock().contains(&partition) {
+                    Ok(())
+                } else {
+                    Err(GroupError::CoordinatorLoadInProgress)
+                }
             }
-            None => Ok(()),
+            _ => Err(GroupError::NotCoordinator),
         }
     }
 

@@ -68,6 +68,8 @@ pub enum GroupError {
     CoordinatorNotAvailable,
     #[error("this broker does not lead the group's __consumer_offsets partition")]
     NotCoordinator,
+    #[error("the group's __consumer_offsets partition is still being loaded")]
+    CoordinatorLoadInProgress,
     #[error("the group is actively subscribed to the topic")]
     GroupSubscribedToTopic,
     #[error("the member epoch is fenced")]

@@ -165,9 +165,9 @@ impl ReplicaManager {
                     continue;
                 };
                 match partition.apply(state, now) {
-                    Ok(Transition::BecameLeader { epoch }) => {
+                    Ok(Transition::BecameLeader { epoch, was_leader }) => {
                         tracing::info!(topic_partition = %tp, epoch, isr = ?state.in_sync_replicas, "Leading");
-                        if let Some(hook) = &hook {
+                        if !was_leader && let Some(hook) = &hook {
                             (hook.0)(&tp, true);
                         }
                     }

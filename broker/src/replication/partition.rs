@@ -66,8 +66,15 @@ pub enum CommitWait {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transition {
     Unchanged,
-    BecameLeader { epoch: i32 },
-    BecameFollower { leader: i32, epoch: i32 },
+    /// Leads in a new epoch; `was_leader` when it led the previous epoch too.
+    BecameLeader {
+        epoch: i32,
+        was_leader: bool,
+    },
+    BecameFollower {
+        leader: i32,
+        epoch: i32,
+    },
 }
 
 /// Why the leader did not append a produce request's records.
@@ -197,6 +204,7 @@ impl Partition {
         Ok(match (is_leader, was_leader && !new_epoch) {
             (true, false) => Transition::BecameLeader {
                 epoch: state.leader_epoch,
+                was_leader,
             },
             (false, _) if (was_leader || new_epoch) && state.leader >= 0 => {
                 Transition::BecameFollower {

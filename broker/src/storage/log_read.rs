@@ -120,7 +120,10 @@ impl Log {
             remaining = remaining.saturating_sub(region.length);
             result.next_offset = next;
             result.regions.push(region);
-            if remaining == 0 {
+            // The region stopped inside this segment (the next batch did not fit, or is
+            // not readable yet): the read ends here. Going on to the next segment would
+            // skip the rest of this one.
+            if remaining == 0 || next < segment.next_offset() {
                 break;
             }
         }

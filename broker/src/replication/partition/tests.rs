@@ -53,7 +53,10 @@ fn high_watermark_is_the_smallest_end_across_the_isr() {
     let leader = Partition::new(TopicPartition::new("t", 0), 1, log(dir.path(), 2));
     assert_eq!(
         leader.apply(&state(1, 0, 0, &[1, 2, 3]), 0).unwrap(),
-        Transition::BecameLeader { epoch: 0 }
+        Transition::BecameLeader {
+            epoch: 0,
+            was_leader: false
+        }
     );
     leader.append_as_leader(&mut batch(5), -1).unwrap();
     assert_eq!(leader.log().log_end_offset(), 5);

@@ -113,6 +113,23 @@ fn segments_roll_on_size_and_age_and_reads_span_them() {
 }
 
 #[test]
+fn a_batch_that_does_not_fit_ends_the_read_instead_of_being_skipped() {
+    let t = test_log(LogConfig::default());
+    t.log.append(&mut batch(1, 100, START_MS), 0).unwrap();
+    t.log.append(&mut batch(1, 5000, START_MS), 0).unwrap();
+    t.log.roll().unwrap();
+    t.log.append(&mut batch(1, 100, START_MS), 0).unwrap();
+    // Room for the first batch, not the second: the read stops before the second (a
+    // reader must not jump to the next segment and miss offset 1).
+    let read = t.log.read(0, 1000).unwrap();
+    assert_eq!(read.next_offset, 1);
+    assert_eq!(read.regions.len(), 1);
+    let next = t.log.read(read.next_offset, 1000).unwrap();
+    assert_eq!(next.next_offset, 2, "offset 1 comes next, whole");
+    assert_eq!(t.log.read(2, 1000).unwrap().next_offset, 3);
+}
+
+#[test]
 fn first_batch_is_returned_whole_even_above_max_bytes() {
     let t = test_log(LogConfig::default());
     t.log.append(&mut batch(1, 1000, START_MS), 0).unwrap();
