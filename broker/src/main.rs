@@ -343,7 +343,7 @@ async fn send_isr_proposals(
             if let Err(error) = result {
                 tracing::info!(topic_partition = %proposal.topic_partition, isr = ?proposal.in_sync_replicas, %error, "The controller did not take an ISR change");
                 if let Some(partition) = replicas.partition(&proposal.topic_partition) {
-                    partition.proposal_failed(proposal.partition_epoch);
+                    partition.proposal_failed(proposal.partition_epoch, replicas.now_ms());
                 }
             }
         });

@@ -29,6 +29,8 @@ use crate::storage::LogConfig;
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often sessions are checked and the cluster id is stamped.
 const TICK: Duration = Duration::from_millis(100);
+/// Pause before fencing an expired broker again when the last attempt did not commit.
+const FENCE_RETRY: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Default)]
 struct Sessions {
@@ -298,6 +300,7 @@ impl ActiveController {
         mut shutdown: watch::Receiver<bool>,
     ) -> Result<(), ControllerError> {
         let mut ticker = tokio::time::interval(TICK);
+        let mut fence_attempts: HashMap<i32, Instant> = HashMap::new();
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -350,7 +353,16 @@ impl ActiveController {
                     .map(|b| b.node_id)
                     .collect()
             };
+            let now = Instant::now();
+            fence_attempts.retain(|node, at: &mut Instant| {
+                expired.contains(node) && now.duration_since(*at) < FENCE_RETRY
+            });
             for node_id in expired {
+                if fence_attempts.contains_key(&node_id) {
+                    // Tried within FENCE_RETRY; the quorum has not taken it yet.
+                    continue;
+                }
+                fence_attempts.insert(node_id, now);
                 tracing::warn!(node_id, timeout = ?self.session_timeout, "Broker session expired; fencing it");
                 match self
                     .execute(ControllerCommand::FenceBroker { node_id })

@@ -147,7 +147,15 @@ impl ControllerClient {
                     from_node: self.node_id,
                     body: body(),
                 };
-                let per_call = remaining.min(CALL_TIMEOUT + server_wait);
+                // With other voters left to try, one silent voter may not use up the
+                // whole budget (a stopped leader must not starve the heartbeat).
+                let others_left = self.voters.len() > 1;
+                let share = if others_left && server_wait.is_zero() {
+                    remaining / 2
+                } else {
+                    remaining
+                };
+                let per_call = share.min(CALL_TIMEOUT + server_wait);
                 let reply = connection.lock().await.call(&request, per_call).await;
                 match reply {
                     Ok(RpcReply::NotController { leader })
@@ -179,7 +187,13 @@ impl ControllerClient {
                         }
                         return Ok(reply);
                     }
-                    Err(error) => last_error = error.to_string(),
+                    Err(error) => {
+                        // A voter that does not answer is no leader to go back to first.
+                        if self.leader_hint() == Some(voter) {
+                            self.set_leader_hint(None);
+                        }
+                        last_error = error.to_string();
+                    }
                 }
             }
             if Instant::now() + ROUND_BACKOFF >= deadline {

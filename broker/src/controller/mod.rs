@@ -432,6 +432,13 @@ impl Controller {
                     other => return other,
                 }
             }
+            // A voter knows from its own Raft state which voter leads: a better hint than
+            // the last one that answered (which may be stopped).
+            if let Some(leader) = self.active.as_ref().and_then(|a| a.leader())
+                && leader != self.settings.node_id
+            {
+                client.set_leader_hint(Some(leader));
+            }
             let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
             let lone_voter = self.settings.voters.len() == 1 && self.active.is_some();
             let result = if lone_voter {

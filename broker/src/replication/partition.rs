@@ -17,6 +17,9 @@ use tokio::sync::watch;
 use crate::controller::records::PartitionState;
 use crate::storage::{AppendInfo, Log, LogError, TopicPartition};
 
+/// Pause after a refused ISR proposal.
+const PROPOSAL_BACKOFF_MS: i64 = 500;
+
 /// The partition's role, as the last applied image gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Role {
@@ -27,6 +30,9 @@ pub struct Role {
     pub in_sync_replicas: Vec<i32>,
     /// An ISR this leader proposed to the controller and has not seen applied yet.
     pub pending_isr: Option<Vec<i32>>,
+    /// After a refused proposal, no new one before this time (ms): the controller's
+    /// reasons (a replica still fenced, a newer epoch on its way) take a moment to pass.
+    pub propose_after_ms: i64,
 }
 
 /// What the leader knows of one follower.
@@ -126,6 +132,7 @@ impl Partition {
                 replicas: Vec::new(),
                 in_sync_replicas: Vec::new(),
                 pending_isr: None,
+                propose_after_ms: 0,
             }),
             followers: Mutex::new(HashMap::new()),
             high_watermark,
@@ -361,6 +368,7 @@ impl Partition {
             .map_or(0, |(_, end)| end);
         let joins = role.leader == self.node_id
             && role.pending_isr.is_none()
+            && now_ms >= role.propose_after_ms
             && !role.in_sync_replicas.contains(&replica)
             && fetch_offset >= self.log.high_watermark()
             && fetch_offset >= epoch_start;
@@ -375,7 +383,10 @@ impl Partition {
     /// Followers that have not caught up within `lag_max_ms` leave the ISR.
     pub fn check_lagging(&self, now_ms: i64, lag_max_ms: i64) -> Option<IsrProposal> {
         let mut role = self.role.write();
-        if role.leader != self.node_id || role.pending_isr.is_some() {
+        if role.leader != self.node_id
+            || role.pending_isr.is_some()
+            || now_ms < role.propose_after_ms
+        {
             return None;
         }
         let followers = self.followers.lock();
@@ -415,11 +426,12 @@ impl Partition {
         }
     }
 
-    /// The controller refused or lost a proposal: the next check may propose again.
-    pub fn proposal_failed(&self, partition_epoch: i32) {
+    /// The controller refused or lost a proposal: a new one may follow after a pause.
+    pub fn proposal_failed(&self, partition_epoch: i32, now_ms: i64) {
         let mut role = self.role.write();
         if role.partition_epoch == partition_epoch {
             role.pending_isr = None;
+            role.propose_after_ms = now_ms + PROPOSAL_BACKOFF_MS;
         }
     }
 
