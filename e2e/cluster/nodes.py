@@ -1,0 +1,306 @@
+"""Three combined broker+controller `oxbow` nodes (ids 1..3) for the cluster fault tests
+(e2e/cluster/replication.py): started with the plain `--override` flags `oxbow dev` prints,
+each on its own data directory; SIGKILL / SIGTERM / SIGSTOP and restart on the same data; a
+node's own Metadata answer (a raw Kafka Metadata v7 request to that node alone, so no
+client cache is involved); and, when the machine allows it, one network namespace per node
+so a node can be cut off from the others while its clients still reach it.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import time
+import urllib.request
+
+NODES = (1, 2, 3)
+# Below the ephemeral port range (32768-) and apart from the other suites' ports.
+CLIENT_BASE, CONTROLLER_BASE, METRICS_BASE = 29192, 29292, 29392
+STOP_TIMEOUT = 60.0  # a SIGTERMed node exits
+
+
+class Network:
+    """Where the nodes live. With namespaces, node N is 10.231.K.N in namespace `oxrP-nN`
+    (veth into bridge `oxrPbr`, which holds 10.231.K.254 for this process and its clients);
+    a partition is a pair of blackhole routes per cut link, so clients still reach the node.
+    Everything is named after this process's pid and removed by teardown(); setup() first
+    removes what an earlier run that died without its teardown left (its pid is gone)."""
+
+    def __init__(self, use_netns):
+        self.netns = use_netns
+        pid = os.getpid()
+        self.prefix = f"oxr{pid}"  # at most 10 characters: link names stay within 15
+        self.subnet = f"10.231.{20 + pid % 200}"
+        self.bridge = f"{self.prefix}br"
+        self.cuts = []  # (namespace node, destination node)
+
+    def host(self, node):
+        return f"{self.subnet}.{node}" if self.netns else "127.0.0.1"
+
+    def namespace(self, node):
+        return f"{self.prefix}-n{node}"
+
+    def wrap(self, node, command):
+        return ["ip", "netns", "exec", self.namespace(node), *command] if self.netns else command
+
+    @staticmethod
+    def ip(*args, check=True):
+        done = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+        if check and done.returncode != 0:
+            raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
+        return done.returncode == 0
+
+    @staticmethod
+    def available():
+        """Root with a working `ip netns`: probed by making and removing a namespace."""
+        if os.geteuid() != 0 or not shutil.which("ip"):
+            return False
+        probe = f"oxrprobe{os.getpid()}"
+        if not Network.ip("netns", "add", probe, check=False):
+            return False
+        Network.ip("netns", "del", probe, check=False)
+        return True
+
+    @staticmethod
+    def sweep():
+        def dead(pid):
+            return not os.path.exists(f"/proc/{pid}")
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout
+        for name in re.findall(r"^(oxr(\d+)-n\d)\b", listed, re.M):
+            if dead(name[1]):
+                Network.ip("netns", "del", name[0], check=False)
+        links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, timeout=30).stdout
+        for name in re.findall(r"^\d+: (oxr(\d+)(?:br|h\d))[@:]", links, re.M):
+            if dead(name[1]):
+                Network.ip("link", "del", name[0], check=False)
+
+    def setup(self):
+        if not self.netns:
+            return
+        self.sweep()
+        self.ip("link", "add", self.bridge, "type", "bridge")
+        self.ip("addr", "add", f"{self.subnet}.254/24", "dev", self.bridge)
+        self.ip("link", "set", self.bridge, "up")
+        for node in NODES:
+            ns, host_end, ns_end = self.namespace(node), f"{self.prefix}h{node}", f"{self.prefix}v{node}"
+            self.ip("netns", "add", ns)
+            self.ip("link", "add", host_end, "type", "veth", "peer", "name", ns_end)
+            self.ip("link", "set", ns_end, "netns", ns)
+            self.ip("link", "set", host_end, "master", self.bridge, "up")
+            self.ip("-n", ns, "addr", "add", f"{self.subnet}.{node}/24", "dev", ns_end)
+            self.ip("-n", ns, "link", "set", ns_end, "up")
+            self.ip("-n", ns, "link", "set", "lo", "up")
+
+    def cut(self, node, others):
+        """Drops every packet between `node` and `others`, both ways; clients unaffected."""
+        for other in others:
+            for a, b in ((node, other), (other, node)):
+                self.ip("-n", self.namespace(a), "route", "add", "blackhole", f"{self.subnet}.{b}/32")
+                self.cuts.append((a, b))
+
+    def heal(self):
+        while self.cuts:
+            a, b = self.cuts.pop()
+            self.ip("-n", self.namespace(a), "route", "del", "blackhole", f"{self.subnet}.{b}/32", check=False)
+
+    def teardown(self):
+        if not self.netns:
+            return
+        self.heal()
+        for node in NODES:
+            self.ip("netns", "del", self.namespace(node), check=False)
+            self.ip("link", "del", f"{self.prefix}h{node}", check=False)
+        self.ip("link", "del", self.bridge, check=False)
+
+
+class Cluster:
+    """Nodes 1..3, data in `work/node-N`, output in `work/node-N.log` (appended across
+    restarts, each start headed by its command line)."""
+
+    def __init__(self, binary, work, network, cluster_id="replication-history"):
+        self.binary, self.work, self.net, self.cluster_id = binary, work, network, cluster_id
+        self.procs = {}
+        self.stopped = set()  # SIGSTOPped
+        self.voters = ",".join(f"{n}@{network.host(n)}:{CONTROLLER_BASE + n - 1}" for n in NODES)
+        self.bootstrap = ",".join(f"{network.host(n)}:{CLIENT_BASE + n - 1}" for n in NODES)
+
+    def data_dir(self, node):
+        return os.path.join(self.work, f"node-{node}")
+
+    def command(self, node):
+        host = self.net.host(node)
+        overrides = [
+            f"node.id={node}",
+            "process.roles=broker,controller",
+            f"listeners=PLAINTEXT://{host}:{CLIENT_BASE + node - 1},CONTROLLER://{host}:{CONTROLLER_BASE + node - 1}",
+            f"controller.quorum.voters={self.voters}",
+            f"log.dirs={self.data_dir(node)}",
+            f"metrics.listener={host}:{METRICS_BASE + node - 1}",
+            f"cluster.id={self.cluster_id}",
+        ]
+        return self.net.wrap(node, [self.binary, *[a for o in overrides for a in ("--override", o)]])
+
+    def start(self, node):
+        with open(os.path.join(self.work, f"node-{node}.log"), "ab") as out:
+            out.write(f"=== start {time.strftime('%H:%M:%S')} {' '.join(self.command(node))}\n".encode())
+            out.flush()
+            self.procs[node] = subprocess.Popen(self.command(node), stdout=out, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def alive(self, node):
+        proc = self.procs.get(node)
+        return proc is not None and proc.poll() is None
+
+    def signal(self, node, sig):
+        self.procs[node].send_signal(sig)
+        if sig == signal.SIGSTOP:
+            self.stopped.add(node)
+        elif sig == signal.SIGCONT:
+            self.stopped.discard(node)
+
+    def kill(self, node):
+        if self.alive(node):
+            self.procs[node].send_signal(signal.SIGCONT)
+            self.procs[node].send_signal(signal.SIGKILL)
+            self.procs[node].wait()
+        self.stopped.discard(node)
+
+    def terminate(self, nodes):
+        """SIGTERM to every node at once; each should exit 0 within STOP_TIMEOUT. Returns
+        what went wrong (a node killed after the timeout, a non-zero exit), one line each."""
+        problems = []
+        for node in nodes:
+            if self.alive(node):
+                self.signal(node, signal.SIGTERM)
+        for node in nodes:
+            proc = self.procs.get(node)
+            if proc is None:
+                continue
+            try:
+                code = proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.kill(node)
+                problems.append(f"node {node} still running {STOP_TIMEOUT:.0f} s after SIGTERM (killed)")
+                continue
+            if code != 0:
+                problems.append(f"node {node} exited with {code} after SIGTERM")
+        return problems
+
+    def ready(self, node):
+        if not self.alive(node) or node in self.stopped:
+            return False
+        try:
+            url = f"http://{self.net.host(node)}:{METRICS_BASE + node - 1}/readyz"
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return r.status == 200
+        except Exception:
+            return False
+
+    def controller(self, node):
+        """The active controller as node `node` sees it (its /metadata JSON), or None."""
+        if not self.alive(node) or node in self.stopped:
+            return None
+        try:
+            url = f"http://{self.net.host(node)}:{METRICS_BASE + node - 1}/metadata"
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return json.loads(r.read()).get("controller_id")
+        except Exception:
+            return None
+
+    def metadata(self, node):
+        """Node `node`'s own answer to a Kafka Metadata v7 request (all topics), or None:
+        {"brokers": {id, ...} (unfenced), "partitions": {(topic, p): {leader, epoch, replicas, isr}}}."""
+        if not self.alive(node) or node in self.stopped:
+            return None
+        try:
+            return metadata_request(self.net.host(node), CLIENT_BASE + node - 1)
+        except (OSError, struct.error, ValueError):
+            return None
+
+    def logs_tail(self, lines=30):
+        for node in NODES:
+            path = os.path.join(self.work, f"node-{node}.log")
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    tail = f.read().decode(errors="replace").splitlines()[-lines:]
+                print(f"--- node-{node}.log (tail) ---\n" + "\n".join(tail), flush=True)
+
+    def shutdown_all(self):
+        for node in list(self.procs):
+            self.kill(node)
+
+
+def metadata_request(host, port):
+    client_id = b"replication-checker"
+    # Header v1 (api key 3, version 7, correlation id, client id); body v7: all topics (null
+    # array), allow_auto_topic_creation false.
+    body = struct.pack(">hhih", 3, 7, 1, len(client_id)) + client_id + struct.pack(">i?", -1, False)
+    with socket.create_connection((host, port), timeout=2) as s:
+        s.settimeout(2)
+        s.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", recv_exact(s, 4))[0]
+        reader = Reader(recv_exact(s, size))
+    reader.i32()  # correlation id
+    reader.i32()  # throttle
+    brokers = set()
+    for _ in range(reader.i32()):
+        brokers.add(reader.i32())
+        reader.string()
+        reader.i32()
+        reader.string()
+    reader.string()  # cluster id
+    reader.i32()  # controller id
+    partitions = {}
+    for _ in range(reader.i32()):
+        reader.i16()
+        name = reader.string()
+        reader.boolean()
+        for _ in range(reader.i32()):
+            error, index, leader, epoch = reader.i16(), reader.i32(), reader.i32(), reader.i32()
+            replicas, isr, _offline = reader.ints(), reader.ints(), reader.ints()
+            partitions[(name, index)] = {"error": error, "leader": leader, "epoch": epoch,
+                                         "replicas": replicas, "isr": isr}
+    return {"brokers": brokers, "partitions": partitions}
+
+
+def recv_exact(sock, size):
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise OSError("connection closed")
+        data += chunk
+    return data
+
+
+class Reader:
+    def __init__(self, data):
+        self.data, self.at = data, 0
+
+    def take(self, fmt):
+        value = struct.unpack_from(fmt, self.data, self.at)[0]
+        self.at += struct.calcsize(fmt)
+        return value
+
+    def i16(self):
+        return self.take(">h")
+
+    def i32(self):
+        return self.take(">i")
+
+    def boolean(self):
+        return self.take(">?")
+
+    def string(self):
+        size = self.i16()
+        if size < 0:
+            return None
+        value = self.data[self.at:self.at + size].decode()
+        self.at += size
+        return value
+
+    def ints(self):
+        return [self.i32() for _ in range(self.i32())]
