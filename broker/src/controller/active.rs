@@ -4,10 +4,10 @@
 //! confirms this node still leads and has applied everything committed before
 //! (`ensure_linearizable`), the decision's records are committed, and only then may the
 //! next decision read the image. Broker sessions (last heartbeat times) live here in
-//! memory, as in Kafka. A new active controller gives every broker three heartbeat
-//! intervals to find it (Kafka gives a whole session): the broker that does not is most
-//! likely the dead node whose loss elected this controller. A broker's heartbeat
-//! connection closing ends its session at once.
+//! memory, as in Kafka. A new active controller gives every broker two heartbeat
+//! intervals to find it, and the voter that led before it one (Kafka gives a whole
+//! session): the broker that does not is most likely the dead node whose loss elected
+//! this controller. A broker's heartbeat connection closing ends its session at once.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -53,8 +53,12 @@ pub struct ActiveController {
     feed: Arc<MetadataFeed>,
     log_defaults: LogConfig,
     session_timeout: Duration,
-    /// How long brokers have to heartbeat to a newly elected controller.
-    new_term_grace: Duration,
+    /// How often brokers heartbeat: a newly elected controller gives them two intervals
+    /// to find it, and the voter that led before it one.
+    heartbeat_interval: Duration,
+    /// The last other voter seen leading the quorum (most likely dead or cut off when
+    /// this voter is elected).
+    previous_leader: std::sync::atomic::AtomicI32,
     decide_lock: tokio::sync::Mutex<()>,
     sessions: Mutex<Sessions>,
 }
@@ -66,7 +70,7 @@ impl ActiveController {
         feed: Arc<MetadataFeed>,
         log_defaults: LogConfig,
         session_timeout: Duration,
-        new_term_grace: Duration,
+        heartbeat_interval: Duration,
     ) -> Self {
         Self {
             node_id,
@@ -74,7 +78,8 @@ impl ActiveController {
             feed,
             log_defaults,
             session_timeout,
-            new_term_grace: new_term_grace.min(session_timeout),
+            heartbeat_interval: heartbeat_interval.min(session_timeout),
+            previous_leader: std::sync::atomic::AtomicI32::new(-1),
             decide_lock: tokio::sync::Mutex::new(()),
             sessions: Mutex::new(Sessions::default()),
         }
@@ -279,13 +284,29 @@ impl ActiveController {
         if sessions.term != Some(term) {
             let now = Instant::now();
             sessions.term = Some(term);
-            // A live broker finds the new controller within a few heartbeats; one that
-            // does not is most likely the node whose death made this term. It gets that
-            // grace, not a whole session, so its partitions move sooner.
-            let granted = now
-                .checked_sub(self.session_timeout.saturating_sub(self.new_term_grace))
-                .unwrap_or(now);
-            sessions.last_heartbeat = image.brokers.keys().map(|id| (*id, granted)).collect();
+            // A live broker finds the new controller within a heartbeat or two; one that
+            // does not is most likely the node whose death made this term, above all the
+            // voter that led before. They get that grace, not a whole session, so their
+            // partitions move sooner (fencing a live broker costs only a leader move).
+            let grant = |grace: Duration| {
+                now.checked_sub(self.session_timeout.saturating_sub(grace))
+                    .unwrap_or(now)
+            };
+            let previous = self
+                .previous_leader
+                .load(std::sync::atomic::Ordering::Relaxed);
+            sessions.last_heartbeat = image
+                .brokers
+                .keys()
+                .map(|id| {
+                    let grace = if *id == previous {
+                        self.heartbeat_interval
+                    } else {
+                        self.heartbeat_interval * 2
+                    };
+                    (*id, grant(grace))
+                })
+                .collect();
             sessions.registered_at.clear();
         }
     }
@@ -326,6 +347,10 @@ impl ActiveController {
             }
             if metrics.current_leader != Some(self.node_id as u64) {
                 self.sessions.lock().term = None;
+                if let Some(leader) = metrics.current_leader.and_then(|l| i32::try_from(l).ok()) {
+                    self.previous_leader
+                        .store(leader, std::sync::atomic::Ordering::Relaxed);
+                }
                 continue;
             }
             let image = self.feed.current().image.clone();

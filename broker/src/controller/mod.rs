@@ -220,7 +220,7 @@ impl Controller {
                 Arc::clone(&feed),
                 log_defaults.clone(),
                 settings.session_timeout,
-                settings.heartbeat_interval * 3,
+                settings.heartbeat_interval,
             ));
             (Some(raft), Some(active))
         } else {
@@ -613,8 +613,19 @@ impl Controller {
             node_id: self.settings.node_id,
             incarnation: self.incarnation,
         })
-        .await
-        .map(|_| ())
+        .await?;
+        // The active controller about to stop: the other voters learn that the change is
+        // committed only from its next heartbeat, so send one now and give it a moment,
+        // rather than leaving them to find out after the next election.
+        if let (Some(raft), Some(active)) = (&self.raft, &self.active)
+            && active.is_leader()
+        {
+            if let Err(error) = raft.trigger().heartbeat().await {
+                tracing::warn!(%error, "Cannot send a last heartbeat to the quorum");
+            }
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        Ok(())
     }
 
     pub fn heartbeats_stopped(&self) -> bool {

@@ -865,13 +865,28 @@ impl Log {
         self.write_epochs(&epochs)
     }
 
-    /// Deletes the partition's files (DeleteTopics). The log must not be used afterwards.
+    /// Deletes the partition's files (DeleteTopics, a replica moved away). The directory is
+    /// renamed at once (so a new log of the same partition can start) and removed in the
+    /// background. The log must not be used afterwards.
     pub fn delete(&self) -> Result<(), LogError> {
         self.closed.store(true, Ordering::Release);
-        std::fs::remove_dir_all(&self.dir).map_err(|source| LogError::Directory {
+        let _writer = self.writer.lock();
+        let name = self
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let doomed = self.dir.with_file_name(format!(
+            "{name}.{}{}",
+            uuid::Uuid::new_v4().simple(),
+            super::manager::DELETED_SUFFIX
+        ));
+        std::fs::rename(&self.dir, &doomed).map_err(|source| LogError::Directory {
             path: self.dir.clone(),
             source,
-        })
+        })?;
+        super::manager::remove_in_background(doomed);
+        Ok(())
     }
 
     pub(super) fn set_log_start_offset_at_least(&self, offset: u64) {

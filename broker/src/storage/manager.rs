@@ -225,6 +225,28 @@ impl LogManager {
 
 /// Partition directories in a log directory, with the partition each names. Directories
 /// with other names (deleted partitions, stray files) are skipped.
+/// Suffix of a partition directory renamed for deletion (Kafka marks them `-delete` too).
+pub const DELETED_SUFFIX: &str = "-delete";
+
+/// Removes a directory off the caller's thread: deleting gigabytes of segments must not
+/// hold up the metadata publisher (or the disk writes of the quorum) while it runs.
+pub fn remove_in_background(dir: PathBuf) {
+    let spawned = std::thread::Builder::new()
+        .name("oxbow-delete".into())
+        .spawn({
+            let dir = dir.clone();
+            move || {
+                if let Err(error) = std::fs::remove_dir_all(&dir) {
+                    tracing::warn!(dir = %dir.display(), %error, "Cannot remove a deleted partition directory");
+                }
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(dir = %dir.display(), %error, "No thread to remove a directory; removing it here");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 fn partition_dirs(log_dir: &Path) -> std::io::Result<Vec<(PathBuf, TopicPartition)>> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(log_dir)? {
@@ -233,6 +255,11 @@ fn partition_dirs(log_dir: &Path) -> std::io::Result<Vec<(PathBuf, TopicPartitio
             continue;
         }
         let name = entry.file_name();
+        if name.to_str().is_some_and(|n| n.ends_with(DELETED_SUFFIX)) {
+            // A deletion the last run did not finish.
+            remove_in_background(entry.path());
+            continue;
+        }
         if let Some(tp) = name.to_str().and_then(TopicPartition::from_dir_name) {
             found.push((entry.path(), tp));
         }
