@@ -21,6 +21,7 @@ use uuid::Uuid;
 use super::decisions::{ControllerCommand, ControllerError, DecisionInputs, decide};
 use super::feed::MetadataFeed;
 use super::quorum::Raft;
+use super::quorum::network::PeersDown;
 use super::records::MetadataBatch;
 use super::rpc::CommandReply;
 use crate::storage::LogConfig;
@@ -29,6 +30,9 @@ use crate::storage::LogConfig;
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often sessions are checked and the cluster id is stamped.
 const TICK: Duration = Duration::from_millis(100);
+/// How long Raft traffic must find a voter's process gone before its session ends
+/// (a few Raft heartbeats: one reset connection is not a death).
+const PEER_GONE_FOR: Duration = Duration::from_millis(250);
 /// Pause before fencing an expired broker again when the last attempt did not commit.
 const FENCE_RETRY: Duration = Duration::from_secs(1);
 
@@ -59,6 +63,8 @@ pub struct ActiveController {
     /// The last other voter seen leading the quorum (most likely dead or cut off when
     /// this voter is elected).
     previous_leader: std::sync::atomic::AtomicI32,
+    /// Voters whose process Raft traffic found gone.
+    peers_down: PeersDown,
     decide_lock: tokio::sync::Mutex<()>,
     sessions: Mutex<Sessions>,
 }
@@ -71,6 +77,7 @@ impl ActiveController {
         log_defaults: LogConfig,
         session_timeout: Duration,
         heartbeat_interval: Duration,
+        peers_down: PeersDown,
     ) -> Self {
         Self {
             node_id,
@@ -80,6 +87,7 @@ impl ActiveController {
             session_timeout,
             heartbeat_interval: heartbeat_interval.min(session_timeout),
             previous_leader: std::sync::atomic::AtomicI32::new(-1),
+            peers_down,
             decide_lock: tokio::sync::Mutex::new(()),
             sessions: Mutex::new(Sessions::default()),
         }
@@ -370,9 +378,19 @@ impl ActiveController {
                 image
                     .live_brokers()
                     .filter(|b| {
-                        sessions
-                            .last_heartbeat
-                            .get(&b.node_id)
+                        let last = sessions.last_heartbeat.get(&b.node_id);
+                        // A voter whose process refused or dropped Raft traffic after its
+                        // last heartbeat, with nothing answering for a few Raft heartbeats,
+                        // is gone: no need to wait out its session.
+                        let gone =
+                            self.peers_down
+                                .failures(b.node_id)
+                                .is_some_and(|(first, latest)| {
+                                    let since = last.map_or(first, |at| first.max(*at));
+                                    last.is_none_or(|at| latest > *at)
+                                        && now.duration_since(since) >= PEER_GONE_FOR
+                                });
+                        gone || last
                             .is_none_or(|at| now.duration_since(*at) >= self.session_timeout)
                     })
                     .map(|b| b.node_id)

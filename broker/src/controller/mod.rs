@@ -165,8 +165,11 @@ impl Controller {
             let config = openraft::Config {
                 cluster_name: "oxbow-metadata".into(),
                 heartbeat_interval: 100,
-                election_timeout_min: 500,
-                election_timeout_max: 1000,
+                // openraft waits out a leader lease of `election_timeout_max` on top of
+                // the election timeout: a dead active controller is replaced after
+                // 1.1-1.4 s.
+                election_timeout_min: 400,
+                election_timeout_max: 700,
                 install_snapshot_timeout: 5000,
                 snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(
                     settings.snapshot_interval_entries,
@@ -177,10 +180,12 @@ impl Controller {
             }
             .validate()
             .map_err(|e| StartError::RaftConfig(e.to_string()))?;
+            let peers_down = quorum::network::PeersDown::default();
             let network = quorum::network::NetworkFactory {
                 sender: quorum::network::Sender {
                     node_id,
                     cluster_id: Arc::clone(&cluster_id),
+                    peers_down: peers_down.clone(),
                 },
             };
             let raft = openraft::Raft::new(
@@ -221,6 +226,7 @@ impl Controller {
                 log_defaults.clone(),
                 settings.session_timeout,
                 settings.heartbeat_interval,
+                peers_down,
             ));
             (Some(raft), Some(active))
         } else {

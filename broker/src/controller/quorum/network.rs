@@ -1,6 +1,8 @@
 //! openraft's network over the controller RPC: one [`RpcConnection`] per peer voter.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use tokio::time::Instant;
 
 use openraft::BasicNode;
 use openraft::error::{
@@ -20,6 +22,49 @@ use crate::controller::rpc::{RpcBody, RpcConnection, RpcError, RpcReply, RpcRequ
 pub struct Sender {
     pub node_id: i32,
     pub cluster_id: Arc<parking_lot::RwLock<Option<String>>>,
+    pub peers_down: PeersDown,
+}
+
+/// Voters whose process is gone as far as Raft traffic can tell: the connection was
+/// refused or closed by the peer (not a timeout, which a network partition also gives).
+/// Per voter: when this run of failures began and the latest one; cleared by an answer.
+#[derive(Debug, Clone, Default)]
+pub struct PeersDown(Arc<parking_lot::Mutex<HashMap<i32, (Instant, Instant)>>>);
+
+impl PeersDown {
+    fn record(&self, peer: u64, error: &RpcError) {
+        let gone = match error {
+            RpcError::Connect { source, .. } => {
+                source.kind() == std::io::ErrorKind::ConnectionRefused
+            }
+            RpcError::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::BrokenPipe
+            ),
+            RpcError::Timeout { .. } | RpcError::Frame { .. } => false,
+        };
+        if let (true, Ok(peer)) = (gone, i32::try_from(peer)) {
+            let now = Instant::now();
+            self.0
+                .lock()
+                .entry(peer)
+                .and_modify(|(_, latest)| *latest = now)
+                .or_insert((now, now));
+        }
+    }
+
+    fn answered(&self, peer: u64) {
+        if let Ok(peer) = i32::try_from(peer) {
+            self.0.lock().remove(&peer);
+        }
+    }
+
+    /// (first, latest) failure of the current run of failures to reach `peer`'s process.
+    pub fn failures(&self, peer: i32) -> Option<(Instant, Instant)> {
+        self.0.lock().get(&peer).copied()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -59,7 +104,12 @@ impl PeerNetwork {
             from_node: self.sender.node_id,
             body,
         };
-        match self.connection.call(&request, option.hard_ttl()).await {
+        let result = self.connection.call(&request, option.hard_ttl()).await;
+        match &result {
+            Ok(_) => self.sender.peers_down.answered(self.target),
+            Err(error) => self.sender.peers_down.record(self.target, error),
+        }
+        match result {
             Ok(reply) => Ok(reply),
             // Unreachable makes openraft back off before retrying this peer.
             Err(error @ (RpcError::Connect { .. } | RpcError::Timeout { .. })) => {
