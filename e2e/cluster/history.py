@@ -3,7 +3,10 @@
 - `Workload`: librdkafka producers (idempotent acks=all, or plain acks=1) writing unique
   values `TAG:producer:seq:xxx…` round-robin over a topic's partitions at a steady rate,
   keeping every delivery report (partition, offset, time) in flat arrays — a long run has
-  millions.
+  millions. With `java=N`, also N Java-client producers (e2e/peers/java-client/
+  HistoryProducer.java, the client's default idempotence: acks=all) writing
+  `TAG-java:producer:seq:xxx…` at the same per-producer rate, their acks read from the
+  process's stdout into the same arrays, so every check below covers both clients.
 - `read_back`: every partition from the start to its high watermark.
 - `check_history`: every acknowledged record exactly once, at the offset it was acknowledged
   with; no value twice anywhere; each producer's values in sequence order per partition.
@@ -12,8 +15,10 @@
 """
 import bisect
 import collections
+import fcntl
 import os
 import struct
+import subprocess
 import threading
 import time
 from array import array
@@ -21,6 +26,10 @@ from array import array
 PARTITIONS = 3
 VALUE_BYTES = 100
 SEQ_BITS = 40  # a value's key: producer << SEQ_BITS | seq
+JAVA_PRODUCER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers", "java-client",
+                             "history-producer")
+F_SETPIPE_SZ = 1031
+JAVA_READY_TIMEOUT = 120.0  # the JVM is up and its producer exists (javac first, if the source changed)
 
 
 def now():
@@ -29,7 +38,8 @@ def now():
 
 class Acks:
     """One producer's delivery reports. Only that producer's thread appends (librdkafka
-    calls delivery callbacks from poll()), so the four arrays stay aligned without a lock."""
+    calls delivery callbacks from poll(); a Java producer's acks are read by one thread from
+    its stdout), so the four arrays stay aligned without a lock."""
 
     def __init__(self):
         self.partition, self.offset = array("b"), array("q")
@@ -39,12 +49,140 @@ class Acks:
         return len(self.offset)
 
 
+class JavaProducer:
+    """One Java-client producer process (HistoryProducer.java) and what it reported: acks on
+    stdout (into `acks`, keys numbered after the librdkafka producers'), failed deliveries,
+    fatal errors and its summary on stderr; anything else on stderr is the client's log."""
+
+    def __init__(self, workload, index):
+        self.workload, self.index = workload, index
+        self.acks = Acks()
+        self.last_ack = {p: 0.0 for p in range(workload.partitions)}
+        self.failed = collections.Counter()  # exception class -> count
+        self.failed_examples = []
+        self.summary = None                  # {"sent", "acked", "failed", "undelivered"}
+        self.ready = None                    # the "ready ..." line: its effective settings
+        self.log = collections.deque(maxlen=20)
+        self.log_lines = 0
+        self.exit_status = None
+        self.exited_early = False            # exited before it was asked to stop
+        self.proc = None
+        self.readers = []
+
+    def start(self):
+        w = self.workload
+        self.proc = subprocess.Popen(
+            [JAVA_PRODUCER, "--bootstrap", w.bootstrap, "--topic", w.topic, "--tag", w.java_tag,
+             "--producer", str(self.index), "--rate", f"{w.rate / (w.producers + w.java):.3f}",
+             "--partitions", str(w.partitions), "--value-bytes", str(VALUE_BYTES)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # The JVM's callbacks print from the client's I/O thread: a full pipe would stall the
+        # producer itself, so give the readers a large one (Linux F_SETPIPE_SZ) to lag into.
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            try:
+                fcntl.fcntl(pipe.fileno(), F_SETPIPE_SZ, 1 << 20)
+            except OSError:
+                pass
+        self.readers = [threading.Thread(target=self.guard, args=(self.read_acks,), daemon=True),
+                        threading.Thread(target=self.guard, args=(self.read_errors,), daemon=True)]
+        for reader in self.readers:
+            reader.start()
+
+    def guard(self, reader):
+        try:
+            reader()
+        except Exception as error:
+            self.workload.harness_errors.append(f"java producer {self.index}: {reader.__name__}: {error!r}")
+
+    def read_acks(self):
+        w, acks = self.workload, self.acks
+        for line in self.proc.stdout:
+            at = now()
+            partition, offset, value = line.rstrip(b"\n").split(b" ", 2)
+            partition, offset = int(partition), int(offset)
+            if offset < 0:
+                w.acked_without_offset += 1
+                offset = -1
+            acks.partition.append(partition)
+            acks.offset.append(offset)
+            acks.key.append(w.key_of(value))
+            acks.time.append(at)
+            self.last_ack[partition] = at
+        self.exit_status = self.proc.wait()
+        if not w.stopping.is_set():
+            self.exited_early = True
+
+    def read_errors(self):
+        for raw in self.proc.stderr:
+            line = raw.decode(errors="replace").rstrip("\n")
+            word, _, rest = line.partition(" ")
+            if word == "failed":
+                # failed PARTITION SEQ ExceptionClass: message
+                name = rest.split(" ", 2)[2].split(":", 1)[0] if rest.count(" ") >= 2 else rest
+                self.failed[name] += 1
+                if len(self.failed_examples) < 3:
+                    self.failed_examples.append(rest)
+            elif word == "fatal":
+                self.workload.fatal.append(f"java producer {self.index}: {rest}")
+            elif word == "summary":
+                fields = rest.split()
+                self.summary = {k: int(v) for k, v in zip(fields[::2], fields[1::2])}
+            elif word == "ready":
+                self.ready = rest
+            else:
+                self.log_lines += 1
+                self.log.append(line)
+
+    def stop(self, flush_timeout):
+        """Asks the process to stop and flush for up to `flush_timeout` s; waits for it."""
+        if self.proc is None:
+            return
+        try:
+            self.proc.stdin.write(f"stop {flush_timeout}\n".encode())
+            self.proc.stdin.close()
+        except OSError:  # it already exited: reported by problems()
+            pass
+        try:
+            self.proc.wait(flush_timeout + 60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for reader in self.readers:
+            reader.join(30)
+
+    def halt(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def problems(self):
+        """What went wrong with the process itself (not with the broker's answers)."""
+        out = []
+        where = f"java producer {self.index}"
+        tail = "; its last log lines: " + " | ".join(list(self.log)[-3:]) if self.log else ""
+        if self.ready is None:
+            out.append(f"{where} never started (exit status {self.proc.poll() if self.proc else None}){tail}")
+        elif self.ready != "idempotence=true acks=-1":
+            out.append(f"{where} does not run with idempotence and acks=all: {self.ready}")
+        if self.exited_early:
+            out.append(f"{where} exited with status {self.exit_status} before it was stopped{tail}")
+        elif self.exit_status != 0:
+            out.append(f"{where} exited with status {self.exit_status}{tail}")
+        if self.summary is None:
+            out.append(f"{where} printed no summary")
+        elif self.summary.get("acked") != len(self.acks):
+            out.append(f"{where} reports {self.summary.get('acked')} acks, {len(self.acks)} were read")
+        return out
+
+
 class Workload:
-    def __init__(self, bootstrap, topic, tag, producers, rate, acks_all, partitions=PARTITIONS):
+    def __init__(self, bootstrap, topic, tag, producers, rate, acks_all, partitions=PARTITIONS, java=0):
         self.bootstrap, self.topic, self.tag = bootstrap, topic, tag
         self.producers, self.rate, self.acks_all = producers, rate, acks_all
         self.partitions = partitions
+        self.java_tag, self.java = f"{tag}-java", java
         self.acks = [Acks() for _ in range(producers)]
+        self.java_producers = [JavaProducer(self, i) for i in range(java)]
         self.failed = collections.Counter()         # delivery error name -> count
         self.client_errors = collections.Counter()  # error_cb (non-fatal) name -> count
         self.fatal = []
@@ -93,14 +231,27 @@ class Workload:
         return head + b"x" * (VALUE_BYTES - len(head))
 
     def key_of(self, value):
-        """The (producer, seq) key of one of this workload's values, or None."""
+        """The (producer, seq) key of one of this workload's values, or None. Java producer
+        i is producer `producers + i`."""
         parts = value.split(b":", 3)
-        if len(parts) < 4 or parts[0] != self.tag.encode():
+        if len(parts) < 4:
             return None
-        return int(parts[1]) << SEQ_BITS | int(parts[2])
+        if parts[0] == self.tag.encode():
+            producer = int(parts[1])
+        elif parts[0] == self.java_tag.encode():
+            producer = self.producers + int(parts[1])
+        else:
+            return None
+        return producer << SEQ_BITS | int(parts[2])
+
+    def is_java(self, key):
+        return key is not None and key >= 0 and key >> SEQ_BITS >= self.producers
 
     def name(self, key):
-        return f"{self.tag}:{key >> SEQ_BITS}:{key & ((1 << SEQ_BITS) - 1)}"
+        producer, seq = key >> SEQ_BITS, key & ((1 << SEQ_BITS) - 1)
+        if producer >= self.producers:
+            return f"{self.java_tag}:{producer - self.producers}:{seq}"
+        return f"{self.tag}:{producer}:{seq}"
 
     def run(self, index):
         acks = self.acks[index]
@@ -134,7 +285,7 @@ class Workload:
     def produce(self, index, delivered):
         from confluent_kafka import Producer
         producer = Producer(self.config())
-        per_second = self.rate / self.producers
+        per_second = self.rate / (self.producers + self.java)
         seq, started, fatal_seen = 0, now(), 0
         while not self.stopping.is_set():
             due = int((now() - started) * per_second)
@@ -155,9 +306,20 @@ class Workload:
         self.undelivered += producer.flush(self.flush_timeout)
 
     def start(self):
+        for java in self.java_producers:
+            java.start()
         self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True) for i in range(self.producers)]
         for thread in self.threads:
             thread.start()
+
+    def java_ready(self, timeout=JAVA_READY_TIMEOUT):
+        """Waits until every Java producer said it is ready (or exited); True if all are."""
+        deadline = now() + timeout
+        while now() < deadline:
+            if all(j.ready is not None or j.proc.poll() is not None for j in self.java_producers):
+                break
+            time.sleep(0.1)
+        return all(j.ready is not None for j in self.java_producers)
 
     def stop(self):
         """Stops producing and waits for the delivery reports of what was sent (briefly,
@@ -165,8 +327,17 @@ class Workload:
         if not self.acked_count():
             self.flush_timeout = 5
         self.stopping.set()
-        for thread in self.threads:
+        stoppers = [threading.Thread(target=j.stop, args=(self.flush_timeout,)) for j in self.java_producers]
+        for thread in stoppers:
+            thread.start()
+        for thread in self.threads + stoppers:
             thread.join(self.flush_timeout + 60)
+
+    def halt(self):
+        """Stops everything now, flushing nothing (the harness is leaving)."""
+        self.stopping.set()
+        for java in self.java_producers:
+            java.halt()
 
     def probe(self):
         """The broker's answer to one produce of this workload's kind, without retries."""
@@ -180,21 +351,49 @@ class Workload:
             return "no answer"
         return answers[0].name() if answers[0] else "acknowledged"
 
+    def silent(self, since, partitions=None):
+        """The (client, partition) pairs without an ack after `since`: each client, the
+        librdkafka producers together and every Java producer, must ack on every partition."""
+        chosen = range(self.partitions) if partitions is None else partitions
+        out = [("librdkafka", p) for p in chosen if self.last_ack[p] <= since]
+        for java in self.java_producers:
+            out += [(f"java {java.index}", p) for p in chosen if java.last_ack[p] <= since]
+        return out
+
     def acks_since(self, since, partitions=None):
-        return all(self.last_ack[p] > since for p in (range(self.partitions) if partitions is None else partitions))
+        return not self.silent(since, partitions)
+
+    def all_acks(self):
+        return self.acks + [j.acks for j in self.java_producers]
 
     def acked_count(self):
-        return sum(len(a) for a in self.acks)
+        return sum(len(a) for a in self.all_acks())
+
+    def java_acked_count(self):
+        return sum(len(j.acks) for j in self.java_producers)
+
+    def java_report(self):
+        """The Java producers' own counts, for the summary line."""
+        failed = collections.Counter()
+        for j in self.java_producers:
+            failed.update(j.failed)
+        summaries = [j.summary or {} for j in self.java_producers]
+        return {"sent": sum(s.get("sent", 0) for s in summaries), "acked": self.java_acked_count(),
+                "failed": dict(failed), "undelivered": sum(s.get("undelivered", 0) for s in summaries),
+                "log_lines": sum(j.log_lines for j in self.java_producers)}
+
+    def java_problems(self):
+        return [problem for j in self.java_producers for problem in j.problems()]
 
     def acked(self):
         """Every acknowledged record: (partition, offset, key, time)."""
-        for acks in self.acks:
+        for acks in self.all_acks():
             yield from zip(acks.partition, acks.offset, acks.key, acks.time)
 
     def ack_times(self):
         """Per partition, the sorted times of its acknowledgements."""
         times = {p: [] for p in range(self.partitions)}
-        for acks in self.acks:
+        for acks in self.all_acks():
             for p, t in zip(acks.partition, acks.time):
                 times[p].append(t)
         for p in times:
@@ -265,13 +464,16 @@ def check_history(workload, logs):
     lost (acked, not in the log), moved (acked at one offset, found at another), beyond_hw
     (acked at an offset at or above the high watermark), duplicated (a value twice),
     out_of_order (a producer's values out of sequence in a partition), foreign (a value this
-    workload never wrote). Returns (counts, examples)."""
+    workload never wrote). Each kind is also counted as `java_<kind>` for the Java
+    producers' records, and `java_acked`. Returns (counts, examples)."""
     topic = workload.topic
-    counts = collections.Counter(acked=workload.acked_count())
+    counts = collections.Counter(acked=workload.acked_count(), java_acked=workload.java_acked_count())
     examples = collections.defaultdict(list)
 
-    def note(kind, text):
+    def note(kind, text, key=None):
         counts[kind] += 1
+        if workload.is_java(key):
+            counts[f"java_{kind}"] += 1
         if len(examples[kind]) < 3:
             examples[kind].append(text)
 
@@ -290,19 +492,19 @@ def check_history(workload, logs):
             keys[p].append(key)
             if key in where:
                 note("duplicated", f"{workload.name(key)} at {topic}-{where[key][0]}@{where[key][1]} "
-                                   f"and {topic}-{p}@{offset}")
+                                   f"and {topic}-{p}@{offset}", key)
             else:
                 where[key] = (p, offset)
             producer, seq = key >> SEQ_BITS, key & ((1 << SEQ_BITS) - 1)
             if seq <= last_seq.get(producer, -1):
-                note("out_of_order", f"{topic}-{p}@{offset}: producer {producer} seq {seq} after "
-                                     f"{last_seq[producer]}")
+                note("out_of_order", f"{topic}-{p}@{offset}: {workload.name(key)} after "
+                                     f"seq {last_seq[producer]}", key)
             last_seq[producer] = max(seq, last_seq.get(producer, -1))
     for p, offset, key, _ in workload.acked():
         high_watermark, offsets, _ = logs[p]
         if offset < 0:  # acknowledged without an offset: it must be somewhere, once
             if key not in where:
-                note("lost", f"{workload.name(key)} acked (without an offset) on {topic}-{p}; not in the log")
+                note("lost", f"{workload.name(key)} acked (without an offset) on {topic}-{p}; not in the log", key)
             continue
         i = bisect.bisect_left(offsets, offset)
         found = keys[p][i] if i < len(offsets) and offsets[i] == offset else None
@@ -311,11 +513,11 @@ def check_history(workload, logs):
         there = workload.name(found) if found is not None and found >= 0 else found
         text = f"{workload.name(key)} acked at {topic}-{p}@{offset}; the log has {there} there"
         if offset >= high_watermark:
-            note("beyond_hw", f"{text} (high watermark {high_watermark})")
+            note("beyond_hw", f"{text} (high watermark {high_watermark})", key)
         elif key in where:
-            note("moved", f"{text}; the value is at {topic}-{where[key][0]}@{where[key][1]}")
+            note("moved", f"{text}; the value is at {topic}-{where[key][0]}@{where[key][1]}", key)
         else:
-            note("lost", text)
+            note("lost", text, key)
     return counts, examples
 
 

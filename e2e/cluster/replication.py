@@ -10,8 +10,10 @@ a nemesis against three real `oxbow` processes.
    creates (10.231.x.0/24) and removes afterwards; otherwise on loopback, and the network
    partition faults are reported as skipped.
 2. Topic `history`: 3 partitions, RF=3, min.insync.replicas=2. Idempotent acks=all
-   producers (librdkafka) write unique, sequence-numbered values to every partition at a
-   steady rate; every acknowledged record is kept with its partition and offset.
+   producers — two librdkafka ones and one Java-client one (e2e/peers/java-client/
+   HistoryProducer.java, the client's default idempotence) sharing the rate — write unique,
+   sequence-numbered values to every partition at a steady rate; every acknowledged record
+   is kept with its partition and offset. After a fault, each client must ack again.
 3. The nemesis, in a seeded random order, one fault at a time, each followed by a wait
    until every broker is back in every ISR it was in before the fault:
    - SIGKILL the leader of a partition, restart it on the same data;
@@ -43,7 +45,8 @@ kept. Fault lines carry their UTC start time to find them in the node logs.
 
 Knobs (environment): OXBOW_REPLICATION_KILLS (20; --long 100), _TERMS (5; 20), _STOPS
 (1; 10), _DOUBLES (1; 10), _PARTITIONS (2; 100), _ACKS1_KILLS (3; 10), _RATE (total msg/s,
-1000), _MIN_ISR (2), _SEED, _NETNS (auto | 0 | 1), and _REQUIRE_ISR=0, which after a fault
+1000), _JAVA (Java-client producers, 1), _MIN_ISR (2), _SEED, _NETNS (auto | 0 | 1), and
+_REQUIRE_ISR=0, which after a fault
 waits only for live leaders, not for restored ISRs (to develop this harness against a broker
 that does not replicate; such a run is reported as skipped at best, never as passed).
 """
@@ -188,8 +191,8 @@ class Nemesis:
             raise Abort("ISRs not restored")
         back = now()
         if not wait_until(lambda: workload.acks_since(back), ACKS_TIMEOUT):
-            silent = [p for p in range(PARTITIONS) if workload.last_ack[p] <= back]
-            self.violations.add(f"{what}: no ack on {workload.topic} partitions {silent} within "
+            silent = ", ".join(f"{client} on partition {p}" for client, p in workload.silent(back))
+            self.violations.add(f"{what}: no ack on {workload.topic} from {silent} within "
                                 f"{ACKS_TIMEOUT:.0f} s after the cluster recovered")
             raise Abort("acks did not resume")
         fault.ended = now()
@@ -222,9 +225,10 @@ class Nemesis:
         at = now()
         fault.notes.append(f"new leaders {leaders} seen after {at - fault.started:.2f} s")
         if not wait_until(lambda: workload.acks_since(at, expected), FAILOVER_TIMEOUT):
+            silent = ", ".join(f"{client} on partition {p}" for client, p in workload.silent(at, expected))
             self.violations.add(f"{fault.kind} of node {fault.victims}: new leaders {leaders} elected but no ack "
-                                f"within {FAILOVER_TIMEOUT:.0f} s; (leader, ISR) now {self.state()}; client "
-                                f"errors so far {dict(workload.client_errors)}")
+                                f"from {silent} within {FAILOVER_TIMEOUT:.0f} s; (leader, ISR) now {self.state()}; "
+                                f"client errors so far {dict(workload.client_errors)}")
 
     def await_fenced(self, fault):
         """Waits until the other nodes fence the victim (it leaves their Metadata brokers)."""
@@ -383,6 +387,7 @@ def main():
     }
     acks1_kills = env_int("ACKS1_KILLS", 10 if args.long else 3)
     rate = env_int("RATE", 1000)
+    java = env_int("JAVA", 1)
     min_isr = env_int("MIN_ISR", 2)
     seed = env_int("SEED", random.randrange(1 << 30))
     netns_mode = os.environ.get("OXBOW_REPLICATION_NETNS", "auto")
@@ -402,8 +407,9 @@ def main():
     nemesis = Nemesis(cluster, network, violations, rng)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     where = f"network namespaces on {network.subnet}.0/24" if use_netns else "loopback"
-    log(f"replication history: seed {seed}, work dir {work}, {where}, {rate} msg/s, "
-        f"min.insync.replicas={min_isr}; faults {counts}; acks=1 phase: {acks1_kills} SIGKILL")
+    log(f"replication history: seed {seed}, work dir {work}, {where}, {rate} msg/s from 2 librdkafka and "
+        f"{java} Java producer(s), min.insync.replicas={min_isr}; faults {counts}; acks=1 phase: {acks1_kills} "
+        f"SIGKILL")
     began = now()
     results = {"seed": seed}
     workload = acks1 = None
@@ -416,13 +422,16 @@ def main():
         create_topic(cluster, TOPIC, min_isr, violations)
         log(f"ok three nodes ready; {TOPIC}: {PARTITIONS} partitions, RF=3, min.insync.replicas={min_isr}")
 
-        workload = Workload(cluster.bootstrap, TOPIC, f"h{seed}", 2, rate, acks_all=True)
+        workload = Workload(cluster.bootstrap, TOPIC, f"h{seed}", 2, rate, acks_all=True, java=java)
         workload.start()
+        if not workload.java_ready():
+            violations.add(f"the Java producer is not ready: {'; '.join(workload.java_problems())}")
         if not wait_until(lambda: workload.acks_since(0), 30):
-            violations.add(f"no acks=all write acknowledged on every partition within 30 s of starting "
+            silent = ", ".join(f"{client} on partition {p}" for client, p in workload.silent(0))
+            violations.add(f"no acks=all write acknowledged by {silent} within 30 s of starting "
                            f"(acked {workload.acked_count()}, client errors {dict(workload.client_errors)}, "
-                           f"failed {dict(workload.failed)}; one produce without retries to {TOPIC}-0 gets "
-                           f"{workload.probe()}); the nemesis does not run")
+                           f"failed {dict(workload.failed)}, java {workload.java_report()}; one produce "
+                           f"without retries to {TOPIC}-0 gets {workload.probe()}); the nemesis does not run")
         else:
             schedule = [kind for kind in FAULT_KINDS for _ in range(counts[kind])]
             rng.shuffle(schedule)
@@ -436,9 +445,22 @@ def main():
             except Abort as abort:
                 log(f"nemesis stopped: {abort}")
         workload.stop()
-        log(f"{TOPIC}: producers stopped: sent {workload.sent}, acked {workload.acked_count()}, failed "
-            f"{dict(workload.failed)}, undelivered {workload.undelivered}, "
-            f"client errors {dict(workload.client_errors)}")
+        java_report = workload.java_report()
+        results["java"] = java_report
+        log(f"{TOPIC}: producers stopped: librdkafka sent {workload.sent}, acked "
+            f"{workload.acked_count() - java_report['acked']}, failed {dict(workload.failed)}, undelivered "
+            f"{workload.undelivered}, client errors {dict(workload.client_errors)}; java sent {java_report['sent']}, "
+            f"acked {java_report['acked']}, failed {java_report['failed']}, undelivered "
+            f"{java_report['undelivered']}, client log lines {java_report['log_lines']}")
+        for java_producer in workload.java_producers:
+            if java_producer.failed_examples:
+                log(f"{TOPIC}: java producer {java_producer.index} failed deliveries, e.g. "
+                    + "; ".join(java_producer.failed_examples))
+            if java_producer.log:
+                log(f"{TOPIC}: java producer {java_producer.index}: last of its {java_producer.log_lines} log "
+                    f"line(s): " + " | ".join(list(java_producer.log)[-5:]))
+        for problem in workload.java_problems():
+            violations.add(problem)
         for error in workload.fatal:
             violations.add(f"fatal idempotent-producer error: {error}")
         for error in workload.harness_errors:
@@ -452,9 +474,12 @@ def main():
         if all_up:
             marks[TOPIC], tally = check(workload, cluster, violations, lossy=False)
             if tally:
-                results["history"] = {k: tally[k] for k in ("acked", "consumed", *KINDS)}
-                log(f"{TOPIC}: acked {tally['acked']}, read back {tally['consumed']} below the high watermarks "
-                    f"{marks[TOPIC]}: " + ", ".join(f"{k.replace('_', ' ')} {tally[k]}" for k in KINDS))
+                results["history"] = {k: tally[k] for k in ("acked", "consumed", *KINDS, "java_acked",
+                                                            *(f"java_{k}" for k in KINDS))}
+                log(f"{TOPIC}: acked {tally['acked']} (java acked {tally['java_acked']}), read back "
+                    f"{tally['consumed']} below the high watermarks {marks[TOPIC]}: "
+                    + ", ".join(f"{k.replace('_', ' ')} {tally[k]}" + (f" (java {tally[f'java_{k}']})" if k != "foreign" else "")
+                           for k in KINDS))
 
         # acks=1: a few leader kills; what leaders acknowledged and then lost is counted.
         if acks1_kills and all_up:
@@ -507,7 +532,7 @@ def main():
     finally:
         for w in (workload, acks1):
             if w is not None:
-                w.stopping.set()
+                w.halt()
         cluster.shutdown_all()
         network.teardown()
 
