@@ -46,7 +46,11 @@ def wait_for(what, condition, timeout=90.0):
         time.sleep(0.1)
 
 
-def coordinator(admin):
+def coordinator(bootstrap):
+    """The group's coordinator, asked by a fresh admin client each time: a
+    DescribeConsumerGroups in flight when the coordinator dies can leave librdkafka's
+    client unusable (an internal assertion, seen with confluent-kafka 2.x)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     try:
         future = admin.describe_consumer_groups([GROUP], request_timeout=5)[GROUP]
         return future.result().coordinator.id
@@ -115,7 +119,7 @@ def main():
                 except Exception as error:  # a commit during the failover may fail; retried next batch
                     print(f"  commit failed during failover: {error}", flush=True)
             if killed is None and len(seen) >= total - PER_ROUND // 2:
-                node = wait_for("the group's coordinator", lambda: coordinator(admin))
+                node = wait_for("the group's coordinator", lambda: coordinator(bootstrap))
                 pid = int(open(os.path.join(cluster_dir, f"node-{node}", "oxbow.pid")).read())
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
                     open(os.path.join(cluster_dir, f"node-{node}", "cmdline"), "wb").write(f.read())
@@ -125,9 +129,9 @@ def main():
         if killed is None:
             fail(f"round {round_}: no coordinator was killed")
         restart(cluster_dir, killed)
-        wait_for(f"node {killed} back", lambda: coordinator(admin) is not None, 60)
+        wait_for(f"node {killed} back", lambda: coordinator(bootstrap) is not None, 60)
         print(f"ok round {round_}: {len(seen)} of {total} records consumed; coordinator now "
-              f"{coordinator(admin)}", flush=True)
+              f"{coordinator(bootstrap)}", flush=True)
     consumer.close()
     if redelivered_committed:
         fail(f"records below an acknowledged commit delivered again: {redelivered_committed[:5]}")

@@ -221,9 +221,9 @@ impl ActiveController {
         Ok(CommandReply { outcome, index })
     }
 
-    /// A broker's heartbeat connection closed (its process died, or it gave up on this
-    /// controller): evidence enough to end its session now instead of waiting out the
-    /// timeout. Fencing is always safe; a live broker that reconnects is unfenced again.
+    /// A broker's heartbeat connection closed (its process died, or it gave up on a call):
+    /// its session ends one heartbeat interval from now instead of a whole timeout. A live
+    /// broker heartbeats again before that (it retries a failed heartbeat at once).
     pub fn connection_lost(&self, node_id: i32, incarnation: Uuid) {
         let current = self
             .feed
@@ -237,13 +237,18 @@ impl ActiveController {
         }
         let mut sessions = self.sessions.lock();
         if let Some(at) = sessions.last_heartbeat.get_mut(&node_id) {
+            // One heartbeat interval left: a live broker that only dropped the connection
+            // (a timed-out call) heartbeats again at once; a dead one is fenced.
+            let left = self.heartbeat_interval;
             tracing::info!(
                 node_id,
-                "A broker's heartbeat connection closed; ending its session"
+                ?left,
+                "A broker's heartbeat connection closed; shortening its session"
             );
-            *at = Instant::now()
-                .checked_sub(self.session_timeout)
+            let shortened = Instant::now()
+                .checked_sub(self.session_timeout.saturating_sub(left))
                 .unwrap_or(*at);
+            *at = shortened.min(*at);
         }
     }
 

@@ -64,6 +64,7 @@ pub async fn run_broker(
                 caught_up_target.send_replace(Some(reply.index));
             })
         };
+        let failed = result.is_err();
         match result {
             Ok(()) => last_error.clear(),
             Err(ControllerError::UnknownBroker(_)) => {
@@ -90,7 +91,12 @@ pub async fn run_broker(
             }
         }
         // Until registered and unfenced, try again soon: the broker is not serving yet.
-        let pause = if registered && !controller.fenced.load(std::sync::atomic::Ordering::Relaxed) {
+        // A failed heartbeat is retried at once: the controller shortens the session of a
+        // broker whose heartbeat connection closed.
+        let pause = if registered
+            && !failed
+            && !controller.fenced.load(std::sync::atomic::Ordering::Relaxed)
+        {
             interval
         } else {
             interval.min(STARTUP_RETRY)

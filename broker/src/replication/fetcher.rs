@@ -18,7 +18,7 @@ use prometheus::IntCounter;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::partition::Partition;
+use super::partition::{FollowerError, Partition};
 use super::peer::{PeerConnection, PeerError};
 use crate::config::ReplicationConfig;
 use crate::controller::records::Endpoint;
@@ -277,12 +277,15 @@ fn handle_partition(following: &Following, tp: &TopicPartition, data: PartitionD
         Some(ResponseError::OffsetOutOfRange) => {
             let leader_start = u64::try_from(data.log_start_offset).unwrap_or(0);
             let leader_high_watermark = u64::try_from(data.high_watermark).unwrap_or(0);
+            let epoch = following.leader_epoch;
             let result = if log.log_end_offset() < leader_start {
                 tracing::info!(topic_partition = %tp, leader_start, "The leader's log starts past this replica's end; restarting the replica there");
-                partition.restart_at(leader_start)
+                partition.restart_as_follower(epoch, leader_start)
             } else {
                 tracing::warn!(topic_partition = %tp, leader_high_watermark, "This replica is ahead of its leader; truncating to the leader's high watermark");
-                partition.truncate_to(leader_high_watermark).map(|_| ())
+                partition
+                    .truncate_as_follower(epoch, leader_high_watermark)
+                    .map(|_| ())
             };
             if let Err(error) = result {
                 tracing::error!(topic_partition = %tp, %error, "Cannot realign the replica");
@@ -307,17 +310,22 @@ fn handle_partition(following: &Following, tp: &TopicPartition, data: PartitionD
             None => leader_end.min(log.log_end_offset()),
         };
         tracing::info!(topic_partition = %tp, leader_epoch, leader_end, target, "Truncating a divergent suffix");
-        if let Err(error) = partition.truncate_to(target) {
-            tracing::error!(topic_partition = %tp, %error, "Truncation failed");
-            return false;
-        }
-        return true;
+        return match partition.truncate_as_follower(following.leader_epoch, target) {
+            Ok(_) => true,
+            Err(FollowerError::RoleChanged) => false,
+            Err(error) => {
+                tracing::error!(topic_partition = %tp, %error, "Truncation failed");
+                false
+            }
+        };
     }
     let records = data.records.unwrap_or_default();
     let high_watermark = u64::try_from(data.high_watermark).unwrap_or(0);
     let log_start = u64::try_from(data.log_start_offset).unwrap_or(0);
-    match partition.append_as_follower(&records, high_watermark, log_start) {
+    match partition.append_as_follower(following.leader_epoch, &records, high_watermark, log_start)
+    {
         Ok(_) => true,
+        Err(FollowerError::RoleChanged) => false,
         Err(error) => {
             tracing::warn!(topic_partition = %tp, %error, "Cannot append what the leader sent");
             false

@@ -58,6 +58,15 @@ pub struct IsrProposal {
     pub in_sync_replicas: Vec<i32>,
 }
 
+/// Why a follower did not apply what its leader sent.
+#[derive(Debug, thiserror::Error)]
+pub enum FollowerError {
+    #[error("this replica no longer follows in that leader epoch")]
+    RoleChanged,
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
 /// Why a wait for the in-sync replicas ended without them having the records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitWait {
@@ -449,13 +458,18 @@ impl Partition {
     }
 
     /// A follower's append of what its leader sent, then the leader's high watermark
-    /// and log start offset as far as this log reaches.
+    /// and log start offset as far as this log reaches — only while this replica still
+    /// follows in `leader_epoch`. The role lock is held throughout: a fetch response that
+    /// arrives as this replica becomes leader must not land in the new leader's log (its
+    /// epoch cache would no longer describe its batches).
     pub fn append_as_follower(
         &self,
+        leader_epoch: i32,
         records: &[u8],
         leader_high_watermark: u64,
         leader_log_start: u64,
-    ) -> Result<AppendInfo, LogError> {
+    ) -> Result<AppendInfo, FollowerError> {
+        let _role = self.following(leader_epoch)?;
         let info = if records.is_empty() {
             None
         } else {
@@ -491,20 +505,44 @@ impl Partition {
         }
     }
 
+    /// The role, read-locked, if this replica follows in `leader_epoch`.
+    fn following(
+        &self,
+        leader_epoch: i32,
+    ) -> Result<parking_lot::RwLockReadGuard<'_, Role>, FollowerError> {
+        let role = self.role.read();
+        if role.leader == self.node_id || role.leader < 0 || role.leader_epoch != leader_epoch {
+            return Err(FollowerError::RoleChanged);
+        }
+        Ok(role)
+    }
+
+    /// Removes this replica's divergent suffix (from `offset` on), while it follows in
+    /// `leader_epoch`.
+    pub fn truncate_as_follower(
+        &self,
+        leader_epoch: i32,
+        offset: u64,
+    ) -> Result<u64, FollowerError> {
+        let _role = self.following(leader_epoch)?;
+        Ok(self.truncate_to(offset)?)
+    }
+
+    /// Restarts this replica's log at `offset` (the leader's log start is past
+    /// everything here), while it follows in `leader_epoch`.
+    pub fn restart_as_follower(&self, leader_epoch: i32, offset: u64) -> Result<(), FollowerError> {
+        let _role = self.following(leader_epoch)?;
+        self.log.reset_to(offset)?;
+        self.log_end.send_replace(self.log.log_end_offset());
+        Ok(())
+    }
+
     /// Removes this replica's divergent suffix (from `offset` on).
     pub fn truncate_to(&self, offset: u64) -> Result<u64, LogError> {
         let end = self.log.truncate_to(offset)?;
         self.high_watermark.send_replace(self.log.high_watermark());
         self.log_end.send_replace(end);
         Ok(end)
-    }
-
-    /// Restarts this replica's log at `offset` (the leader's log start is past
-    /// everything here).
-    pub fn restart_at(&self, offset: u64) -> Result<(), LogError> {
-        self.log.reset_to(offset)?;
-        self.log_end.send_replace(self.log.log_end_offset());
-        Ok(())
     }
 
     /// Sets the high watermark a restart found in the checkpoint.

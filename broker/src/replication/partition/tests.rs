@@ -152,7 +152,7 @@ fn followers_keep_the_leaders_offsets_and_epochs_and_truncate_divergence() {
         .read_with_limit(0, 1 << 20, crate::storage::ReadLimit::LogEnd)
         .unwrap();
     let bytes = read.read_to_vec().unwrap();
-    follower.append_as_follower(&bytes, 2, 0).unwrap();
+    follower.append_as_follower(3, &bytes, 2, 0).unwrap();
     assert_eq!(follower.log().log_end_offset(), 4);
     assert_eq!(follower.log().high_watermark(), 2);
     assert_eq!(follower.log().latest_epoch(), Some(3));
@@ -173,4 +173,24 @@ fn followers_keep_the_leaders_offsets_and_epochs_and_truncate_divergence() {
     let truncated = leader.truncate_to(4).unwrap();
     assert_eq!(truncated, 4);
     assert_eq!(leader.log().latest_epoch(), Some(3));
+}
+
+#[test]
+fn a_fetch_answer_arriving_after_the_role_changed_is_not_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let replica = Partition::new(TopicPartition::new("t", 0), 2, log(dir.path(), 1));
+    replica.apply(&state(1, 3, 0, &[1, 2]), 0).unwrap();
+    // This replica leads from epoch 4 on; an answer fetched in epoch 3 arrives late.
+    replica.apply(&state(2, 4, 1, &[2]), 0).unwrap();
+    let late = batch(2);
+    assert!(matches!(
+        replica.append_as_follower(3, &late, 2, 0),
+        Err(FollowerError::RoleChanged)
+    ));
+    assert!(matches!(
+        replica.truncate_as_follower(3, 0),
+        Err(FollowerError::RoleChanged)
+    ));
+    assert_eq!(replica.log().log_end_offset(), 0, "nothing appended");
+    assert_eq!(replica.log().latest_epoch(), Some(4));
 }
