@@ -286,8 +286,16 @@ pub fn decide(
                     CommandOutcome::Heartbeat { fenced: false },
                 ));
             }
+            // A live broker whose session looked expired when a leader was fenced may have
+            // been the last in-sync replica of a partition that went offline, and then
+            // heartbeated before being fenced itself: it takes those partitions back now.
+            let records = if broker.fenced {
+                Vec::new()
+            } else {
+                revive_offline(image, *node_id)
+            };
             Ok((
-                Vec::new(),
+                records,
                 CommandOutcome::Heartbeat {
                     fenced: broker.fenced,
                 },
@@ -652,6 +660,13 @@ pub fn fence(
 /// Unfences `node_id`: offline partitions whose ISR holds it get it as leader.
 pub fn unfence(image: &ClusterImage, node_id: i32) -> Vec<MetadataRecord> {
     let mut records = vec![MetadataRecord::BrokerUnfenced { node_id }];
+    records.extend(revive_offline(image, node_id));
+    records
+}
+
+/// Offline partitions whose ISR holds `node_id` get it as leader.
+fn revive_offline(image: &ClusterImage, node_id: i32) -> Vec<MetadataRecord> {
+    let mut records = Vec::new();
     for topic in image.topics.values() {
         for (partition, state) in topic.partitions.iter().enumerate() {
             if state.leader == -1 && state.in_sync_replicas.contains(&node_id) {

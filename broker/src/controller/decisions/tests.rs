@@ -392,3 +392,46 @@ fn producer_ids_come_in_disjoint_blocks() {
         }
     );
 }
+
+#[test]
+fn a_live_broker_takes_back_a_partition_left_offline_while_its_session_looked_expired() {
+    let mut cluster = Cluster::new(3);
+    cluster.run(create("t", 1, 3)).unwrap();
+    let state = cluster.image.topics["t"].partitions[0].clone();
+    let leader = state.leader;
+    let survivor = *state.replicas.iter().find(|r| **r != leader).unwrap();
+    let third = *state
+        .replicas
+        .iter()
+        .find(|r| **r != leader && **r != survivor)
+        .unwrap();
+    cluster
+        .run(alter("t", 0, leader, 0, 0, &[leader, survivor]))
+        .unwrap();
+    // The leader dies while the survivor's session looks expired (a new controller's
+    // grace ran out before its heartbeat arrived): nobody in sync is live.
+    cluster.live.remove(&leader);
+    cluster.live.remove(&survivor);
+    cluster.live.remove(&third);
+    cluster
+        .run(ControllerCommand::FenceBroker { node_id: leader })
+        .unwrap();
+    let offline = &cluster.image.topics["t"].partitions[0];
+    assert_eq!(
+        (offline.leader, offline.in_sync_replicas.clone()),
+        (-1, vec![survivor])
+    );
+    assert!(
+        !cluster.image.brokers[&survivor].fenced,
+        "never fenced itself"
+    );
+    // Its next heartbeat brings the partition back.
+    cluster.live.insert(survivor);
+    cluster
+        .run(heartbeat(survivor, Uuid::from_u128(survivor as u128)))
+        .unwrap();
+    let back = &cluster.image.topics["t"].partitions[0];
+    assert_eq!(back.leader, survivor);
+    assert_eq!(back.leader_epoch, 2);
+    cluster.check();
+}
