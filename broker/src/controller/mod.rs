@@ -396,6 +396,14 @@ impl Controller {
         let mut published = self.published.clone();
         loop {
             if self.is_ready() {
+                // The change that unfenced this broker also gives it back its leaderships:
+                // let the publisher apply what this node already knows before clients come.
+                let known = self.feed.current().applied_index;
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    published.wait_for(|index| *index >= known),
+                )
+                .await;
                 return true;
             }
             tokio::select! {
