@@ -274,6 +274,21 @@ pub const KEYS: &[KeySpec] = &[
         "A broker without a heartbeat for this long is fenced and its leaderships move.",
     ),
     key(
+        "auto.leader.rebalance.enable",
+        "true",
+        "The active controller moves leadership back to preferred replicas (the first assigned) when brokers are imbalanced.",
+    ),
+    key(
+        "leader.imbalance.check.interval.seconds",
+        "300",
+        "How often the active controller checks leader balance.",
+    ),
+    key(
+        "leader.imbalance.per.broker.percentage",
+        "10",
+        "Share of a broker's preferred partitions it may not lead before leadership is moved back.",
+    ),
+    key(
         "metadata.log.snapshot.interval.entries",
         "5000",
         "Metadata log entries between snapshots of the metadata image; older entries are purged.",
@@ -366,6 +381,9 @@ pub struct BrokerConfig {
     pub broker_heartbeat_interval_ms: u64,
     pub broker_session_timeout_ms: u64,
     pub metadata_snapshot_interval_entries: u64,
+    pub auto_leader_rebalance: bool,
+    pub leader_imbalance_check_interval_s: u64,
+    pub leader_imbalance_percent: u32,
     pub replication: ReplicationConfig,
     /// Every key with its effective value (DescribeConfigs on the broker resource).
     pub raw: BTreeMap<String, String>,
@@ -669,6 +687,13 @@ impl BrokerConfig {
                 10,
                 i64::from(u32::MAX),
             )? as u64,
+            auto_leader_rebalance: boolean("auto.leader.rebalance.enable")?,
+            leader_imbalance_check_interval_s: int(
+                "leader.imbalance.check.interval.seconds",
+                1,
+                i64::from(i32::MAX),
+            )? as u64,
+            leader_imbalance_percent: int("leader.imbalance.per.broker.percentage", 0, 100)? as u32,
             replication: ReplicationConfig {
                 lag_time_max_ms: int("replica.lag.time.max.ms", 1, i64::from(i32::MAX))?,
                 fetch_max_bytes: int("replica.fetch.max.bytes", 1, i64::from(i32::MAX))? as i32,

@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::Parser;
 use oxbow_broker::api;
 use oxbow_broker::config::BrokerConfig;
+use oxbow_broker::controller::active::LeaderBalance;
 use oxbow_broker::controller::records::Endpoint;
 use oxbow_broker::controller::{Controller, ControllerError, QuorumSettings};
 use oxbow_broker::group::GroupCoordinator;
@@ -120,6 +121,10 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             port: config.advertised_port,
         },
         rack: config.rack.clone(),
+        leader_balance: config.auto_leader_rebalance.then(|| LeaderBalance {
+            check_interval: Duration::from_secs(config.leader_imbalance_check_interval_s),
+            imbalance_percent: config.leader_imbalance_percent,
+        }),
     };
     let metrics =
         Arc::new(Metrics::new(config.metrics_partition_labels).context("registering metrics")?);

@@ -68,6 +68,15 @@ pub fn controller_error(error: &ControllerError) -> i16 {
         ControllerError::FencedLeaderEpoch(_) => ResponseError::FencedLeaderEpoch,
         ControllerError::InvalidUpdateVersion(_) => ResponseError::InvalidUpdateVersion,
         ControllerError::IneligibleReplica(_) => ResponseError::IneligibleReplica,
+        ControllerError::ElectionNotNeeded(_) => ResponseError::ElectionNotNeeded,
+        ControllerError::PreferredLeaderNotAvailable(_) => {
+            ResponseError::PreferredLeaderNotAvailable
+        }
+        ControllerError::EligibleLeadersNotAvailable(_) => {
+            ResponseError::EligibleLeadersNotAvailable
+        }
+        ControllerError::InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment,
+        ControllerError::NoReassignmentInProgress(_) => ResponseError::NoReassignmentInProgress,
         ControllerError::Timeout(_) => ResponseError::RequestTimedOut,
         ControllerError::Quorum(_) | ControllerError::Refused(_) => {
             ResponseError::UnknownServerError

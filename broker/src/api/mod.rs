@@ -11,6 +11,7 @@ mod admin;
 mod configs;
 
 mod alter_configs;
+mod alter_partition_reassignments;
 pub mod api_versions;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
@@ -24,6 +25,7 @@ mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_quorum;
+mod elect_leaders;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -33,6 +35,7 @@ mod join_group;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_partition_reassignments;
 mod lookup;
 mod metadata;
 mod offset_commit;
@@ -41,6 +44,7 @@ mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
 mod sync_group;
+mod unregister_broker;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -189,6 +193,10 @@ pub fn routes() -> Routes {
         Box::new(delete_records::DeleteRecordsApi),
         Box::new(describe_log_dirs::DescribeLogDirsApi),
         Box::new(describe_quorum::DescribeQuorumApi),
+        Box::new(elect_leaders::ElectLeadersApi),
+        Box::new(alter_partition_reassignments::AlterPartitionReassignmentsApi),
+        Box::new(list_partition_reassignments::ListPartitionReassignmentsApi),
+        Box::new(unregister_broker::UnregisterBrokerApi),
         Box::new(find_coordinator::FindCoordinatorApi),
         Box::new(join_group::JoinGroupApi),
         Box::new(sync_group::SyncGroupApi),

@@ -36,6 +36,24 @@ const PEER_GONE_FOR: Duration = Duration::from_millis(250);
 /// Pause before fencing an expired broker again when the last attempt did not commit.
 const FENCE_RETRY: Duration = Duration::from_secs(1);
 
+/// Kafka's automatic leader balance (`auto.leader.rebalance.enable`): every
+/// `leader.imbalance.check.interval.seconds`, leadership goes back to the preferred
+/// replicas of each broker leading fewer than `100 - leader.imbalance.per.broker.percentage`
+/// % of the partitions it prefers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderBalance {
+    pub check_interval: Duration,
+    pub imbalance_percent: u32,
+}
+
+/// The active controller's timing, from the broker config.
+#[derive(Debug, Clone, Copy)]
+pub struct ActiveSettings {
+    pub session_timeout: Duration,
+    pub heartbeat_interval: Duration,
+    pub leader_balance: Option<LeaderBalance>,
+}
+
 #[derive(Debug, Default)]
 struct Sessions {
     last_heartbeat: HashMap<i32, Instant>,
@@ -67,6 +85,7 @@ pub struct ActiveController {
     peers_down: PeersDown,
     decide_lock: tokio::sync::Mutex<()>,
     sessions: Mutex<Sessions>,
+    leader_balance: Option<LeaderBalance>,
 }
 
 impl ActiveController {
@@ -75,8 +94,7 @@ impl ActiveController {
         raft: Raft,
         feed: Arc<MetadataFeed>,
         log_defaults: LogConfig,
-        session_timeout: Duration,
-        heartbeat_interval: Duration,
+        settings: ActiveSettings,
         peers_down: PeersDown,
     ) -> Self {
         Self {
@@ -84,12 +102,13 @@ impl ActiveController {
             raft,
             feed,
             log_defaults,
-            session_timeout,
-            heartbeat_interval: heartbeat_interval.min(session_timeout),
+            session_timeout: settings.session_timeout,
+            heartbeat_interval: settings.heartbeat_interval.min(settings.session_timeout),
             previous_leader: std::sync::atomic::AtomicI32::new(-1),
             peers_down,
             decide_lock: tokio::sync::Mutex::new(()),
             sessions: Mutex::new(Sessions::default()),
+            leader_balance: settings.leader_balance,
         }
     }
 
@@ -335,6 +354,7 @@ impl ActiveController {
     ) -> Result<(), ControllerError> {
         let mut ticker = tokio::time::interval(TICK);
         let mut fence_attempts: HashMap<i32, Instant> = HashMap::new();
+        let mut last_balance = Instant::now();
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -402,6 +422,17 @@ impl ActiveController {
                     .collect()
             };
             let now = Instant::now();
+            if let Some(balance) = self.leader_balance
+                && now.duration_since(last_balance) >= balance.check_interval
+            {
+                last_balance = now;
+                let command = ControllerCommand::BalanceLeaders {
+                    imbalance_percent: balance.imbalance_percent,
+                };
+                if let Err(error) = self.execute(command).await {
+                    tracing::warn!(%error, "Cannot balance partition leaders");
+                }
+            }
             fence_attempts.retain(|node, at: &mut Instant| {
                 expired.contains(node) && now.duration_since(*at) < FENCE_RETRY
             });

@@ -13,6 +13,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+mod leaders;
+mod reassignment;
+
+pub use leaders::ElectionType;
+pub use reassignment::Reassignment;
+
 use super::image::{ClusterImage, TopicImage};
 use super::placement::{Candidate, PlacementError, place_partitions};
 use super::records::{Endpoint, MetadataRecord, PartitionState};
@@ -66,6 +72,16 @@ pub enum ControllerError {
     InvalidUpdateVersion(String),
     #[error("{0}")]
     IneligibleReplica(String),
+    #[error("{0}")]
+    ElectionNotNeeded(String),
+    #[error("{0}")]
+    PreferredLeaderNotAvailable(String),
+    #[error("{0}")]
+    EligibleLeadersNotAvailable(String),
+    #[error("{0}")]
+    InvalidReplicaAssignment(String),
+    #[error("{0}")]
+    NoReassignmentInProgress(String),
 }
 
 impl From<crate::storage::LogConfigError> for ControllerError {
@@ -135,6 +151,20 @@ pub enum ControllerCommand {
         node_id: i32,
         incarnation: Uuid,
     },
+    /// ElectLeaders: `None` means every partition.
+    ElectLeaders {
+        election: ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    },
+    /// The leader balance timer: leadership back to preferred replicas for every broker
+    /// that leads fewer than `100 - imbalance_percent` % of the partitions it prefers.
+    BalanceLeaders {
+        imbalance_percent: u32,
+    },
+    /// AlterPartitionReassignments.
+    ReassignPartitions {
+        reassignments: Vec<Reassignment>,
+    },
     /// Stamps the cluster id on a new cluster.
     IdentifyCluster {
         cluster_id: String,
@@ -155,6 +185,16 @@ pub enum CommandOutcome {
     Heartbeat {
         fenced: bool,
     },
+    /// Per-partition answers (ElectLeaders, AlterPartitionReassignments).
+    Partitions(Vec<PartitionOutcome>),
+}
+
+/// One partition's answer to a command that names many.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartitionOutcome {
+    pub topic: String,
+    pub partition: i32,
+    pub error: Option<ControllerError>,
 }
 
 /// What a decision may know beyond the image.
@@ -324,6 +364,7 @@ pub fn decide(
             in_sync_replicas,
         } => alter_partition(
             image,
+            inputs,
             topic,
             *partition,
             *leader,
@@ -352,6 +393,22 @@ pub fn decide(
                 CommandOutcome::Done,
             ))
         }
+        ControllerCommand::ElectLeaders {
+            election,
+            partitions,
+        } => {
+            let (records, outcomes) =
+                leaders::elect_leaders(image, inputs, *election, partitions.as_deref());
+            Ok((records, CommandOutcome::Partitions(outcomes)))
+        }
+        ControllerCommand::BalanceLeaders { imbalance_percent } => Ok((
+            leaders::balance_leaders(image, inputs, *imbalance_percent),
+            CommandOutcome::Done,
+        )),
+        ControllerCommand::ReassignPartitions { reassignments } => {
+            let (records, outcomes) = reassignment::reassign(image, inputs, reassignments);
+            Ok((records, CommandOutcome::Partitions(outcomes)))
+        }
         ControllerCommand::IdentifyCluster { cluster_id } => {
             let records = if image.cluster_id.is_none() {
                 vec![MetadataRecord::ClusterIdentified {
@@ -363,6 +420,19 @@ pub fn decide(
             Ok((records, CommandOutcome::Done))
         }
     }
+}
+
+/// A partition of a known topic, and its state.
+fn known_partition<'a>(
+    image: &'a ClusterImage,
+    topic: &str,
+    partition: i32,
+) -> Result<(&'a TopicImage, &'a PartitionState), ControllerError> {
+    let known = known_topic(image, topic)?;
+    let state = known
+        .partition(partition)
+        .ok_or_else(|| ControllerError::UnknownTopic(format!("{topic}-{partition}")))?;
+    Ok((known, state))
 }
 
 fn known_topic<'a>(image: &'a ClusterImage, name: &str) -> Result<&'a TopicImage, ControllerError> {
@@ -410,6 +480,7 @@ fn new_partition(replicas: Vec<i32>) -> PartitionState {
         leader,
         leader_epoch: 0,
         partition_epoch: 0,
+        ..Default::default()
     }
 }
 
@@ -538,8 +609,10 @@ fn create_partitions(
     Ok((records, CommandOutcome::Done))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn alter_partition(
     image: &ClusterImage,
+    inputs: &DecisionInputs<'_>,
     topic: &str,
     partition: i32,
     leader: i32,
@@ -586,6 +659,8 @@ fn alter_partition(
     }
     let mut next = state.clone();
     next.in_sync_replicas = isr;
+    // The replicas a reassignment added are in sync: it finishes.
+    let next = reassignment::complete_if_caught_up(image, inputs, next);
     Ok((
         vec![partition_changed(known, index, next)],
         CommandOutcome::Done,

@@ -48,8 +48,8 @@ use tokio::task::JoinSet;
 use uuid::Uuid;
 
 pub use decisions::{
-    CommandOutcome, ControllerCommand, ControllerError, MAX_PARTITIONS, MAX_TOPIC_NAME_LENGTH,
-    validate_topic_name,
+    CommandOutcome, ControllerCommand, ControllerError, ElectionType, MAX_PARTITIONS,
+    MAX_TOPIC_NAME_LENGTH, PartitionOutcome, Reassignment, validate_topic_name,
 };
 
 use active::ActiveController;
@@ -91,6 +91,8 @@ pub struct QuorumSettings {
     /// Where clients reach this broker.
     pub endpoint: Endpoint,
     pub rack: Option<String>,
+    /// `auto.leader.rebalance.enable` and its timer; `None` when off.
+    pub leader_balance: Option<active::LeaderBalance>,
 }
 
 /// Why the controller cannot start.
@@ -224,8 +226,11 @@ impl Controller {
                 raft.clone(),
                 Arc::clone(&feed),
                 log_defaults.clone(),
-                settings.session_timeout,
-                settings.heartbeat_interval,
+                active::ActiveSettings {
+                    session_timeout: settings.session_timeout,
+                    heartbeat_interval: settings.heartbeat_interval,
+                    leader_balance: settings.leader_balance,
+                },
                 peers_down,
             ));
             (Some(raft), Some(active))
@@ -616,6 +621,45 @@ impl Controller {
         })
         .await
         .map(|_| ())
+    }
+
+    /// ElectLeaders: per-partition results (`None`: every partition that needed one).
+    pub async fn elect_leaders(
+        &self,
+        election: ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<Vec<PartitionOutcome>, ControllerError> {
+        match self
+            .execute(ControllerCommand::ElectLeaders {
+                election,
+                partitions,
+            })
+            .await?
+        {
+            CommandOutcome::Partitions(outcomes) => Ok(outcomes),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// AlterPartitionReassignments: per-partition results.
+    pub async fn reassign_partitions(
+        &self,
+        reassignments: Vec<Reassignment>,
+    ) -> Result<Vec<PartitionOutcome>, ControllerError> {
+        match self
+            .execute(ControllerCommand::ReassignPartitions { reassignments })
+            .await?
+        {
+            CommandOutcome::Partitions(outcomes) => Ok(outcomes),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// UnregisterBroker: a broker that holds no replicas leaves the cluster.
+    pub async fn unregister_broker(&self, node_id: i32) -> Result<(), ControllerError> {
+        self.execute(ControllerCommand::UnregisterBroker { node_id })
+            .await
+            .map(|_| ())
     }
 
     /// Controlled shutdown: stops heartbeating, asks the controller to move this broker's

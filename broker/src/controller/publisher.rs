@@ -192,6 +192,7 @@ mod tests {
                         leader: replicas[0],
                         leader_epoch: 0,
                         partition_epoch: 0,
+                        ..Default::default()
                     },
                 });
             }

@@ -16,7 +16,7 @@ pub struct Endpoint {
 }
 
 /// One partition's placement and leadership, as a record carries it in full.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionState {
     /// Assigned replicas in preference order: the first is the preferred leader.
     pub replicas: Vec<i32>,
@@ -27,6 +27,38 @@ pub struct PartitionState {
     pub leader_epoch: i32,
     /// Bumped on every change of the partition (leader, ISR or replicas).
     pub partition_epoch: i32,
+    /// A reassignment in progress: replicas being added (they catch up and join the ISR)
+    /// and replicas that leave once every added one is in sync. `replicas` holds both
+    /// meanwhile, the target first (so its first replica is the preferred leader).
+    /// Kept in the record, so a new active controller finishes what the last one began.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adding_replicas: Vec<i32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removing_replicas: Vec<i32>,
+}
+
+impl PartitionState {
+    pub fn is_reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
+    }
+
+    /// The replicas the partition had before the reassignment in progress.
+    pub fn original_replicas(&self) -> Vec<i32> {
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|r| !self.adding_replicas.contains(r))
+            .collect()
+    }
+
+    /// The replicas the reassignment in progress leads to.
+    pub fn target_replicas(&self) -> Vec<i32> {
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|r| !self.removing_replicas.contains(r))
+            .collect()
+    }
 }
 
 /// A change to the cluster's metadata.

@@ -56,6 +56,27 @@ impl Cluster {
             for (p, state) in topic.partitions.iter().enumerate() {
                 let at = format!("{}-{p}: {state:?}", topic.name);
                 assert!(!state.in_sync_replicas.is_empty(), "empty ISR {at}");
+                let distinct: BTreeSet<i32> = state.replicas.iter().copied().collect();
+                assert_eq!(distinct.len(), state.replicas.len(), "a replica twice {at}");
+                assert!(
+                    state
+                        .adding_replicas
+                        .iter()
+                        .chain(&state.removing_replicas)
+                        .all(|r| state.replicas.contains(r)),
+                    "moving replicas outside the replicas {at}"
+                );
+                assert!(
+                    state
+                        .adding_replicas
+                        .iter()
+                        .all(|r| !state.removing_replicas.contains(r)),
+                    "added and removed at once {at}"
+                );
+                assert!(
+                    !state.target_replicas().is_empty(),
+                    "a reassignment to nothing {at}"
+                );
                 assert!(
                     state
                         .in_sync_replicas
@@ -341,7 +362,7 @@ fn random_histories_keep_the_invariants() {
         let mut cluster = Cluster::new(rng.random_range(1..=5));
         let brokers = cluster.image.brokers.len() as i32;
         for step in 0..60 {
-            let command = match rng.random_range(0..6) {
+            let command = match rng.random_range(0..11) {
                 0 => create(
                     &format!("t{}", rng.random_range(0..8)),
                     rng.random_range(1..6),
@@ -360,6 +381,57 @@ fn random_histories_keep_the_invariants() {
                     cluster.live.remove(&node_id);
                     ControllerCommand::FenceBroker { node_id }
                 }
+                6 => {
+                    let mut target: Vec<i32> = (1..=brokers).collect();
+                    let keep = rng.random_range(0..=brokers as usize);
+                    for i in (1..target.len()).rev() {
+                        target.swap(i, rng.random_range(0..=i));
+                    }
+                    target.truncate(keep);
+                    ControllerCommand::ReassignPartitions {
+                        reassignments: vec![Reassignment {
+                            topic: format!("t{}", rng.random_range(0..8)),
+                            partition: rng.random_range(0..3),
+                            target: rng.random_bool(0.8).then_some(target),
+                        }],
+                    }
+                }
+                7 => {
+                    // A leader reports every live replica caught up.
+                    let topic = format!("t{}", rng.random_range(0..8));
+                    match cluster.image.partition(&topic, 0).cloned() {
+                        Some(state) if state.leader >= 0 => {
+                            let isr: Vec<i32> = state
+                                .replicas
+                                .iter()
+                                .copied()
+                                .filter(|r| {
+                                    cluster.live.contains(r) || state.in_sync_replicas.contains(r)
+                                })
+                                .collect();
+                            alter(
+                                &topic,
+                                0,
+                                state.leader,
+                                state.leader_epoch,
+                                state.partition_epoch,
+                                &isr,
+                            )
+                        }
+                        _ => ControllerCommand::AllocateProducerIds,
+                    }
+                }
+                8 => ControllerCommand::ElectLeaders {
+                    election: if rng.random_bool(0.5) {
+                        ElectionType::Preferred
+                    } else {
+                        ElectionType::Unclean
+                    },
+                    partitions: None,
+                },
+                9 => ControllerCommand::BalanceLeaders {
+                    imbalance_percent: rng.random_range(0..=20),
+                },
                 _ => {
                     let node_id = rng.random_range(1..=brokers);
                     cluster.live.insert(node_id);
@@ -433,5 +505,292 @@ fn a_live_broker_takes_back_a_partition_left_offline_while_its_session_looked_ex
     let back = &cluster.image.topics["t"].partitions[0];
     assert_eq!(back.leader, survivor);
     assert_eq!(back.leader_epoch, 2);
+    cluster.check();
+}
+
+/// Sets a partition's replicas, ISR and leader directly (as earlier decisions would have).
+fn place(
+    cluster: &mut Cluster,
+    topic: &str,
+    partition: i32,
+    replicas: &[i32],
+    isr: &[i32],
+    leader: i32,
+) {
+    let mut state = cluster.image.topics[topic].partitions[partition as usize].clone();
+    state.replicas = replicas.to_vec();
+    state.in_sync_replicas = isr.to_vec();
+    state.leader = leader;
+    cluster.image.apply(&MetadataRecord::PartitionChanged {
+        topic: topic.into(),
+        partition,
+        state,
+    });
+}
+
+fn reassign(topic: &str, partition: i32, target: Option<&[i32]>) -> ControllerCommand {
+    ControllerCommand::ReassignPartitions {
+        reassignments: vec![Reassignment {
+            topic: topic.into(),
+            partition,
+            target: target.map(|t| t.to_vec()),
+        }],
+    }
+}
+
+fn errors_of(outcome: CommandOutcome) -> Vec<Option<ControllerError>> {
+    match outcome {
+        CommandOutcome::Partitions(outcomes) => outcomes.into_iter().map(|o| o.error).collect(),
+        other => panic!("unexpected outcome {other:?}"),
+    }
+}
+
+/// The leader's ISR proposal, from the partition's current epochs.
+fn propose_isr(
+    cluster: &mut Cluster,
+    topic: &str,
+    isr: &[i32],
+) -> Result<CommandOutcome, ControllerError> {
+    let state = cluster.image.topics[topic].partitions[0].clone();
+    cluster.run(alter(
+        topic,
+        0,
+        state.leader,
+        state.leader_epoch,
+        state.partition_epoch,
+        isr,
+    ))
+}
+
+#[test]
+fn a_reassignment_adds_replicas_waits_for_their_catch_up_then_drops_the_old_ones() {
+    let mut cluster = Cluster::new(5);
+    cluster.run(create("t", 1, 3)).unwrap();
+    place(&mut cluster, "t", 0, &[1, 2, 3], &[1, 2, 3], 1);
+    let errors = errors_of(cluster.run(reassign("t", 0, Some(&[3, 4, 5]))).unwrap());
+    assert_eq!(errors, vec![None]);
+    let moving = cluster.image.topics["t"].partitions[0].clone();
+    assert_eq!(
+        moving.replicas,
+        vec![3, 4, 5, 1, 2],
+        "target first, then the leaving ones"
+    );
+    assert_eq!(moving.adding_replicas, vec![4, 5]);
+    assert_eq!(moving.removing_replicas, vec![1, 2]);
+    assert_eq!(
+        moving.in_sync_replicas,
+        vec![1, 2, 3],
+        "added replicas are not in sync yet"
+    );
+    assert_eq!(moving.leader, 1, "leadership stays while the data moves");
+    cluster.check();
+
+    // One added replica caught up: still moving.
+    propose_isr(&mut cluster, "t", &[1, 2, 3, 4]).unwrap();
+    let half = cluster.image.topics["t"].partitions[0].clone();
+    assert!(half.is_reassigning());
+    assert_eq!(half.replicas, vec![3, 4, 5, 1, 2]);
+
+    // Both in sync: the old replicas leave and the leader, being one of them, hands over.
+    propose_isr(&mut cluster, "t", &[1, 2, 3, 4, 5]).unwrap();
+    let done = cluster.image.topics["t"].partitions[0].clone();
+    assert!(!done.is_reassigning());
+    assert_eq!(done.replicas, vec![3, 4, 5]);
+    assert_eq!(done.in_sync_replicas, vec![3, 4, 5]);
+    assert_eq!(done.leader, 3);
+    assert_eq!(done.leader_epoch, half.leader_epoch + 1);
+    cluster.check();
+}
+
+#[test]
+fn a_cancel_returns_to_the_replicas_from_before_and_a_second_cancel_is_refused() {
+    let mut cluster = Cluster::new(5);
+    cluster.run(create("t", 1, 3)).unwrap();
+    place(&mut cluster, "t", 0, &[1, 2, 3], &[1, 2, 3], 2);
+    cluster.run(reassign("t", 0, Some(&[3, 4, 5]))).unwrap();
+    propose_isr(&mut cluster, "t", &[1, 2, 3, 4]).unwrap();
+    let errors = errors_of(cluster.run(reassign("t", 0, None)).unwrap());
+    assert_eq!(errors, vec![None]);
+    let back = cluster.image.topics["t"].partitions[0].clone();
+    assert!(!back.is_reassigning());
+    let mut replicas = back.replicas.clone();
+    replicas.sort();
+    assert_eq!(replicas, vec![1, 2, 3]);
+    assert_eq!(
+        back.in_sync_replicas,
+        vec![1, 2, 3],
+        "the added replica 4 leaves the ISR"
+    );
+    assert_eq!(
+        back.leader, 2,
+        "the leader was an original replica and stays"
+    );
+    cluster.check();
+
+    let errors = errors_of(cluster.run(reassign("t", 0, None)).unwrap());
+    assert!(matches!(
+        errors[0],
+        Some(ControllerError::NoReassignmentInProgress(_))
+    ));
+}
+
+#[test]
+fn reassignment_bad_input_gets_kafkas_errors_and_changes_nothing() {
+    let mut cluster = Cluster::new(3);
+    cluster.run(create("t", 1, 3)).unwrap();
+    let before = cluster.image.clone();
+    let cases: [(&str, i32, Option<&[i32]>); 5] = [
+        ("t", 0, Some(&[1, 2, 9])),
+        ("t", 0, Some(&[1, 1, 2])),
+        ("t", 0, Some(&[])),
+        ("nope", 0, Some(&[1, 2, 3])),
+        ("t", 7, Some(&[1, 2, 3])),
+    ];
+    for (topic, partition, target) in cases {
+        let errors = errors_of(cluster.run(reassign(topic, partition, target)).unwrap());
+        let expected_unknown = topic == "nope" || partition == 7;
+        match &errors[0] {
+            Some(ControllerError::InvalidReplicaAssignment(_)) if !expected_unknown => {}
+            Some(ControllerError::UnknownTopic(_)) if expected_unknown => {}
+            other => panic!("{topic}-{partition} {target:?}: {other:?}"),
+        }
+    }
+    // The same partition twice in one request: the second is refused.
+    let twice = ControllerCommand::ReassignPartitions {
+        reassignments: vec![
+            Reassignment {
+                topic: "t".into(),
+                partition: 0,
+                target: Some(vec![1, 2, 3]),
+            },
+            Reassignment {
+                topic: "t".into(),
+                partition: 0,
+                target: Some(vec![3, 2, 1]),
+            },
+        ],
+    };
+    let errors = errors_of(cluster.run(twice).unwrap());
+    assert!(errors[1].is_some());
+    assert_eq!(
+        cluster.image.topics["t"], before.topics["t"],
+        "nothing changed"
+    );
+}
+
+#[test]
+fn a_reassignment_within_the_isr_completes_at_once() {
+    let mut cluster = Cluster::new(3);
+    cluster.run(create("t", 1, 3)).unwrap();
+    place(&mut cluster, "t", 0, &[1, 2, 3], &[1, 2, 3], 1);
+    cluster.run(reassign("t", 0, Some(&[2, 3]))).unwrap();
+    let done = cluster.image.topics["t"].partitions[0].clone();
+    assert!(!done.is_reassigning());
+    assert_eq!(done.replicas, vec![2, 3]);
+    assert_eq!(done.leader, 2);
+    cluster.check();
+}
+
+#[test]
+fn preferred_election_moves_leadership_back_only_to_a_live_in_sync_preferred_replica() {
+    let mut cluster = Cluster::new(3);
+    cluster.run(create("t", 2, 3)).unwrap();
+    place(&mut cluster, "t", 0, &[1, 2, 3], &[1, 2, 3], 2);
+    place(&mut cluster, "t", 1, &[3, 1, 2], &[1, 2], 1);
+    let elect = |partitions: Option<Vec<(String, i32)>>| ControllerCommand::ElectLeaders {
+        election: ElectionType::Preferred,
+        partitions,
+    };
+    let asked = vec![
+        ("t".to_string(), 0),
+        ("t".to_string(), 1),
+        ("u".to_string(), 0),
+    ];
+    let errors = errors_of(cluster.run(elect(Some(asked.clone()))).unwrap());
+    assert_eq!(errors[0], None);
+    assert!(matches!(
+        errors[1],
+        Some(ControllerError::PreferredLeaderNotAvailable(_))
+    ));
+    assert!(matches!(errors[2], Some(ControllerError::UnknownTopic(_))));
+    assert_eq!(cluster.image.topics["t"].partitions[0].leader, 1);
+    assert_eq!(cluster.image.topics["t"].partitions[1].leader, 1);
+    let errors = errors_of(cluster.run(elect(Some(asked[..1].to_vec()))).unwrap());
+    assert!(matches!(
+        errors[0],
+        Some(ControllerError::ElectionNotNeeded(_))
+    ));
+    // Every partition: the ones that needed nothing are left out of the answer.
+    let errors = errors_of(cluster.run(elect(None)).unwrap());
+    assert_eq!(errors.len(), 1, "only t-1 is reported: {errors:?}");
+    cluster.check();
+}
+
+#[test]
+fn unclean_election_picks_a_live_replica_only_for_a_leaderless_partition() {
+    let mut cluster = Cluster::new(3);
+    cluster.run(create("t", 1, 3)).unwrap();
+    place(&mut cluster, "t", 0, &[1, 2, 3], &[1], -1);
+    cluster.live.remove(&1);
+    cluster
+        .run(ControllerCommand::FenceBroker { node_id: 1 })
+        .unwrap();
+    let unclean = ControllerCommand::ElectLeaders {
+        election: ElectionType::Unclean,
+        partitions: Some(vec![("t".into(), 0)]),
+    };
+    assert_eq!(errors_of(cluster.run(unclean.clone()).unwrap()), vec![None]);
+    let state = cluster.image.topics["t"].partitions[0].clone();
+    assert_eq!(state.leader, 2);
+    assert_eq!(state.in_sync_replicas, vec![2]);
+    let errors = errors_of(cluster.run(unclean).unwrap());
+    assert!(matches!(
+        errors[0],
+        Some(ControllerError::ElectionNotNeeded(_))
+    ));
+
+    place(&mut cluster, "t", 0, &[1], &[1], -1);
+    let errors = errors_of(
+        cluster
+            .run(ControllerCommand::ElectLeaders {
+                election: ElectionType::Unclean,
+                partitions: Some(vec![("t".into(), 0)]),
+            })
+            .unwrap(),
+    );
+    assert!(matches!(
+        errors[0],
+        Some(ControllerError::EligibleLeadersNotAvailable(_))
+    ));
+}
+
+#[test]
+fn leader_balance_moves_leadership_only_for_brokers_over_the_imbalance_threshold() {
+    let mut cluster = Cluster::new(3);
+    cluster.run(create("t", 10, 2)).unwrap();
+    for p in 0..10 {
+        place(
+            &mut cluster,
+            "t",
+            p,
+            &[1, 2],
+            &[1, 2],
+            if p == 0 { 2 } else { 1 },
+        );
+    }
+    // Broker 1 leads 9 of its 10: 10 % not led, not over a 10 % threshold.
+    cluster
+        .run(ControllerCommand::BalanceLeaders {
+            imbalance_percent: 10,
+        })
+        .unwrap();
+    assert_eq!(cluster.image.topics["t"].partitions[0].leader, 2);
+    // Over 5 %: back to the preferred replica.
+    cluster
+        .run(ControllerCommand::BalanceLeaders {
+            imbalance_percent: 5,
+        })
+        .unwrap();
+    assert_eq!(cluster.image.topics["t"].partitions[0].leader, 1);
     cluster.check();
 }

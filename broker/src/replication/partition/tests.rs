@@ -44,6 +44,7 @@ fn state(leader: i32, epoch: i32, partition_epoch: i32, isr: &[i32]) -> Partitio
         leader,
         leader_epoch: epoch,
         partition_epoch,
+        ..Default::default()
     }
 }
 
