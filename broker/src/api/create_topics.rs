@@ -11,6 +11,7 @@ use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::controller::ControllerError;
 
 /// The first version whose response lists the created topic's configs.
 const FIRST_VERSION_WITH_CONFIGS: i16 = 5;
@@ -64,16 +65,41 @@ impl Api for CreateTopicsApi {
                         topic.replication_factor
                     };
                     let result = CreatableTopicResult::default().with_name(topic.name.clone());
-                    let created = broker
-                        .controller
-                        .create_topic(
-                            &name,
-                            partitions,
-                            replication_factor,
-                            configs,
-                            request.validate_only,
-                        )
-                        .await;
+                    let mut ordered: Vec<_> = topic.assignments.iter().collect();
+                    ordered.sort_by_key(|a| a.partition_index);
+                    let consecutive = ordered
+                        .iter()
+                        .enumerate()
+                        .all(|(i, a)| a.partition_index == i as i32);
+                    let assignments: Vec<Vec<i32>> = ordered
+                        .iter()
+                        .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+                        .collect();
+                    let created = if !consecutive {
+                        Err(ControllerError::InvalidReplicaAssignment(
+                            "partitions of a manual assignment must be numbered 0, 1, 2, ...".into(),
+                        ))
+                    } else if !assignments.is_empty()
+                        && (topic.num_partitions != -1 || topic.replication_factor != -1)
+                    {
+                        // Kafka's rule: a manual assignment comes without counts.
+                        Err(ControllerError::InvalidRequest(
+                            "both numPartitions or replicationFactor and replicasAssignments were set"
+                                .into(),
+                        ))
+                    } else {
+                        broker
+                            .controller
+                            .create_topic_assigned(
+                                &name,
+                                partitions,
+                                replication_factor,
+                                configs,
+                                request.validate_only,
+                                assignments,
+                            )
+                            .await
+                    };
                     match created {
                         Ok(created) => {
                             let effective = broker

@@ -77,6 +77,7 @@ pub fn controller_error(error: &ControllerError) -> i16 {
         }
         ControllerError::InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment,
         ControllerError::NoReassignmentInProgress(_) => ResponseError::NoReassignmentInProgress,
+        ControllerError::InvalidRequest(_) => ResponseError::InvalidRequest,
         ControllerError::Timeout(_) => ResponseError::RequestTimedOut,
         ControllerError::Quorum(_) | ControllerError::Refused(_) => {
             ResponseError::UnknownServerError

@@ -82,6 +82,8 @@ pub enum ControllerError {
     InvalidReplicaAssignment(String),
     #[error("{0}")]
     NoReassignmentInProgress(String),
+    #[error("{0}")]
+    InvalidRequest(String),
 }
 
 impl From<crate::storage::LogConfigError> for ControllerError {
@@ -100,6 +102,10 @@ pub enum ControllerCommand {
         replication_factor: i16,
         configs: BTreeMap<String, String>,
         validate_only: bool,
+        /// A manual replica assignment per partition (CreateTopics `assignments`); empty:
+        /// placed by the controller.
+        #[serde(default)]
+        assignments: Vec<Vec<i32>>,
     },
     DeleteTopic {
         name: String,
@@ -225,13 +231,17 @@ pub fn decide(
             replication_factor,
             configs,
             validate_only,
+            assignments,
         } => create_topic(
             image,
             inputs,
-            name,
-            *partitions,
-            *replication_factor,
-            configs,
+            NewTopic {
+                name,
+                partitions: *partitions,
+                replication_factor: *replication_factor,
+                configs,
+                assignments,
+            },
             *validate_only,
         ),
         ControllerCommand::DeleteTopic { name } => {
@@ -484,15 +494,34 @@ fn new_partition(replicas: Vec<i32>) -> PartitionState {
     }
 }
 
+/// What CreateTopic asks for.
+struct NewTopic<'a> {
+    name: &'a str,
+    partitions: i32,
+    replication_factor: i16,
+    configs: &'a BTreeMap<String, String>,
+    assignments: &'a [Vec<i32>],
+}
+
 fn create_topic(
     image: &ClusterImage,
     inputs: &DecisionInputs<'_>,
-    name: &str,
-    partitions: i32,
-    replication_factor: i16,
-    configs: &BTreeMap<String, String>,
+    new: NewTopic<'_>,
     validate_only: bool,
 ) -> Result<(Vec<MetadataRecord>, CommandOutcome), ControllerError> {
+    let NewTopic {
+        name,
+        configs,
+        assignments,
+        ..
+    } = new;
+    let (partitions, replication_factor) = match assignments.first() {
+        Some(first) => (
+            i32::try_from(assignments.len()).unwrap_or(i32::MAX),
+            i16::try_from(first.len()).unwrap_or(i16::MAX),
+        ),
+        None => (new.partitions, new.replication_factor),
+    };
     validate_topic_name(name)?;
     if image.topics.contains_key(name) {
         return Err(ControllerError::TopicAlreadyExists(name.to_string()));
@@ -516,14 +545,28 @@ fn create_topic(
     inputs
         .log_defaults
         .with_topic_configs(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-    let assignments = place_partitions(
-        &candidates(image, inputs),
-        &[],
-        usize::try_from(partitions).unwrap_or(0),
-        usize::try_from(replication_factor).unwrap_or(0),
-        inputs.placement_start,
-    )
-    .map_err(|e| placement_error(e, replication_factor))?;
+    let assignments = if assignments.is_empty() {
+        place_partitions(
+            &candidates(image, inputs),
+            &[],
+            usize::try_from(partitions).unwrap_or(0),
+            usize::try_from(replication_factor).unwrap_or(0),
+            inputs.placement_start,
+        )
+        .map_err(|e| placement_error(e, replication_factor))?
+    } else {
+        for assignment in assignments {
+            reassignment::validate_target(image, assignment)?;
+            if assignment.len() != assignments[0].len() {
+                return Err(ControllerError::InvalidReplicaAssignment(format!(
+                    "all partitions of a manual assignment need the same number of replicas, not {} and {}",
+                    assignments[0].len(),
+                    assignment.len()
+                )));
+            }
+        }
+        assignments.to_vec()
+    };
     let topic = TopicImage {
         name: name.to_string(),
         topic_id: inputs.new_topic_id,

@@ -524,12 +524,35 @@ impl Controller {
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<TopicImage, ControllerError> {
+        self.create_topic_assigned(
+            name,
+            partitions,
+            replication_factor,
+            configs,
+            validate_only,
+            Vec::new(),
+        )
+        .await
+    }
+
+    /// CreateTopics with a manual replica assignment per partition (none: placed by
+    /// the controller).
+    pub async fn create_topic_assigned(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+        assignments: Vec<Vec<i32>>,
+    ) -> Result<TopicImage, ControllerError> {
         let command = ControllerCommand::CreateTopic {
             name: name.to_string(),
             partitions,
             replication_factor,
             configs,
             validate_only,
+            assignments,
         };
         match self.execute(command).await? {
             CommandOutcome::Topic(topic) => {

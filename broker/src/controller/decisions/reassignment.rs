@@ -74,7 +74,7 @@ fn state_of<'a>(image: &'a ClusterImage, topic: &str, partition: i32) -> &'a Par
 }
 
 /// Kafka's checks of a manual assignment.
-fn validate_target(image: &ClusterImage, target: &[i32]) -> Result<(), ControllerError> {
+pub(super) fn validate_target(image: &ClusterImage, target: &[i32]) -> Result<(), ControllerError> {
     if target.is_empty() {
         return Err(ControllerError::InvalidReplicaAssignment(
             "the manual partition assignment includes an empty replica list".into(),

@@ -123,6 +123,7 @@ fn create(name: &str, partitions: i32, rf: i16) -> ControllerCommand {
         replication_factor: rf,
         configs: BTreeMap::new(),
         validate_only: false,
+        assignments: Vec::new(),
     }
 }
 
