@@ -194,6 +194,8 @@ class Workload:
         self.flush_timeout = 120
         self.stopping = threading.Event()
         self.threads = []
+        # (ack time, produce-to-ack seconds) of librdkafka deliveries, for latency reports.
+        self.latencies = collections.deque(maxlen=2_000_000)
 
     def config(self):
         config = {
@@ -273,6 +275,8 @@ class Workload:
                 acks.key.append(self.key_of(message.value()))
                 acks.time.append(at)
                 self.last_ack[message.partition()] = at
+                if message.latency() is not None:
+                    self.latencies.append((at, message.latency()))
             except Exception as error:  # an exception must not vanish inside librdkafka's poll
                 if len(self.harness_errors) < 5:
                     self.harness_errors.append(f"delivery callback: {error!r}")

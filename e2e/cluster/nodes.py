@@ -117,29 +117,46 @@ class Network:
 
 
 class Cluster:
-    """Nodes 1..3, data in `work/node-N`, output in `work/node-N.log` (appended across
-    restarts, each start headed by its command line)."""
+    """Nodes 1..3 (or `nodes`), data in `work/node-N`, output in `work/node-N.log` (appended
+    across restarts, each start headed by its command line). `voters` (default: every node)
+    are combined broker+controller nodes, the rest broker-only; `bases` moves the client,
+    controller and metrics ports; `extra` adds `--override` settings to every node."""
 
-    def __init__(self, binary, work, network, cluster_id="replication-history"):
+    def __init__(self, binary, work, network, cluster_id="replication-history", nodes=NODES, voters=None,
+                 bases=(CLIENT_BASE, CONTROLLER_BASE, METRICS_BASE), extra=()):
         self.binary, self.work, self.net, self.cluster_id = binary, work, network, cluster_id
+        self.nodes = tuple(nodes)
+        self.voter_ids = tuple(voters if voters is not None else nodes)
+        self.client_base, self.controller_base, self.metrics_base = bases
+        self.extra = list(extra)
         self.procs = {}
         self.stopped = set()  # SIGSTOPped
-        self.voters = ",".join(f"{n}@{network.host(n)}:{CONTROLLER_BASE + n - 1}" for n in NODES)
-        self.bootstrap = ",".join(f"{network.host(n)}:{CLIENT_BASE + n - 1}" for n in NODES)
+        self.voters = ",".join(f"{n}@{network.host(n)}:{self.controller_base + n - 1}" for n in self.voter_ids)
+        self.bootstrap = ",".join(f"{network.host(n)}:{self.client_base + n - 1}" for n in self.nodes)
+
+    def client_port(self, node):
+        return self.client_base + node - 1
+
+    def metrics_port(self, node):
+        return self.metrics_base + node - 1
 
     def data_dir(self, node):
         return os.path.join(self.work, f"node-{node}")
 
     def command(self, node):
         host = self.net.host(node)
+        listeners = f"PLAINTEXT://{host}:{self.client_port(node)}"
+        if node in self.voter_ids:
+            listeners += f",CONTROLLER://{host}:{self.controller_base + node - 1}"
         overrides = [
             f"node.id={node}",
-            "process.roles=broker,controller",
-            f"listeners=PLAINTEXT://{host}:{CLIENT_BASE + node - 1},CONTROLLER://{host}:{CONTROLLER_BASE + node - 1}",
+            "process.roles=" + ("broker,controller" if node in self.voter_ids else "broker"),
+            f"listeners={listeners}",
             f"controller.quorum.voters={self.voters}",
             f"log.dirs={self.data_dir(node)}",
-            f"metrics.listener={host}:{METRICS_BASE + node - 1}",
+            f"metrics.listener={host}:{self.metrics_port(node)}",
             f"cluster.id={self.cluster_id}",
+            *self.extra,
         ]
         return self.net.wrap(node, [self.binary, *[a for o in overrides for a in ("--override", o)]])
 
@@ -193,7 +210,7 @@ class Cluster:
         if not self.alive(node) or node in self.stopped:
             return False
         try:
-            url = f"http://{self.net.host(node)}:{METRICS_BASE + node - 1}/readyz"
+            url = f"http://{self.net.host(node)}:{self.metrics_port(node)}/readyz"
             with urllib.request.urlopen(url, timeout=2) as r:
                 return r.status == 200
         except Exception:
@@ -204,7 +221,7 @@ class Cluster:
         if not self.alive(node) or node in self.stopped:
             return None
         try:
-            url = f"http://{self.net.host(node)}:{METRICS_BASE + node - 1}/metadata"
+            url = f"http://{self.net.host(node)}:{self.metrics_port(node)}/metadata"
             with urllib.request.urlopen(url, timeout=2) as r:
                 return json.loads(r.read()).get("controller_id")
         except Exception:
@@ -216,12 +233,12 @@ class Cluster:
         if not self.alive(node) or node in self.stopped:
             return None
         try:
-            return metadata_request(self.net.host(node), CLIENT_BASE + node - 1)
+            return metadata_request(self.net.host(node), self.client_port(node))
         except (OSError, struct.error, ValueError):
             return None
 
     def logs_tail(self, lines=30):
-        for node in NODES:
+        for node in self.nodes:
             path = os.path.join(self.work, f"node-{node}.log")
             if os.path.exists(path):
                 with open(path, "rb") as f:

@@ -79,7 +79,16 @@ async fn alter(
     }
     let target = ConfigResource::resolve(broker, resource.resource_type, &resource.resource_name)?;
     let ConfigResource::Topic(topic) = target else {
-        return alter_broker(&keys);
+        // Nothing is set dynamically on a broker, so deleting a key changes nothing and
+        // succeeds, as Kafka's DELETE of an unset key does (kafka-reassign-partitions
+        // --verify clears the throttle keys this way).
+        let setting: Vec<String> = resource
+            .configs
+            .iter()
+            .filter(|c| c.config_operation != OP_DELETE)
+            .map(|c| c.name.to_string())
+            .collect();
+        return alter_broker(&setting);
     };
     let mut configs = topic.configs.clone();
     for config in &resource.configs {

@@ -1,0 +1,396 @@
+#!/usr/bin/env python3
+"""Moving partitions under load, with Kafka's own tools (issue 14), checked from the outside.
+
+    reassignment.py BINARY
+
+1. Five `oxbow` nodes on loopback: 1..3 combined broker+controller voters, 4 and 5
+   broker-only. `leader.imbalance.check.interval.seconds=5` (Kafka's default is 300 s: the
+   test does not wait minutes).
+2. Topic `moving`: 3 partitions placed by hand on {1,2,3} (CreateTopics with a replica
+   assignment), min.insync.replicas=2, preloaded with PRELOAD_MB of records so the moves
+   copy real data. Idempotent acks=all librdkafka producers (e2e/cluster/history.py) write
+   sequence-numbered values at RATE msg/s throughout, and a consumer group reads along.
+3. `kafka-reassign-partitions --generate` proposes a plan for brokers 3,4,5; the test then
+   `--execute`s its own plan moving every replica from {1,2,3} to {3,4,5}, SIGKILLs the
+   active controller in the middle (and restarts it), and `--verify`s until done. Checks:
+   every partition's replicas and ISR are {3,4,5}, the old replicas' directories are gone
+   from brokers 1 and 2, and `ListPartitionReassignments` is empty.
+4. A move back of `moving-0` to {1,2,3}, with the partition's leader SIGKILLed in the
+   middle: the move still completes.
+5. A move of `moving-1` to {3,4,1} with broker 1 SIGSTOPped stays in progress;
+   `kafka-reassign-partitions --cancel` reverts it to {3,4,5}.
+6. `kafka-leader-election --election-type preferred --all-topic-partitions` runs, and
+   every partition ends up led by its preferred replica.
+7. The producers stop; every acknowledged record is read back exactly once at its offset
+   (e2e/cluster/history.py's checker); the consumer group saw every acknowledged record;
+   its longest stall (gap between two deliveries while producing) is printed and must stay
+   under STALL_BOUND_S.
+
+Prints the time each move took, the bytes moved (from the brokers' replication byte
+counters) and the producers' p99 acknowledgement latency during the move.
+"""
+import json
+from array import array
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from history import Workload, check_history, read_back, KINDS  # noqa: E402
+from nodes import Cluster, Network  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KAFKA_BIN = os.path.join(ROOT, "e2e", "peers", "kafka", "bin")
+NODES = (1, 2, 3, 4, 5)
+VOTERS = (1, 2, 3)
+# Apart from the other suites' ports (46 uses 29192.., the bench 24092..).
+BASES = (28192, 28292, 28392)
+TOPIC = "moving"
+PARTITIONS = 3
+RATE = int(os.environ.get("OXBOW_REASSIGN_RATE", "500"))
+PRELOAD_MB = int(os.environ.get("OXBOW_REASSIGN_PRELOAD_MB", "60"))
+MOVE_TIMEOUT = 180.0
+STALL_BOUND_S = 15.0
+
+
+def log(message):
+    print(message, flush=True)
+
+
+def fail(message, cluster=None, work=None):
+    log(f"FAIL {message}")
+    if cluster is not None:
+        cluster.logs_tail(40)
+    if work is not None:
+        log(f"work dir kept: {work}")
+    sys.exit(1)
+
+
+def wait_until(condition, timeout, interval=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    return None
+
+
+def kafka_tool(name, *args, check=True, timeout=120):
+    result = subprocess.run([os.path.join(KAFKA_BIN, name), *args], capture_output=True, text=True,
+                            timeout=timeout)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"{name} {' '.join(args)} exited {result.returncode}: "
+                           f"{result.stdout[-2000:]} {result.stderr[-2000:]}")
+    return result
+
+
+def replicas_of(cluster, via):
+    """{partition: (leader, replicas, sorted ISR)} of TOPIC as node `via` answers Metadata."""
+    answer = cluster.metadata(via)
+    if answer is None:
+        return None
+    out = {}
+    for p in range(PARTITIONS):
+        state = answer["partitions"].get((TOPIC, p))
+        if state is None:
+            return None
+        out[p] = (state["leader"], list(state["replicas"]), sorted(state["isr"]))
+    return out
+
+
+def any_metadata(cluster):
+    for node in NODES:
+        states = replicas_of(cluster, node)
+        if states is not None:
+            return states
+    return None
+
+
+def replication_bytes(cluster):
+    """Sum over live brokers of oxbow_replication_bytes_in_total (what followers fetched)."""
+    total = 0.0
+    for node in NODES:
+        try:
+            url = f"http://127.0.0.1:{cluster.metrics_port(node)}/metrics"
+            with urllib.request.urlopen(url, timeout=2) as r:
+                for line in r.read().decode().splitlines():
+                    if line.startswith("oxbow_replication_bytes_in_total"):
+                        total += float(line.split()[-1])
+        except OSError:
+            pass
+    return total
+
+
+def ack_latency_p99(workload, since, until):
+    """p99 of produce→ack latency for acks in [since, until], from the workload's samples."""
+    samples = [lat for at, lat in list(workload.latencies) if since <= at <= until]
+    if len(samples) < 20:
+        return None
+    return statistics.quantiles(samples, n=100)[98]
+
+
+class GroupReader(threading.Thread):
+    """A consumer group member reading TOPIC along; records every value and the longest
+    gap between two deliveries."""
+
+    def __init__(self, bootstrap):
+        super().__init__(daemon=True)
+        from confluent_kafka import Consumer
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "moving-readers",
+                                  "auto.offset.reset": "earliest", "enable.auto.commit": True,
+                                  "fetch.wait.max.ms": 100, "log_level": 2})
+        self.values = set()
+        self.longest_gap = 0.0
+        self.last = None
+        self.stop = threading.Event()
+        self.errors = []
+
+    def run(self):
+        self.consumer.subscribe([TOPIC])
+        while not self.stop.is_set():
+            for message in self.consumer.consume(1000, timeout=0.5):
+                if message.error():
+                    self.errors.append(str(message.error()))
+                    continue
+                now = time.time()
+                if self.last is not None:
+                    self.longest_gap = max(self.longest_gap, now - self.last)
+                self.last = now
+                self.values.add(message.value()[:64])
+        self.consumer.close()
+
+
+def preload(bootstrap, megabytes):
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20,
+                         "batch.size": 1 << 20, "compression.type": "none", "log_level": 2})
+    payload = b"preload:" + os.urandom(1016)
+    for i in range(megabytes * 1024):
+        while True:
+            try:
+                producer.produce(TOPIC, key=b"preload", value=payload, partition=i % PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % 1000 == 0:
+            producer.poll(0)
+    if producer.flush(120) != 0:
+        raise RuntimeError("preload not flushed in 120 s")
+
+
+def plan(assignment):
+    return json.dumps({"version": 1, "partitions": [
+        {"topic": TOPIC, "partition": p, "replicas": replicas, "log_dirs": ["any"] * len(replicas)}
+        for p, replicas in assignment.items()]})
+
+
+def move(cluster, work, name, assignment, middle=None):
+    """Executes `assignment` with kafka-reassign-partitions, runs `middle()` once it is in
+    progress, verifies until complete; returns seconds taken."""
+    path = os.path.join(work, f"{name}.json")
+    with open(path, "w") as f:
+        f.write(plan(assignment))
+    began = time.time()
+    kafka_tool("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap,
+               "--reassignment-json-file", path, "--execute")
+    if middle is not None:
+        middle()
+
+    def done():
+        try:
+            result = kafka_tool("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap,
+                                "--reassignment-json-file", path, "--verify", check=False, timeout=60)
+        except subprocess.TimeoutExpired:
+            return False
+        lines = [line for line in result.stdout.splitlines() if line.startswith("Reassignment of partition")]
+        return result.returncode == 0 and len(lines) == len(assignment) and all("is completed" in line for line in lines)
+    if not wait_until(done, MOVE_TIMEOUT, interval=1.0):
+        fail(f"{name}: kafka-reassign-partitions --verify does not report completion within "
+             f"{MOVE_TIMEOUT:.0f} s; metadata {any_metadata(cluster)}", cluster, work)
+    took = time.time() - began
+
+    def settled():
+        states = any_metadata(cluster)
+        return states and all(states[p][1] == replicas and states[p][2] == sorted(replicas)
+                              for p, replicas in assignment.items())
+    if not wait_until(settled, 60):
+        fail(f"{name}: replicas/ISR not at the target 60 s after completion: {any_metadata(cluster)}", cluster, work)
+    return took
+
+
+def main():
+    binary = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="oxbow-reassign-")
+    network = Network(False)
+    cluster = Cluster(binary, work, network, cluster_id="reassignment", nodes=NODES, voters=VOTERS, bases=BASES,
+                      extra=["leader.imbalance.check.interval.seconds=5"])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    workload = reader = None
+    try:
+        for node in NODES:
+            cluster.start(node)
+        if not wait_until(lambda: all(cluster.ready(n) for n in NODES), 60):
+            fail("nodes not ready within 60 s", cluster, work)
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
+        original = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
+        topic = NewTopic(TOPIC, replica_assignment=[original[p] for p in range(PARTITIONS)],
+                         config={"min.insync.replicas": "2"})
+        admin.create_topics([topic], request_timeout=30)[TOPIC].result(timeout=60)
+        if not wait_until(lambda: (s := any_metadata(cluster)) and all(
+                s[p][1] == original[p] and s[p][2] == [1, 2, 3] for p in range(PARTITIONS)), 30):
+            fail(f"{TOPIC} not placed as asked, ISR not full: {any_metadata(cluster)}", cluster, work)
+        log(f"ok five nodes; {TOPIC} placed by hand on {original}")
+        preload(cluster.bootstrap, PRELOAD_MB)
+        log(f"ok preloaded {PRELOAD_MB} MiB")
+
+        workload = Workload(cluster.bootstrap, TOPIC, f"m{os.getpid()}", 2, RATE, acks_all=True,
+                            partitions=PARTITIONS)
+        workload.start()
+        reader = GroupReader(cluster.bootstrap)
+        reader.start()
+        if not wait_until(lambda: workload.acks_since(0), 30):
+            fail(f"no acks=all write acknowledged within 30 s ({dict(workload.client_errors)})", cluster, work)
+
+        generated = kafka_tool("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap,
+                               "--topics-to-move-json-file", write(work, "topics.json",
+                                                                  json.dumps({"version": 1, "topics": [{"topic": TOPIC}]})),
+                               "--broker-list", "3,4,5", "--generate")
+        proposed = json.loads(generated.stdout.strip().splitlines()[-1])
+        if sorted({b for p in proposed["partitions"] for b in p["replicas"]}) != [3, 4, 5]:
+            fail(f"--generate proposed {proposed}", cluster, work)
+        log(f"ok kafka-reassign-partitions --generate proposed a plan on brokers 3,4,5")
+
+        def kill_controller():
+            time.sleep(1.0)
+            controller = next((c for c in map(cluster.controller, NODES) if c is not None), None)
+            if controller is None:
+                fail("no active controller known mid-reassignment", cluster, work)
+            log(f"SIGKILL of the active controller {controller} mid-reassignment "
+                f"(in progress: {ongoing(cluster.bootstrap)})")
+            cluster.kill(controller)
+            time.sleep(2.0)
+            cluster.start(controller)
+
+        target = {0: [3, 4, 5], 1: [4, 5, 3], 2: [5, 3, 4]}
+        bytes_before, began = replication_bytes(cluster), time.time()
+        took = move(cluster, work, "to-345", target, kill_controller)
+        moved = replication_bytes(cluster) - bytes_before
+        p99 = ack_latency_p99(workload, began, began + took)
+        log(f"ok moved {TOPIC} from {{1,2,3}} to {{3,4,5}} in {took:.1f} s with a controller SIGKILL: "
+            f"replication bytes fetched {moved / 2**20:.1f} MiB; acks=all p99 during the move "
+            f"{p99 * 1000 if p99 else float('nan'):.0f} ms")
+        gone = lambda: not any(os.path.exists(os.path.join(cluster.data_dir(n), f"{TOPIC}-{p}"))
+                               for n in (1, 2) for p in range(PARTITIONS))
+        if not wait_until(gone, 60):
+            fail("the old replicas' directories are still on brokers 1/2 60 s after the move", cluster, work)
+        if ongoing(cluster.bootstrap):
+            fail(f"ListPartitionReassignments still lists {ongoing(cluster.bootstrap)}", cluster, work)
+        log("ok old replicas' data deleted from brokers 1 and 2; no reassignment listed")
+
+        def kill_leader():
+            time.sleep(0.5)
+            leader = any_metadata(cluster)[0][0]
+            log(f"SIGKILL of moving-0's leader {leader} mid-reassignment")
+            cluster.kill(leader)
+            time.sleep(2.0)
+            cluster.start(leader)
+        took = move(cluster, work, "back-0", {0: [1, 2, 3]}, kill_leader)
+        log(f"ok moved moving-0 back to {{1,2,3}} in {took:.1f} s with its leader SIGKILLed mid-move")
+
+        cluster.signal(1, signal.SIGSTOP)
+        stuck = os.path.join(work, "stuck.json")
+        write(work, "stuck.json", plan({1: [3, 4, 1]}))
+        kafka_tool("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap,
+                   "--reassignment-json-file", stuck, "--execute")
+        time.sleep(2.0)
+        listed = ongoing(cluster.bootstrap)
+        if (TOPIC, 1) not in listed:
+            fail(f"a move to a stopped broker is not listed in progress: {listed}", cluster, work)
+        cancelled = kafka_tool("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap,
+                               "--reassignment-json-file", stuck, "--cancel")
+        cluster.signal(1, signal.SIGCONT)
+        if not wait_until(lambda: (s := any_metadata(cluster)) and s[1][1] == [4, 5, 3] and s[1][2] == [3, 4, 5], 60):
+            fail(f"--cancel did not revert moving-1 to [4, 5, 3]: {any_metadata(cluster)}; "
+                 f"tool said {cancelled.stdout[-500:]}", cluster, work)
+        log("ok a move stuck on a SIGSTOPped broker is listed, and --cancel reverts it")
+
+        election = kafka_tool("kafka-leader-election", "--bootstrap-server", cluster.bootstrap,
+                              "--election-type", "preferred", "--all-topic-partitions", check=False)
+        if election.returncode != 0 and "ELECTION_NOT_NEEDED" not in election.stdout + election.stderr:
+            fail(f"kafka-leader-election failed: {election.stdout[-1000:]} {election.stderr[-1000:]}", cluster, work)
+        if not wait_until(lambda: (s := any_metadata(cluster)) and all(s[p][0] == s[p][1][0] for p in s), 30):
+            fail(f"partitions not led by their preferred replicas: {any_metadata(cluster)}", cluster, work)
+        log("ok kafka-leader-election --election-type preferred: every partition led by its preferred replica")
+
+        time.sleep(2.0)
+        workload.stop()
+        for error in workload.fatal:
+            fail(f"fatal idempotent-producer error: {error}", cluster, work)
+        logs = read_back(cluster.bootstrap, TOPIC, PARTITIONS)
+        # The preload's records are not part of the history: keep the workload's only.
+        logs = {p: (hw, array("q", [o for o, v in zip(offsets, values) if not v.startswith(b"preload:")]),
+                    [v for v in values if not v.startswith(b"preload:")])
+                for p, (hw, offsets, values) in logs.items()}
+        counts, examples = check_history(workload, logs)
+        bad = {k: counts[k] for k in KINDS if counts[k]}
+        if bad:
+            fail(f"history: {bad}, e.g. {[examples[k] for k in bad]}", cluster, work)
+        log(f"ok history: {counts['acked']} acknowledged records read back once each, at their offsets, in order")
+        acked_keys = {key for _, _, key, _ in workload.acked()}
+        seen = lambda: {workload.key_of(v) for v in list(reader.values)}
+        if not wait_until(lambda: acked_keys <= seen(), 60):
+            missing = len(acked_keys - seen())
+            fail(f"the consumer group never received {missing} acknowledged record(s)", cluster, work)
+        reader.stop.set()
+        log(f"ok the consumer group received every acknowledged record; longest gap between deliveries "
+            f"{reader.longest_gap:.2f} s")
+        if reader.longest_gap > STALL_BOUND_S:
+            fail(f"the consumer group stalled {reader.longest_gap:.1f} s (bound {STALL_BOUND_S} s)", cluster, work)
+        problems = cluster.terminate(NODES)
+        if problems:
+            fail("; ".join(problems), cluster, work)
+    finally:
+        if reader is not None:
+            reader.stop.set()
+        if workload is not None:
+            workload.halt()
+        cluster.shutdown_all()
+    shutil.rmtree(work, ignore_errors=True)
+    log("ok reassignment: moves under load with Kafka's tools, controller and leader kills, cancel")
+
+
+def write(work, name, text):
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def ongoing(bootstrap):
+    """(topic, partition) of every reassignment in progress, from `kafka-reassign-partitions
+    --list` (ListPartitionReassignments)."""
+    result = subprocess.run([os.path.join(KAFKA_BIN, "kafka-reassign-partitions"), "--bootstrap-server",
+                             bootstrap, "--list"], capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        raise RuntimeError(f"kafka-reassign-partitions --list exited {result.returncode}: {result.stderr[-1000:]}")
+    listed = set()
+    for line in result.stdout.splitlines():
+        # "moving-1: replicas: 3,4,1,5. adding: 1. removing: 5."
+        head = line.split(":", 1)[0].strip()
+        if "-" in head and head.rsplit("-", 1)[1].isdigit():
+            topic, p = head.rsplit("-", 1)
+            listed.add((topic, int(p)))
+    return listed
+
+
+if __name__ == "__main__":
+    main()
