@@ -17,8 +17,11 @@
    from brokers 1 and 2, and `ListPartitionReassignments` is empty.
 4. A move back of `moving-0` to {1,2,3}, with the partition's leader SIGKILLed in the
    middle: the move still completes.
-5. A move of `moving-1` to {3,4,1} with broker 1 SIGSTOPped stays in progress;
-   `kafka-reassign-partitions --cancel` reverts it to {3,4,5}.
+5. A move of `moving-1` to {3,4,X} with broker X (1 or 2, not the active controller)
+   SIGSTOPped stays in progress; `kafka-reassign-partitions --cancel` reverts it to {3,4,5}
+   and broker X drops the replica's log.
+   (Each "in the middle" holds an added broker with SIGSTOP so the move cannot finish
+   first, and the tools bootstrap from the brokers that are not stopped.)
 6. `kafka-leader-election --election-type preferred --all-topic-partitions` runs, and
    every partition ends up led by its preferred replica.
 7. The producers stop; every acknowledged record is read back exactly once at its offset
@@ -43,7 +46,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from history import Workload, check_history, read_back, KINDS  # noqa: E402
+from history import Workload, check_history, read_back, KINDS, now  # noqa: E402
 from nodes import Cluster, Network  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -57,6 +60,7 @@ PARTITIONS = 3
 RATE = int(os.environ.get("OXBOW_REASSIGN_RATE", "500"))
 PRELOAD_MB = int(os.environ.get("OXBOW_REASSIGN_PRELOAD_MB", "60"))
 MOVE_TIMEOUT = 180.0
+SESSION_MS = 15000
 STALL_BOUND_S = 15.0
 
 
@@ -192,14 +196,20 @@ def plan(assignment):
         for p, replicas in assignment.items()]})
 
 
-def move(cluster, work, name, assignment, middle=None):
+def reachable(cluster, held=()):
+    """A bootstrap list without the SIGSTOPped brokers `held`: a tool that bootstraps from a
+    stopped broker waits out its request timeout there (with Kafka too)."""
+    return ",".join(f"127.0.0.1:{cluster.client_port(n)}" for n in NODES if n not in held)
+
+
+def move(cluster, work, name, assignment, middle=None, held=()):
     """Executes `assignment` with kafka-reassign-partitions, runs `middle()` once it is in
     progress, verifies until complete; returns seconds taken."""
     path = os.path.join(work, f"{name}.json")
     with open(path, "w") as f:
         f.write(plan(assignment))
     began = time.time()
-    kafka_tool("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap,
+    kafka_tool("kafka-reassign-partitions", "--bootstrap-server", reachable(cluster, held),
                "--reassignment-json-file", path, "--execute")
     if middle is not None:
         middle()
@@ -231,7 +241,10 @@ def main():
     work = tempfile.mkdtemp(prefix="oxbow-reassign-")
     network = Network(False)
     cluster = Cluster(binary, work, network, cluster_id="reassignment", nodes=NODES, voters=VOTERS, bases=BASES,
-                      extra=["leader.imbalance.check.interval.seconds=5"])
+                      extra=["leader.imbalance.check.interval.seconds=5",
+                             # A SIGSTOPped broker stays unfenced long enough for the tool to
+                             # accept it as a target (it refuses fenced brokers, as with Kafka).
+                             f"broker.session.timeout.ms={SESSION_MS}"])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     workload = reader = None
     try:
@@ -242,7 +255,7 @@ def main():
         from confluent_kafka.admin import AdminClient, NewTopic
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
         original = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
-        topic = NewTopic(TOPIC, replica_assignment=[original[p] for p in range(PARTITIONS)],
+        topic = NewTopic(TOPIC, num_partitions=PARTITIONS, replica_assignment=[original[p] for p in range(PARTITIONS)],
                          config={"min.insync.replicas": "2"})
         admin.create_topics([topic], request_timeout=30)[TOPIC].result(timeout=60)
         if not wait_until(lambda: (s := any_metadata(cluster)) and all(
@@ -269,25 +282,32 @@ def main():
             fail(f"--generate proposed {proposed}", cluster, work)
         log(f"ok kafka-reassign-partitions --generate proposed a plan on brokers 3,4,5")
 
+        def stuck_in_progress(name, partitions, held):
+            listed = ongoing(reachable(cluster, held))
+            if not all((TOPIC, p) in listed for p in partitions):
+                fail(f"{name}: a move to a SIGSTOPped broker is not listed in progress: {listed}", cluster, work)
+
         def kill_controller():
-            time.sleep(1.0)
+            # Broker 5 (added to every partition) is stopped: the move cannot finish yet.
+            stuck_in_progress("to-345", range(PARTITIONS), (5,))
             controller = next((c for c in map(cluster.controller, NODES) if c is not None), None)
             if controller is None:
                 fail("no active controller known mid-reassignment", cluster, work)
-            log(f"SIGKILL of the active controller {controller} mid-reassignment "
-                f"(in progress: {ongoing(cluster.bootstrap)})")
+            log(f"SIGKILL of the active controller {controller} mid-reassignment")
             cluster.kill(controller)
             time.sleep(2.0)
             cluster.start(controller)
+            cluster.signal(5, signal.SIGCONT)
 
         target = {0: [3, 4, 5], 1: [4, 5, 3], 2: [5, 3, 4]}
-        bytes_before, began = replication_bytes(cluster), time.time()
-        took = move(cluster, work, "to-345", target, kill_controller)
+        bytes_before, began = replication_bytes(cluster), now()
+        cluster.signal(5, signal.SIGSTOP)
+        took = move(cluster, work, "to-345", target, kill_controller, held=(5,))
         moved = replication_bytes(cluster) - bytes_before
-        p99 = ack_latency_p99(workload, began, began + took)
-        log(f"ok moved {TOPIC} from {{1,2,3}} to {{3,4,5}} in {took:.1f} s with a controller SIGKILL: "
-            f"replication bytes fetched {moved / 2**20:.1f} MiB; acks=all p99 during the move "
-            f"{p99 * 1000 if p99 else float('nan'):.0f} ms")
+        p99 = ack_latency_p99(workload, began, now())
+        log(f"ok moved {TOPIC} from {{1,2,3}} to {{3,4,5}} in {took:.1f} s (broker 5 held stopped, then the "
+            f"active controller SIGKILLed mid-move): replication bytes fetched {moved / 2**20:.1f} MiB; "
+            f"acks=all p99 during the move {p99 * 1000 if p99 else float('nan'):.0f} ms")
         gone = lambda: not any(os.path.exists(os.path.join(cluster.data_dir(n), f"{TOPIC}-{p}"))
                                for n in (1, 2) for p in range(PARTITIONS))
         if not wait_until(gone, 60):
@@ -297,30 +317,38 @@ def main():
         log("ok old replicas' data deleted from brokers 1 and 2; no reassignment listed")
 
         def kill_leader():
-            time.sleep(0.5)
+            stuck_in_progress("back-0", [0], (2,))
             leader = any_metadata(cluster)[0][0]
             log(f"SIGKILL of moving-0's leader {leader} mid-reassignment")
             cluster.kill(leader)
             time.sleep(2.0)
             cluster.start(leader)
-        took = move(cluster, work, "back-0", {0: [1, 2, 3]}, kill_leader)
-        log(f"ok moved moving-0 back to {{1,2,3}} in {took:.1f} s with its leader SIGKILLed mid-move")
+            cluster.signal(2, signal.SIGCONT)
+        cluster.signal(2, signal.SIGSTOP)
+        took = move(cluster, work, "back-0", {0: [1, 2, 3]}, kill_leader, held=(2,))
+        log(f"ok moved moving-0 back to {{1,2,3}} in {took:.1f} s (broker 2 held stopped, then the leader "
+            f"SIGKILLed mid-move)")
 
-        cluster.signal(1, signal.SIGSTOP)
-        stuck = os.path.join(work, "stuck.json")
-        write(work, "stuck.json", plan({1: [3, 4, 1]}))
-        kafka_tool("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap,
+        # Held: a broker that is not the active controller (a stopped controller is
+        # replaced, and the new one fences it at once).
+        controller = next((c for c in map(cluster.controller, NODES) if c is not None), None)
+        held = 2 if controller == 1 else 1
+        cluster.signal(held, signal.SIGSTOP)
+        stuck = write(work, "stuck.json", plan({1: [3, 4, held]}))
+        kafka_tool("kafka-reassign-partitions", "--bootstrap-server", reachable(cluster, (held,)),
                    "--reassignment-json-file", stuck, "--execute")
-        time.sleep(2.0)
-        listed = ongoing(cluster.bootstrap)
-        if (TOPIC, 1) not in listed:
-            fail(f"a move to a stopped broker is not listed in progress: {listed}", cluster, work)
-        cancelled = kafka_tool("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap,
-                               "--reassignment-json-file", stuck, "--cancel")
-        cluster.signal(1, signal.SIGCONT)
-        if not wait_until(lambda: (s := any_metadata(cluster)) and s[1][1] == [4, 5, 3] and s[1][2] == [3, 4, 5], 60):
-            fail(f"--cancel did not revert moving-1 to [4, 5, 3]: {any_metadata(cluster)}; "
+        stuck_in_progress("stuck", [1], (held,))
+        # --preserve-throttles: clearing them would address every broker, the stopped one too.
+        cancelled = kafka_tool("kafka-reassign-partitions", "--bootstrap-server", reachable(cluster, (held,)),
+                               "--reassignment-json-file", stuck, "--cancel", "--preserve-throttles")
+        cluster.signal(held, signal.SIGCONT)
+        # Back to brokers {3,4,5}; as in KRaft, in the order of the move's replica list.
+        if not wait_until(lambda: (s := any_metadata(cluster)) and sorted(s[1][1]) == [3, 4, 5]
+                          and s[1][2] == [3, 4, 5] and (TOPIC, 1) not in ongoing(cluster.bootstrap), 60):
+            fail(f"--cancel did not revert moving-1 to brokers 3, 4, 5: {any_metadata(cluster)}; "
                  f"tool said {cancelled.stdout[-500:]}", cluster, work)
+        if not wait_until(lambda: not os.path.exists(os.path.join(cluster.data_dir(held), f"{TOPIC}-1")), 60):
+            fail(f"broker {held} kept the cancelled replica's log", cluster, work)
         log("ok a move stuck on a SIGSTOPped broker is listed, and --cancel reverts it")
 
         election = kafka_tool("kafka-leader-election", "--bootstrap-server", cluster.bootstrap,
