@@ -145,8 +145,11 @@ fn reassign(cluster: &Cluster, via: i32, moves: &[(&str, i32, Option<&[i32]>)]) 
         .collect()
 }
 
-/// The reassignments in progress: (topic, partition, replicas, adding, removing).
-fn ongoing(cluster: &Cluster, via: i32) -> Vec<(String, i32, Vec<i32>, Vec<i32>, Vec<i32>)> {
+/// One reassignment in progress: (topic, partition, replicas, adding, removing).
+type Ongoing = (String, i32, Vec<i32>, Vec<i32>, Vec<i32>);
+
+/// The reassignments in progress.
+fn ongoing(cluster: &Cluster, via: i32) -> Vec<Ongoing> {
     let response: ListPartitionReassignmentsResponse = cluster.client(via).request(
         ApiKey::ListPartitionReassignments,
         0,
@@ -214,7 +217,7 @@ fn leadership_returns_to_the_preferred_replica_within_the_balance_interval() {
         Duration::from_secs(20),
         || state(&cluster, 2, "balanced", 0).0 == 1,
     );
-    println!(
+    eprintln!(
         "preferred leader back {:?} after it rejoined the ISR",
         back_in_sync.elapsed()
     );

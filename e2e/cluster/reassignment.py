@@ -23,7 +23,8 @@
    (Each "in the middle" holds an added broker with SIGSTOP so the move cannot finish
    first, and the tools bootstrap from the brokers that are not stopped.)
 6. `kafka-leader-election --election-type preferred --all-topic-partitions` runs, and
-   every partition ends up led by its preferred replica.
+   every partition ends up led by its preferred replica. Then a move with no fault (every
+   replica back to {1,2,3}) is timed.
 7. The producers stop; every acknowledged record is read back exactly once at its offset
    (e2e/cluster/history.py's checker); the consumer group saw every acknowledged record;
    its longest stall (gap between two deliveries while producing) is printed and must stay
@@ -358,6 +359,17 @@ def main():
         if not wait_until(lambda: (s := any_metadata(cluster)) and all(s[p][0] == s[p][1][0] for p in s), 30):
             fail(f"partitions not led by their preferred replicas: {any_metadata(cluster)}", cluster, work)
         log("ok kafka-leader-election --election-type preferred: every partition led by its preferred replica")
+
+        # A move with no fault, to measure: every replica back to {1,2,3}.
+        bytes_before, began = replication_bytes(cluster), now()
+        took = move(cluster, work, "measured", original)
+        moved = replication_bytes(cluster) - bytes_before
+        p99 = ack_latency_p99(workload, began, now())
+        base = ack_latency_p99(workload, 0, began)
+        log(f"ok measured move of {TOPIC} ({PRELOAD_MB} MiB preloaded) back to {{1,2,3}}: {took:.1f} s including "
+            f"the tool's runs, {moved / 2**20:.1f} MiB fetched by followers; acks=all p99 during it "
+            f"{p99 * 1000 if p99 else float('nan'):.0f} ms (before any move: "
+            f"{base * 1000 if base else float('nan'):.0f} ms); no throttle")
 
         time.sleep(2.0)
         workload.stop()

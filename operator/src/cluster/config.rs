@@ -76,6 +76,7 @@ const TIMESTAMP_TYPE: ConfigType = ConfigType::Enum(&["CreateTime", "LogAppendTi
 /// ones the operator manages. `operator/tests/config_keys.rs` fails when they drift.
 pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("auto.create.topics.enable", ConfigType::Bool),
+    ("auto.leader.rebalance.enable", ConfigType::Bool),
     ("broker.heartbeat.interval.ms", ConfigType::Int),
     ("broker.session.timeout.ms", ConfigType::Int),
     ("cluster.id", ConfigType::String),
@@ -87,6 +88,8 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("group.initial.rebalance.delay.ms", ConfigType::Int),
     ("group.max.session.timeout.ms", ConfigType::Int),
     ("group.min.session.timeout.ms", ConfigType::Int),
+    ("leader.imbalance.check.interval.seconds", ConfigType::Long),
+    ("leader.imbalance.per.broker.percentage", ConfigType::Int),
     ("log.cleaner.delete.retention.ms", ConfigType::Long),
     ("log.cleanup.policy", CLEANUP_POLICY),
     ("log.flush.interval.messages", ConfigType::Long),
