@@ -24,7 +24,10 @@
    first, and the tools bootstrap from the brokers that are not stopped.)
 6. `kafka-leader-election --election-type preferred --all-topic-partitions` runs, and
    every partition ends up led by its preferred replica. Then a move with no fault (every
-   replica back to {1,2,3}) is timed.
+   replica back to {1,2,3}) is timed, and a move of `moving-0` to {1,2,4} with
+   `--throttle THROTTLE_RATE`: broker 4's throttled fetch rate (its
+   oxbow_replication_throttled_bytes_total{role="follower"}) must be within 20 % of the rate,
+   and `--verify` must clear the throttle configs.
 7. The producers stop; every acknowledged record is read back exactly once at its offset
    (e2e/cluster/history.py's checker); the consumer group saw every acknowledged record;
    its longest stall (gap between two deliveries while producing) is printed and must stay
@@ -63,6 +66,7 @@ PRELOAD_MB = int(os.environ.get("OXBOW_REASSIGN_PRELOAD_MB", "60"))
 MOVE_TIMEOUT = 180.0
 SESSION_MS = 15000
 STALL_BOUND_S = 15.0
+THROTTLE_RATE = int(os.environ.get("OXBOW_REASSIGN_THROTTLE", "2000000"))  # bytes/s
 
 
 def log(message):
@@ -134,6 +138,42 @@ def replication_bytes(cluster):
     return total
 
 
+def throttled_bytes(cluster, node, role):
+    """oxbow_replication_throttled_bytes_total{role=ROLE} of one broker."""
+    url = f"http://127.0.0.1:{cluster.metrics_port(node)}/metrics"
+    with urllib.request.urlopen(url, timeout=2) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(f'oxbow_replication_throttled_bytes_total{{role="{role}"}}'):
+                return float(line.split()[-1])
+    return 0.0
+
+
+class RateSampler(threading.Thread):
+    """Samples a broker's throttled byte counter every 0.5 s until stopped."""
+
+    def __init__(self, cluster, node, role):
+        super().__init__(daemon=True)
+        self.cluster, self.node, self.role = cluster, node, role
+        self.samples = []
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                self.samples.append((time.time(), throttled_bytes(self.cluster, self.node, self.role)))
+            except OSError:
+                pass
+            self.stop.wait(0.5)
+
+    def rate(self):
+        """Bytes/s from the first sample that moved to the last one that did."""
+        moving = [i for i in range(1, len(self.samples)) if self.samples[i][1] > self.samples[i - 1][1]]
+        if len(moving) < 2:
+            return None, 0.0
+        (t0, b0), (t1, b1) = self.samples[moving[0] - 1], self.samples[moving[-1]]
+        return (b1 - b0) / (t1 - t0), b1 - b0
+
+
 def ack_latency_p99(workload, since, until):
     """p99 of produce→ack latency for acks in [since, until], from the workload's samples."""
     samples = [lat for at, lat in list(workload.latencies) if since <= at <= until]
@@ -203,7 +243,7 @@ def reachable(cluster, held=()):
     return ",".join(f"127.0.0.1:{cluster.client_port(n)}" for n in NODES if n not in held)
 
 
-def move(cluster, work, name, assignment, middle=None, held=()):
+def move(cluster, work, name, assignment, middle=None, held=(), execute_args=()):
     """Executes `assignment` with kafka-reassign-partitions, runs `middle()` once it is in
     progress, verifies until complete; returns seconds taken."""
     path = os.path.join(work, f"{name}.json")
@@ -211,7 +251,7 @@ def move(cluster, work, name, assignment, middle=None, held=()):
         f.write(plan(assignment))
     began = time.time()
     kafka_tool("kafka-reassign-partitions", "--bootstrap-server", reachable(cluster, held),
-               "--reassignment-json-file", path, "--execute")
+               "--reassignment-json-file", path, "--execute", *execute_args)
     if middle is not None:
         middle()
 
@@ -360,16 +400,41 @@ def main():
             fail(f"partitions not led by their preferred replicas: {any_metadata(cluster)}", cluster, work)
         log("ok kafka-leader-election --election-type preferred: every partition led by its preferred replica")
 
-        # A move with no fault, to measure: every replica back to {1,2,3}.
+        # A move with no fault, to measure: every replica back to {1,2,3}, after 5 quiet
+        # seconds that give the latency baseline.
+        quiet = now()
+        time.sleep(5.0)
         bytes_before, began = replication_bytes(cluster), now()
         took = move(cluster, work, "measured", original)
         moved = replication_bytes(cluster) - bytes_before
         p99 = ack_latency_p99(workload, began, now())
-        base = ack_latency_p99(workload, 0, began)
+        base = ack_latency_p99(workload, quiet, began)
         log(f"ok measured move of {TOPIC} ({PRELOAD_MB} MiB preloaded) back to {{1,2,3}}: {took:.1f} s including "
             f"the tool's runs, {moved / 2**20:.1f} MiB fetched by followers; acks=all p99 during it "
-            f"{p99 * 1000 if p99 else float('nan'):.0f} ms (before any move: "
+            f"{p99 * 1000 if p99 else float('nan'):.0f} ms (the 5 s before it: "
             f"{base * 1000 if base else float('nan'):.0f} ms); no throttle")
+
+        # The same kind of move under a throttle: moving-0 from [1,2,3] to [1,2,4] at
+        # THROTTLE_RATE bytes/s; broker 4's throttled fetch rate must be within 20 % of it.
+        follower = RateSampler(cluster, 4, "follower")
+        follower.start()
+        began = now()
+        took = move(cluster, work, "throttled", {0: [1, 2, 4]}, execute_args=("--throttle", str(THROTTLE_RATE)))
+        follower.stop.set()
+        follower.join()
+        p99 = ack_latency_p99(workload, began, now())
+        measured, moved = follower.rate()
+        if measured is None or abs(measured - THROTTLE_RATE) > 0.2 * THROTTLE_RATE:
+            fail(f"throttled move: broker 4 fetched at {measured} bytes/s ({moved:.0f} bytes), "
+                 f"throttle {THROTTLE_RATE} bytes/s (±20 %); samples {follower.samples}", cluster, work)
+        log(f"ok throttled move of moving-0 to [1,2,4] at {THROTTLE_RATE / 1e6:.1f} MB/s: broker 4 fetched "
+            f"{moved / 2**20:.1f} MiB at {measured / 1e6:.2f} MB/s, {took:.1f} s; acks=all p99 during it "
+            f"{p99 * 1000 if p99 else float('nan'):.0f} ms")
+        described = kafka_tool("kafka-configs", "--bootstrap-server", cluster.bootstrap, "--entity-type", "brokers",
+                               "--entity-name", "4", "--describe").stdout
+        if "throttled.rate" in described:
+            fail(f"--verify did not clear the broker throttles: {described}", cluster, work)
+        log("ok kafka-reassign-partitions --verify cleared the throttles")
 
         time.sleep(2.0)
         workload.stop()

@@ -55,9 +55,6 @@ async fn alter(
         .collect();
     duplicate_key(&keys)?;
     let target = ConfigResource::resolve(broker, resource.resource_type, &resource.resource_name)?;
-    let ConfigResource::Topic(topic) = target else {
-        return alter_broker(&keys);
-    };
     let configs = resource
         .configs
         .iter()
@@ -69,6 +66,10 @@ async fn alter(
             Ok((config.name.to_string(), value.trim().to_string()))
         })
         .collect::<Result<BTreeMap<_, _>, AdminError>>()?;
+    let ConfigResource::Topic(topic) = target else {
+        // AlterConfigs replaces the whole dynamic set of the broker resource.
+        return alter_broker(broker, &target, configs, validate_only).await;
+    };
     broker
         .controller
         .set_topic_configs(&topic.name, configs, validate_only)

@@ -71,13 +71,40 @@ impl ConfigResource {
     }
 }
 
-/// Refuses to alter broker configs: they are static (set in the broker's configuration
-/// and read at start), so only an empty alteration succeeds.
-pub fn alter_broker(keys: &[String]) -> Result<(), AdminError> {
-    if keys.is_empty() {
-        return Ok(());
+/// The node id a broker resource stands for (-1: the cluster-wide defaults).
+pub fn broker_node(broker: &BrokerState, target: &ConfigResource) -> i32 {
+    match target {
+        ConfigResource::BrokerDefaults => -1,
+        _ => broker.config.node_id,
     }
-    Err(AdminError::NotDynamic(keys.join(", ")))
+}
+
+/// Replaces the dynamic configs of a broker resource with `configs`: only the
+/// replication throttle rates can change while a broker runs; every other broker config is
+/// static (set in the broker's configuration and read at start) and refused.
+pub async fn alter_broker(
+    broker: &BrokerState,
+    target: &ConfigResource,
+    configs: std::collections::BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), AdminError> {
+    let fixed: Vec<&str> = configs
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !crate::replication::throttle::DYNAMIC_BROKER_KEYS.contains(k))
+        .collect();
+    if !fixed.is_empty() {
+        return Err(AdminError::NotDynamic(fixed.join(", ")));
+    }
+    let node_id = broker_node(broker, target);
+    broker
+        .controller
+        .set_broker_configs(node_id, configs, validate_only)
+        .await?;
+    if !validate_only {
+        tracing::info!(node_id, "Altered dynamic broker configs");
+    }
+    Ok(())
 }
 
 /// The first config key named twice in one resource, which Kafka refuses.

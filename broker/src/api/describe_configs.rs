@@ -83,8 +83,12 @@ fn describe(
     let entries =
         match ConfigResource::resolve(broker, resource.resource_type, &resource.resource_name)? {
             ConfigResource::Topic(topic) => topic_entries(broker, &topic)?,
-            ConfigResource::Broker => broker_entries(broker),
-            ConfigResource::BrokerDefaults => Vec::new(),
+            ConfigResource::Broker => {
+                let mut entries = broker_entries(broker);
+                entries.extend(dynamic_entries(broker, broker.config.node_id));
+                entries
+            }
+            ConfigResource::BrokerDefaults => dynamic_entries(broker, -1),
         };
     // Kafka: no key list means every config; a list means exactly those that exist.
     let wanted = |name: &str| {
@@ -183,6 +187,41 @@ fn broker_entries(broker: &BrokerState) -> Vec<Entry> {
                 documentation: broker_doc(key),
                 synonyms,
             }
+        })
+        .collect()
+}
+
+/// The dynamic broker configs in effect for `node_id` (-1: the cluster defaults): set on
+/// the broker (DYNAMIC_BROKER_CONFIG) or as a cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG).
+fn dynamic_entries(broker: &BrokerState, node_id: i32) -> Vec<Entry> {
+    const DYNAMIC_BROKER_CONFIG: i8 = 2;
+    const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
+    const TYPE_LONG: i8 = 5;
+    let image = broker.controller.image();
+    let own = image.broker_configs.get(&node_id);
+    let defaults = image.broker_configs.get(&-1);
+    crate::replication::throttle::DYNAMIC_BROKER_KEYS
+        .iter()
+        .filter_map(|key| {
+            let mut synonyms = Vec::new();
+            if node_id >= 0
+                && let Some(value) = own.and_then(|c| c.get(*key))
+            {
+                synonyms.push((key.to_string(), value.clone(), DYNAMIC_BROKER_CONFIG));
+            }
+            if let Some(value) = defaults.and_then(|c| c.get(*key)) {
+                synonyms.push((key.to_string(), value.clone(), DYNAMIC_DEFAULT_BROKER_CONFIG));
+            }
+            let (_, value, source) = synonyms.first()?.clone();
+            Some(Entry {
+                name: key.to_string(),
+                value,
+                source,
+                read_only: false,
+                config_type: TYPE_LONG,
+                documentation: Some("Replication throttle rate in bytes/s for the replicas the topics' *.replication.throttled.replicas name."),
+                synonyms,
+            })
         })
         .collect()
 }

@@ -229,8 +229,18 @@ fn read_one(
     } else {
         ReadLimit::HighWatermark
     };
+    // As in Kafka: a follower outside the ISR of a partition whose leader replica (here)
+    // is named in `leader.replication.throttled.replicas` gets offsets but no records
+    // while the leader's budget is spent.
+    let throttled = follower
+        && log
+            .config()
+            .leader_throttled_replicas
+            .contains(tp.partition, broker.replicas.node_id())
+        && !partition.role().in_sync_replicas.contains(&replica_id);
+    let held = throttled && broker.replicas.throttles.leader.exceeded();
     let limit = (fetched.partition_max_bytes.max(0) as u64).min(remaining);
-    let result = if limit == 0 && remaining == 0 {
+    let result = if held || (limit == 0 && remaining == 0) {
         // Response budget spent: report offsets, no records.
         log.read_with_limit(
             log.high_watermark()
@@ -241,6 +251,9 @@ fn read_one(
     } else {
         log.read_with_limit(fetch_offset, limit.max(1), limit_kind)
     };
+    if throttled && let Ok(read) = &result {
+        broker.replicas.throttles.leader.record(read.bytes());
+    }
     read.outcome = result.map_err(|error| {
         if follower && matches!(error, LogError::OffsetOutOfRange { .. }) {
             // The follower realigns from the leader's log start and high watermark.

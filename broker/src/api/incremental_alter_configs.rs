@@ -79,16 +79,39 @@ async fn alter(
     }
     let target = ConfigResource::resolve(broker, resource.resource_type, &resource.resource_name)?;
     let ConfigResource::Topic(topic) = target else {
-        // Nothing is set dynamically on a broker, so deleting a key changes nothing and
-        // succeeds, as Kafka's DELETE of an unset key does (kafka-reassign-partitions
-        // --verify clears the throttle keys this way).
-        let setting: Vec<String> = resource
-            .configs
-            .iter()
-            .filter(|c| c.config_operation != OP_DELETE)
-            .map(|c| c.name.to_string())
-            .collect();
-        return alter_broker(&setting);
+        let node_id = super::configs::broker_node(broker, &target);
+        let mut configs = broker
+            .controller
+            .image()
+            .broker_configs
+            .get(&node_id)
+            .cloned()
+            .unwrap_or_default();
+        for config in &resource.configs {
+            let key = config.name.to_string();
+            match config.config_operation {
+                // Deleting a key that is not set changes nothing, as in Kafka
+                // (kafka-reassign-partitions clears the throttle keys this way).
+                OP_DELETE => {
+                    configs.remove(&key);
+                }
+                OP_SET => {
+                    let value = config.value.as_deref().unwrap_or_default().trim();
+                    configs.insert(key, value.to_string());
+                }
+                operation => {
+                    return Err(AdminError::NotAList {
+                        operation: if operation == OP_APPEND {
+                            "APPEND"
+                        } else {
+                            "SUBTRACT"
+                        },
+                        key,
+                    });
+                }
+            }
+        }
+        return alter_broker(broker, &target, configs, validate_only).await;
     };
     let mut configs = topic.configs.clone();
     for config in &resource.configs {

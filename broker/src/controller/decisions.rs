@@ -171,6 +171,12 @@ pub enum ControllerCommand {
     ReassignPartitions {
         reassignments: Vec<Reassignment>,
     },
+    /// Replaces the dynamic configs of a broker (-1: the cluster-wide defaults).
+    SetBrokerConfigs {
+        node_id: i32,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    },
     /// Stamps the cluster id on a new cluster.
     IdentifyCluster {
         cluster_id: String,
@@ -418,6 +424,29 @@ pub fn decide(
         ControllerCommand::ReassignPartitions { reassignments } => {
             let (records, outcomes) = reassignment::reassign(image, inputs, reassignments);
             Ok((records, CommandOutcome::Partitions(outcomes)))
+        }
+        ControllerCommand::SetBrokerConfigs {
+            node_id,
+            configs,
+            validate_only,
+        } => {
+            for (key, value) in configs {
+                crate::replication::throttle::validate_dynamic_broker_config(key, value)
+                    .map_err(ControllerError::InvalidConfig)?;
+            }
+            let unchanged = image
+                .broker_configs
+                .get(node_id)
+                .map_or(configs.is_empty(), |c| c == configs);
+            let records = if *validate_only || unchanged {
+                Vec::new()
+            } else {
+                vec![MetadataRecord::BrokerConfigChanged {
+                    node_id: *node_id,
+                    configs: configs.clone(),
+                }]
+            };
+            Ok((records, CommandOutcome::Done))
         }
         ControllerCommand::IdentifyCluster { cluster_id } => {
             let records = if image.cluster_id.is_none() {

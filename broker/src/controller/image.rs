@@ -51,6 +51,9 @@ pub struct ClusterImage {
     pub brokers: BTreeMap<i32, BrokerImage>,
     pub topics: BTreeMap<String, TopicImage>,
     pub next_producer_id: i64,
+    /// Dynamic broker configs by node id (-1: cluster-wide defaults).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub broker_configs: BTreeMap<i32, BTreeMap<String, String>>,
 }
 
 impl ClusterImage {
@@ -139,6 +142,13 @@ impl ClusterImage {
             }
             MetadataRecord::TopicDeleted { name, .. } => {
                 self.topics.remove(name);
+            }
+            MetadataRecord::BrokerConfigChanged { node_id, configs } => {
+                if configs.is_empty() {
+                    self.broker_configs.remove(node_id);
+                } else {
+                    self.broker_configs.insert(*node_id, configs.clone());
+                }
             }
             MetadataRecord::ProducerIdsAllocated { next_producer_id } => {
                 self.next_producer_id = self.next_producer_id.max(*next_producer_id);

@@ -678,6 +678,22 @@ impl Controller {
         }
     }
 
+    /// Replaces a broker's dynamic configs (`node_id` -1: the cluster-wide defaults).
+    pub async fn set_broker_configs(
+        &self,
+        node_id: i32,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<(), ControllerError> {
+        self.execute(ControllerCommand::SetBrokerConfigs {
+            node_id,
+            configs,
+            validate_only,
+        })
+        .await
+        .map(|_| ())
+    }
+
     /// UnregisterBroker: a broker that holds no replicas leaves the cluster.
     pub async fn unregister_broker(&self, node_id: i32) -> Result<(), ControllerError> {
         self.execute(ControllerCommand::UnregisterBroker { node_id })

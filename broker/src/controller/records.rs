@@ -111,6 +111,12 @@ pub enum MetadataRecord {
         name: String,
         topic_id: Uuid,
     },
+    /// The dynamic configs of one broker (`node_id` -1: the cluster-wide defaults),
+    /// replaced as a whole.
+    BrokerConfigChanged {
+        node_id: i32,
+        configs: BTreeMap<String, String>,
+    },
     /// Producer ids below `next_producer_id` are handed out.
     ProducerIdsAllocated {
         next_producer_id: i64,

@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 use super::partition::{FollowerError, Partition};
 use super::peer::{PeerConnection, PeerError};
+use super::throttle::Throttles;
 use crate::config::ReplicationConfig;
 use crate::controller::records::Endpoint;
 use crate::storage::TopicPartition;
@@ -27,6 +28,8 @@ use crate::storage::TopicPartition;
 /// Fetch version followers speak: topic names, last fetched epoch, diverging epoch.
 const FETCH_VERSION: i16 = 12;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a fetcher whose every partition is throttled waits for its budget.
+const THROTTLE_PAUSE: Duration = Duration::from_millis(50);
 
 /// A partition this broker follows, in the leader epoch the image gave.
 #[derive(Debug, Clone)]
@@ -50,6 +53,7 @@ pub struct FetcherPool {
     node_id: i32,
     config: ReplicationConfig,
     bytes_in: IntCounter,
+    throttles: Arc<Throttles>,
     fetchers: Mutex<HashMap<i32, Fetcher>>,
     shutdown: watch::Receiver<bool>,
 }
@@ -59,12 +63,14 @@ impl FetcherPool {
         node_id: i32,
         config: ReplicationConfig,
         bytes_in: IntCounter,
+        throttles: Arc<Throttles>,
         shutdown: watch::Receiver<bool>,
     ) -> Self {
         Self {
             node_id,
             config,
             bytes_in,
+            throttles,
             fetchers: Mutex::new(HashMap::new()),
             shutdown,
         }
@@ -101,15 +107,15 @@ impl FetcherPool {
                 }
                 None => {
                     let (sender, receiver) = watch::channel(assignment);
-                    let task = tokio::spawn(run(
-                        self.node_id,
+                    let link = Link {
+                        node_id: self.node_id,
                         leader,
-                        endpoint.clone(),
-                        self.config.clone(),
-                        self.bytes_in.clone(),
-                        receiver,
-                        self.shutdown.clone(),
-                    ));
+                        endpoint: endpoint.clone(),
+                        config: self.config.clone(),
+                        bytes_in: self.bytes_in.clone(),
+                        throttles: Arc::clone(&self.throttles),
+                    };
+                    let task = tokio::spawn(run(link, receiver, self.shutdown.clone()));
                     fetchers.insert(
                         leader,
                         Fetcher {
@@ -130,15 +136,24 @@ impl FetcherPool {
     }
 }
 
-async fn run(
+/// One fetcher's fixed parts: who fetches from which leader, and how.
+#[derive(Debug)]
+struct Link {
     node_id: i32,
     leader: i32,
     endpoint: Endpoint,
     config: ReplicationConfig,
     bytes_in: IntCounter,
+    throttles: Arc<Throttles>,
+}
+
+async fn run(
+    link: Link,
     mut assignment: watch::Receiver<Assignment>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let Link { leader, config, .. } = &link;
+    let leader = *leader;
     let backoff = Duration::from_millis(config.fetch_backoff_ms);
     let mut connection: Option<PeerConnection> = None;
     let mut last_error = String::new();
@@ -154,15 +169,7 @@ async fn run(
             }
             continue;
         }
-        let outcome = fetch_once(
-            node_id,
-            &endpoint,
-            &config,
-            &bytes_in,
-            &mut connection,
-            &current,
-        )
-        .await;
+        let outcome = fetch_once(&link, &mut connection, &current).await;
         match outcome {
             Ok(progress) => {
                 last_error.clear();
@@ -193,13 +200,35 @@ async fn run(
 
 /// One fetch round. `Ok(false)` when no partition made progress or fetched cleanly.
 async fn fetch_once(
-    node_id: i32,
-    endpoint: &Endpoint,
-    config: &ReplicationConfig,
-    bytes_in: &IntCounter,
+    link: &Link,
     connection: &mut Option<PeerConnection>,
     assignment: &Assignment,
 ) -> Result<bool, PeerError> {
+    let Link {
+        node_id,
+        endpoint,
+        config,
+        bytes_in,
+        throttles,
+        ..
+    } = link;
+    let node_id = *node_id;
+    // As in Kafka: a replica outside the ISR named in `follower.replication.throttled.replicas`
+    // is left out of the round while this broker's follower budget is spent.
+    let throttled = |tp: &TopicPartition, following: &Following| {
+        following
+            .partition
+            .log()
+            .config()
+            .follower_throttled_replicas
+            .contains(tp.partition, node_id)
+            && !following
+                .partition
+                .role()
+                .in_sync_replicas
+                .contains(&node_id)
+    };
+    let hold_throttled = throttles.follower.exceeded();
     if connection.is_none() {
         *connection = Some(
             PeerConnection::connect(
@@ -216,6 +245,9 @@ async fn fetch_once(
     };
     let mut topics: BTreeMap<String, Vec<FetchPartition>> = BTreeMap::new();
     for (tp, following) in assignment {
+        if hold_throttled && throttled(tp, following) {
+            continue;
+        }
         let log = following.partition.log();
         topics.entry(tp.topic.clone()).or_default().push(
             FetchPartition::default()
@@ -226,6 +258,11 @@ async fn fetch_once(
                 .with_log_start_offset(log.log_start_offset() as i64)
                 .with_partition_max_bytes(config.fetch_max_bytes),
         );
+    }
+    if topics.is_empty() {
+        // Everything followed here is throttled and the budget is spent.
+        tokio::time::sleep(THROTTLE_PAUSE).await;
+        return Ok(true);
     }
     let request = FetchRequest::default()
         .with_replica_id(BrokerId(node_id))
@@ -257,6 +294,9 @@ async fn fetch_once(
             };
             if let Some(records) = &data.records {
                 bytes_in.inc_by(records.len() as u64);
+                if throttled(&tp, following) {
+                    throttles.follower.record(records.len() as u64);
+                }
             }
             progress |= handle_partition(following, &tp, data);
         }

@@ -1,7 +1,7 @@
 //! Replication's Prometheus metrics: partition health as this broker's leaders see it,
 //! ISR changes, and the bytes followers move.
 
-use prometheus::{IntCounter, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 use super::ReplicaManager;
 
@@ -16,6 +16,8 @@ pub struct ReplicationMetrics {
     pub isr_expands: IntCounter,
     pub bytes_in: IntCounter,
     pub bytes_out: IntCounter,
+    /// Bytes moved for throttled replicas, by role (`leader` served, `follower` fetched).
+    pub throttled_bytes: IntCounterVec,
 }
 
 impl ReplicationMetrics {
@@ -45,7 +47,16 @@ impl ReplicationMetrics {
         } else {
             None
         };
+        let throttled_bytes = IntCounterVec::new(
+            Opts::new(
+                "oxbow_replication_throttled_bytes_total",
+                "Record bytes moved for replicas under a replication throttle (reassignments).",
+            ),
+            &["role"],
+        )?;
+        registry.register(Box::new(throttled_bytes.clone()))?;
         Ok(Self {
+            throttled_bytes,
             under_replicated: gauge(
                 "oxbow_replication_under_replicated_partitions",
                 "Partitions led here whose ISR is smaller than their replica set.",

@@ -17,6 +17,7 @@ pub mod high_watermarks;
 pub mod metrics;
 pub mod partition;
 pub mod peer;
+pub mod throttle;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -46,6 +47,8 @@ pub struct ReplicaManager {
     /// High watermarks found at start-up, used once when a partition is first seen.
     checkpointed: parking_lot::Mutex<HashMap<TopicPartition, u64>>,
     pub metrics: metrics::ReplicationMetrics,
+    /// Replication throttles (rates from the dynamic broker configs in the image).
+    pub throttles: Arc<throttle::Throttles>,
     /// Told when this broker starts or stops leading a partition (the group coordinator
     /// loads and unloads `__consumer_offsets` partitions with it).
     leadership_hook: RwLock<Option<LeadershipHook>>,
@@ -85,9 +88,22 @@ impl ReplicaManager {
             }
         }
         let (proposals, receiver) = mpsc::unbounded_channel();
+        let throttles = Arc::new(throttle::Throttles {
+            leader: throttle::Quota::new(metrics.throttled_bytes.with_label_values(&["leader"])),
+            follower: throttle::Quota::new(
+                metrics.throttled_bytes.with_label_values(&["follower"]),
+            ),
+        });
         let manager = Arc::new(Self {
             node_id,
-            fetchers: FetcherPool::new(node_id, config.clone(), metrics.bytes_in.clone(), shutdown),
+            fetchers: FetcherPool::new(
+                node_id,
+                config.clone(),
+                metrics.bytes_in.clone(),
+                Arc::clone(&throttles),
+                shutdown,
+            ),
+            throttles,
             metrics,
             config,
             logs,
@@ -152,6 +168,16 @@ impl ReplicaManager {
     /// at the leaders. Called by the publisher after it created the logs.
     pub fn apply_image(&self, image: &ClusterImage) {
         let now = self.clock.now_ms();
+        self.throttles.leader.set_rate(throttle::rate_for(
+            &image.broker_configs,
+            self.node_id,
+            "leader.replication.throttled.rate",
+        ));
+        self.throttles.follower.set_rate(throttle::rate_for(
+            &image.broker_configs,
+            self.node_id,
+            "follower.replication.throttled.rate",
+        ));
         let hook = self.leadership_hook.read().clone();
         let mut seen = HashMap::new();
         let mut wanted: HashMap<i32, (_, BTreeMap<TopicPartition, Following>)> = HashMap::new();

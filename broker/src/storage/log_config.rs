@@ -68,6 +68,58 @@ pub enum TimestampType {
     LogAppendTime,
 }
 
+/// Kafka's `leader.replication.throttled.replicas` / `follower.replication.throttled.replicas`:
+/// which (partition, broker) replicas the replication throttle applies to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ThrottledReplicas {
+    #[default]
+    None,
+    /// `*`: every replica of the topic.
+    All,
+    /// `partition:broker,...`.
+    Listed(Vec<(i32, i32)>),
+}
+
+impl ThrottledReplicas {
+    pub fn parse(value: &str) -> Option<Self> {
+        let value = value.trim();
+        if value.is_empty() {
+            return Some(Self::None);
+        }
+        if value == "*" {
+            return Some(Self::All);
+        }
+        value
+            .split(',')
+            .map(|pair| {
+                let (partition, broker) = pair.trim().split_once(':')?;
+                Some((partition.trim().parse().ok()?, broker.trim().parse().ok()?))
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(Self::Listed)
+    }
+
+    pub fn contains(&self, partition: i32, broker: i32) -> bool {
+        match self {
+            Self::None => false,
+            Self::All => true,
+            Self::Listed(pairs) => pairs.contains(&(partition, broker)),
+        }
+    }
+
+    pub fn as_kafka_value(&self) -> String {
+        match self {
+            Self::None => String::new(),
+            Self::All => "*".into(),
+            Self::Listed(pairs) => pairs
+                .iter()
+                .map(|(p, b)| format!("{p}:{b}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+}
+
 /// Configuration of one partition log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogConfig {
@@ -86,6 +138,10 @@ pub struct LogConfig {
     pub min_insync_replicas: i32,
     /// A replica outside the ISR may lead when no in-sync one is left (data loss).
     pub unclean_leader_election: bool,
+    /// Replicas this broker, leading, serves under `leader.replication.throttled.rate`.
+    pub leader_throttled_replicas: ThrottledReplicas,
+    /// Replicas this broker, following, fetches under `follower.replication.throttled.rate`.
+    pub follower_throttled_replicas: ThrottledReplicas,
 }
 
 impl Default for LogConfig {
@@ -105,6 +161,8 @@ impl Default for LogConfig {
             message_timestamp_type: TimestampType::CreateTime,
             min_insync_replicas: DEFAULT_MIN_INSYNC_REPLICAS,
             unclean_leader_election: false,
+            leader_throttled_replicas: ThrottledReplicas::None,
+            follower_throttled_replicas: ThrottledReplicas::None,
         }
     }
 }
@@ -128,7 +186,9 @@ pub const TOPIC_CONFIG_KEYS: &[&str] = &[
     "delete.retention.ms",
     "flush.messages",
     "flush.ms",
+    "follower.replication.throttled.replicas",
     "index.interval.bytes",
+    "leader.replication.throttled.replicas",
     "max.message.bytes",
     "message.timestamp.type",
     "min.insync.replicas",
@@ -202,6 +262,15 @@ impl LogConfig {
                     _ => return Err(invalid("expected true or false")),
                 };
             }
+            "leader.replication.throttled.replicas" | "follower.replication.throttled.replicas" => {
+                let parsed = ThrottledReplicas::parse(value)
+                    .ok_or_else(|| invalid("expected `*` or a list of partition:broker pairs"))?;
+                if key.starts_with("leader") {
+                    self.leader_throttled_replicas = parsed;
+                } else {
+                    self.follower_throttled_replicas = parsed;
+                }
+            }
             "cleanup.policy" => {
                 self.cleanup_policy = CleanupPolicy::parse(value)
                     .ok_or_else(|| invalid("expected delete, compact or compact,delete"))?;
@@ -232,6 +301,14 @@ impl LogConfig {
             ("delete.retention.ms", self.delete_retention_ms.to_string()),
             ("flush.messages", self.flush_messages.to_string()),
             ("flush.ms", self.flush_ms.to_string()),
+            (
+                "follower.replication.throttled.replicas",
+                self.follower_throttled_replicas.as_kafka_value(),
+            ),
+            (
+                "leader.replication.throttled.replicas",
+                self.leader_throttled_replicas.as_kafka_value(),
+            ),
             (
                 "index.interval.bytes",
                 self.index_interval_bytes.to_string(),

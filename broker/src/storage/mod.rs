@@ -50,7 +50,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use batch::{BatchError, BatchHeader};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use log::{AppendInfo, LoadReport, Log, LogError};
-pub use log_config::{CleanupPolicy, LogConfig, LogConfigError, TOPIC_CONFIG_KEYS, TimestampType};
+pub use log_config::{
+    CleanupPolicy, LogConfig, LogConfigError, TOPIC_CONFIG_KEYS, ThrottledReplicas, TimestampType,
+};
 pub use log_read::{ReadLimit, ReadResult};
 pub use manager::{LogManager, LogManagerError, StartupReport};
 pub use segment::{FileRegion, LogSegment};
