@@ -4,19 +4,18 @@
 //! (producer state is rebuilt from the log).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use bytes::Bytes;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use oxbow_testkit::client::topic;
+use oxbow_testkit::{BrokerProcess, RawClient};
 
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 
-fn produce(client: &mut common::RawClient, producer: ProducerFields, records: usize) -> (i16, i64) {
+fn produce(client: &mut RawClient, producer: ProducerFields, records: usize) -> (i16, i64) {
     let batch: Vec<SimpleRecord> = (0..records)
         .map(|i| SimpleRecord {
             value: Some(Bytes::from(format!("v{i}"))),
@@ -44,7 +43,7 @@ fn produce(client: &mut common::RawClient, producer: ProducerFields, records: us
     (partition.error_code, partition.base_offset)
 }
 
-fn log_end(client: &mut common::RawClient) -> i64 {
+fn log_end(client: &mut RawClient) -> i64 {
     let request = ListOffsetsRequest::default().with_topics(vec![
         list_offsets_request::ListOffsetsTopic::default()
             .with_name(TopicName(StrBytes::from_static_str("idem")))
@@ -58,22 +57,9 @@ fn log_end(client: &mut common::RawClient) -> i64 {
 
 #[test]
 fn duplicates_are_acknowledged_once_and_gaps_refused_across_restarts() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let broker = common::Broker::start(&data, &[]);
+    let mut broker = BrokerProcess::start_temp(&[]);
     let mut client = broker.client();
-    let created: CreateTopicsResponse = client.request(
-        ApiKey::CreateTopics,
-        5,
-        &CreateTopicsRequest::default()
-            .with_timeout_ms(5000)
-            .with_topics(vec![
-                CreatableTopic::default()
-                    .with_name(TopicName(StrBytes::from_static_str("idem")))
-                    .with_num_partitions(1)
-                    .with_replication_factor(1),
-            ]),
-    );
+    let created = client.create_topics(vec![topic("idem", 1)]);
     assert_eq!(created.topics[0].error_code, 0);
     let init: InitProducerIdResponse = client.request(
         ApiKey::InitProducerId,
@@ -102,9 +88,8 @@ fn duplicates_are_acknowledged_once_and_gaps_refused_across_restarts() {
     );
     assert_eq!(log_end(&mut client), 5);
 
-    let port = broker.port;
-    broker.kill();
-    let broker = common::Broker::start_on(&data, port, common::free_port(), &[]);
+    broker.sigkill();
+    broker.restart(&[]);
     let mut client = broker.client();
     assert_eq!(
         produce(&mut client, producer(3), 2),

@@ -4,13 +4,11 @@
 //! the cluster keeps working.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::cluster::Cluster;
+use oxbow_testkit::Cluster;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -2,24 +2,12 @@
 //! observers, stopped voters, fencing, and nodes that must be refused.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::cluster::Cluster;
 use kafka_protocol::ResponseError;
+use oxbow_testkit::Cluster;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn leaders(cluster: &Cluster, via: i32, topic: &str) -> Vec<i32> {
-    let metadata = cluster.metadata(via);
-    let topic = metadata
-        .topics
-        .iter()
-        .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))
-        .expect("topic in metadata");
-    topic.partitions.iter().map(|p| p.leader_id.0).collect()
-}
 
 #[test]
 fn three_voters_agree_fail_over_and_rejoin() {
@@ -31,7 +19,7 @@ fn three_voters_agree_fail_over_and_rejoin() {
     // three replicas per partition, one cluster id and controller.
     let metadata = cluster.metadata(2);
     assert_eq!(metadata.brokers.len(), 3);
-    let mut led: Vec<i32> = leaders(&cluster, 3, "spread");
+    let mut led: Vec<i32> = cluster.leaders(3, "spread");
     led.sort();
     assert_eq!(led, vec![1, 1, 2, 2, 3, 3]);
     let topic = metadata
@@ -97,7 +85,7 @@ fn observers_follow_the_log_and_take_replicas() {
     cluster.wait_same_image(&[1, 2, 3, 4, 5]);
     let metadata = cluster.metadata(4);
     assert_eq!(metadata.brokers.len(), 5);
-    let mut led = leaders(&cluster, 4, "wide");
+    let mut led = cluster.leaders(4, "wide");
     led.sort();
     assert_eq!(led, vec![1, 1, 2, 2, 3, 3, 4, 4, 5, 5]);
     // The controller is a voter, never an observer.
@@ -154,7 +142,7 @@ fn a_silent_broker_is_fenced_and_unfenced_when_it_returns() {
     cluster.wait_ready(&[1, 2, 3, 4]);
     assert_eq!(cluster.create_topic(1, "owned", 4, 1), 0);
     cluster.wait_same_image(&[1, 2, 3, 4]);
-    let before = leaders(&cluster, 1, "owned");
+    let before = cluster.leaders(1, "owned");
     assert!(before.contains(&4), "{before:?}");
     cluster.signal(4, "STOP");
     cluster.wait_for("the silent broker to be fenced", TIMEOUT, || {
@@ -181,7 +169,7 @@ fn a_silent_broker_is_fenced_and_unfenced_when_it_returns() {
     }
     cluster.signal(4, "CONT");
     cluster.wait_for("the broker to be unfenced and lead again", TIMEOUT, || {
-        cluster.metadata(1).brokers.len() == 4 && leaders(&cluster, 1, "owned") == before
+        cluster.metadata(1).brokers.len() == 4 && cluster.leaders(1, "owned") == before
     });
 }
 

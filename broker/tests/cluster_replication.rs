@@ -3,29 +3,24 @@
 //! follower-side requests that must be refused. Faults by SIGKILL and SIGSTOP.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::cluster::Cluster;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, BrokerId, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse,
-    ProduceRequest, ProduceResponse, TopicName,
+    ProduceRequest, ProduceResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use oxbow_testkit::Cluster;
+use oxbow_testkit::client::name;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn name(topic: &str) -> TopicName {
-    TopicName(StrBytes::from_string(topic.to_string()))
-}
 
 fn records(from: usize, count: usize) -> Bytes {
     let records: Vec<SimpleRecord> = (from..from + count)
@@ -65,20 +60,6 @@ fn create(cluster: &Cluster, via: i32, topic: &str, rf: i16, configs: &[(&str, &
             .client(via)
             .request(ApiKey::CreateTopics, 7, &request);
     assert_eq!(response.topics[0].error_code, 0, "{response:?}");
-}
-
-/// (leader, leader epoch, ISR) of partition 0 as node `via` sees it.
-fn partition_state(cluster: &Cluster, via: i32, topic: &str) -> (i32, i32, Vec<i32>) {
-    let metadata = cluster.metadata(via);
-    let topic = metadata
-        .topics
-        .iter()
-        .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))
-        .expect("topic in metadata");
-    let p = &topic.partitions[0];
-    let mut isr: Vec<i32> = p.isr_nodes.iter().map(|b| b.0).collect();
-    isr.sort();
-    (p.leader_id.0, p.leader_epoch, isr)
 }
 
 fn produce(
@@ -187,7 +168,7 @@ fn acks_all_waits_for_the_isr_and_min_insync_replicas_refuses() {
     cluster.wait_ready(&[1, 2, 3]);
     create(&cluster, 1, "m", 3, &[("min.insync.replicas", "3")]);
     cluster.wait_same_image(&[1, 2, 3]);
-    let (leader, _, isr) = partition_state(&cluster, 1, "m");
+    let (leader, _, isr) = cluster.partition_state(1, "m", 0);
     assert_eq!(isr, vec![1, 2, 3], "a new partition is all in sync");
     assert_eq!(
         produce_to_leader(&cluster, leader, "m", -1, records(0, 5)),
@@ -213,7 +194,7 @@ fn acks_all_waits_for_the_isr_and_min_insync_replicas_refuses() {
     );
     // Its session expires, it leaves the ISR, and acks=all is refused up front.
     cluster.wait_for("the stopped follower leaves the ISR", TIMEOUT, || {
-        partition_state(&cluster, leader, "m").2.len() == 2
+        cluster.partition_state(leader, "m", 0).2.len() == 2
     });
     assert_eq!(
         produce(&cluster, leader, "m", -1, records(6, 1), 5_000).0,
@@ -226,7 +207,7 @@ fn acks_all_waits_for_the_isr_and_min_insync_replicas_refuses() {
     );
     cluster.signal(follower, "CONT");
     cluster.wait_for("the follower rejoins the ISR", TIMEOUT, || {
-        partition_state(&cluster, leader, "m").2.len() == 3
+        cluster.partition_state(leader, "m", 0).2.len() == 3
     });
     assert_eq!(
         produce(&cluster, leader, "m", -1, records(7, 1), 10_000),
@@ -244,7 +225,7 @@ fn a_divergent_old_leader_is_truncated_to_the_new_leaders_log() {
     cluster.wait_ready(&[1, 2, 3]);
     create(&cluster, 1, "d", 3, &[]);
     cluster.wait_same_image(&[1, 2, 3]);
-    let (old_leader, epoch, _) = partition_state(&cluster, 1, "d");
+    let (old_leader, epoch, _) = cluster.partition_state(1, "d", 0);
     assert_eq!(
         produce_to_leader(&cluster, old_leader, "d", -1, records(0, 10)),
         (0, 0)
@@ -268,10 +249,10 @@ fn a_divergent_old_leader_is_truncated_to_the_new_leaders_log() {
         cluster.signal(*id, "CONT");
     }
     cluster.wait_for("a follower takes over", TIMEOUT, || {
-        let (leader, new_epoch, _) = partition_state(&cluster, followers[0], "d");
+        let (leader, new_epoch, _) = cluster.partition_state(followers[0], "d", 0);
         followers.contains(&leader) && new_epoch > epoch
     });
-    let (new_leader, new_epoch, _) = partition_state(&cluster, followers[0], "d");
+    let (new_leader, new_epoch, _) = cluster.partition_state(followers[0], "d", 0);
     // The new leader's log ends where the committed records end.
     assert_eq!(
         produce_to_leader(&cluster, new_leader, "d", 1, records(100, 3)),
@@ -297,18 +278,18 @@ fn follower_requests_from_strangers_and_stale_epochs_are_refused() {
     create(&cluster, 1, "b", 2, &[]);
     cluster.wait_same_image(&[1, 2, 3]);
     // A leader change first, so that there is a stale epoch to send.
-    let (first, _, replicas) = partition_state(&cluster, 1, "b");
+    let (first, _, replicas) = cluster.partition_state(1, "b", 0);
     let other = *replicas.iter().find(|id| **id != first).unwrap();
     cluster.kill(first);
     cluster.wait_for("the other replica leads", TIMEOUT, || {
-        partition_state(&cluster, other, "b").0 == other
+        cluster.partition_state(other, "b", 0).0 == other
     });
     cluster.launch(first);
     cluster.wait_ready(&[first]);
     cluster.wait_for("both replicas in sync", TIMEOUT, || {
-        partition_state(&cluster, other, "b").2.len() == 2
+        cluster.partition_state(other, "b", 0).2.len() == 2
     });
-    let (leader, epoch, isr) = partition_state(&cluster, other, "b");
+    let (leader, epoch, isr) = cluster.partition_state(other, "b", 0);
     assert!(epoch >= 1);
     let outsider = (1..=3).find(|id| !isr.contains(id)).unwrap();
     let follower = *isr.iter().find(|id| **id != leader).unwrap();
@@ -345,6 +326,6 @@ fn follower_requests_from_strangers_and_stale_epochs_are_refused() {
         before,
         "nothing touched"
     );
-    let (leader_after, epoch_after, isr_after) = partition_state(&cluster, leader, "b");
+    let (leader_after, epoch_after, isr_after) = cluster.partition_state(leader, "b", 0);
     assert_eq!((leader_after, epoch_after, isr_after), (leader, epoch, isr));
 }

@@ -4,11 +4,8 @@
 //! `__consumer_offsets` and a garbage request frame neither crash nor corrupt anything.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use bytes::Bytes;
 use kafka_protocol::messages::consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -20,6 +17,8 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use oxbow_testkit::client::topic;
+use oxbow_testkit::{BrokerProcess, RawClient};
 
 const NONE: i16 = 0;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
@@ -39,7 +38,7 @@ fn s(value: &str) -> StrBytes {
 }
 
 fn join(
-    client: &mut common::RawClient,
+    client: &mut RawClient,
     group: &str,
     member: &str,
     session: i32,
@@ -63,7 +62,7 @@ fn join(
 }
 
 fn commit(
-    client: &mut common::RawClient,
+    client: &mut RawClient,
     member: &str,
     generation: i32,
     topic: &str,
@@ -91,7 +90,7 @@ fn commit(
     response.topics[0].partitions[0].error_code
 }
 
-fn fetch_offset(client: &mut common::RawClient) -> i64 {
+fn fetch_offset(client: &mut RawClient) -> i64 {
     let response: OffsetFetchResponse = client.request(
         ApiKey::OffsetFetch,
         7,
@@ -108,26 +107,13 @@ fn fetch_offset(client: &mut common::RawClient) -> i64 {
 
 #[test]
 fn bad_group_requests_get_kafka_error_codes_and_lose_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
     let overrides = [
         "group.initial.rebalance.delay.ms=0",
         "offsets.topic.num.partitions=1",
     ];
-    let broker = common::Broker::start(&data, &overrides);
+    let mut broker = BrokerProcess::start_temp(&overrides);
     let mut client = broker.client();
-    let created: CreateTopicsResponse = client.request(
-        ApiKey::CreateTopics,
-        5,
-        &CreateTopicsRequest::default()
-            .with_timeout_ms(5000)
-            .with_topics(vec![
-                CreatableTopic::default()
-                    .with_name(TopicName(s("t")))
-                    .with_num_partitions(2)
-                    .with_replication_factor(1),
-            ]),
-    );
+    let created = client.create_topics(vec![topic("t", 2)]);
     assert_eq!(created.topics[0].error_code, NONE);
     // As every client does first: find the coordinator (which creates
     // __consumer_offsets on first use, as in Kafka).
@@ -164,7 +150,7 @@ fn bad_group_requests_get_kafka_error_codes_and_lose_nothing() {
     assert_eq!(synced.assignment.as_ref(), b"assignment");
 
     // Heartbeats from strangers and from the past.
-    let heartbeat = |client: &mut common::RawClient, member: &str, generation: i32| -> i16 {
+    let heartbeat = |client: &mut RawClient, member: &str, generation: i32| -> i16 {
         let response: HeartbeatResponse = client.request(
             ApiKey::Heartbeat,
             3,
@@ -223,7 +209,7 @@ fn bad_group_requests_get_kafka_error_codes_and_lose_nothing() {
     );
 
     // Deleting a live group, or one that does not exist.
-    let delete = |client: &mut common::RawClient, group: &str| -> i16 {
+    let delete = |client: &mut RawClient, group: &str| -> i16 {
         let response: DeleteGroupsResponse = client.request(
             ApiKey::DeleteGroups,
             2,
@@ -235,7 +221,7 @@ fn bad_group_requests_get_kafka_error_codes_and_lose_nothing() {
     assert_eq!(delete(&mut client, "nobody"), GROUP_ID_NOT_FOUND);
 
     // KIP-848: an unknown member, an unknown assignor.
-    let cgh = |client: &mut common::RawClient, request: ConsumerGroupHeartbeatRequest| -> i16 {
+    let cgh = |client: &mut RawClient, request: ConsumerGroupHeartbeatRequest| -> i16 {
         let response: ConsumerGroupHeartbeatResponse =
             client.request(ApiKey::ConsumerGroupHeartbeat, 0, &request);
         response.error_code
@@ -261,7 +247,7 @@ fn bad_group_requests_get_kafka_error_codes_and_lose_nothing() {
     );
 
     // A garbage JoinGroup frame closes that connection only.
-    let mut garbage = common::RawClient::connect(broker.port);
+    let mut garbage = RawClient::connect(broker.port);
     garbage.send_frame(&[0, 11, 0, 5, 0, 0, 0, 1, 0xff, 0xff, 0xff]);
     assert!(garbage.read_frame().is_none());
 
@@ -298,8 +284,8 @@ fn bad_group_requests_get_kafka_error_codes_and_lose_nothing() {
         produced.responses[0].partition_responses[0].error_code,
         NONE
     );
-    broker.kill();
-    let broker = common::Broker::start(&data, &overrides);
+    broker.sigkill();
+    broker.restart(&[]);
     let mut client = broker.client();
     assert_eq!(
         fetch_offset(&mut client),
@@ -308,7 +294,7 @@ fn bad_group_requests_get_kafka_error_codes_and_lose_nothing() {
     );
     assert!(
         broker
-            .logs()
+            .run_log()
             .contains("Skipping a __consumer_offsets record")
     );
 }

@@ -7,8 +7,6 @@
 //! stored records and offsets are exactly as before.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
 use std::io::Write;
 use std::net::Shutdown;
 
@@ -22,14 +20,16 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
-use support::*;
+use oxbow_testkit::BrokerProcess;
+use oxbow_testkit::client::*;
+use oxbow_testkit::known_records::*;
 
 // ---------------------------------------------------------------------------------------
 // Garbage frames: a closed connection and a log line
 
 #[test]
 fn malformed_frame_closes_the_connection() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     // A Produce header followed by bytes that are no Produce request.
     let mut payload = BytesMut::new();
@@ -39,23 +39,23 @@ fn malformed_frame_closes_the_connection() {
     payload.put_slice(&[0xff; 5]);
     client.send_frame(&payload);
     assert!(client.is_closed_by_broker());
-    broker.assert_logged("Closing connection");
+    broker.wait_logged("Closing connection");
     broker.assert_serving_and_intact();
 }
 
 #[test]
 fn frame_shorter_than_a_request_header_closes_the_connection() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     client.send_frame(&[0, 18, 0]);
     assert!(client.is_closed_by_broker());
-    broker.assert_logged("too short for a header");
+    broker.wait_logged("too short for a header");
     broker.assert_serving_and_intact();
 }
 
 #[test]
 fn huge_array_length_is_a_decode_error_not_an_allocation() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     // Produce v3: transactional_id (null), acks, timeout, then a topic array claiming
     // i32::MAX entries in a frame of a few bytes.
@@ -70,13 +70,13 @@ fn huge_array_length_is_a_decode_error_not_an_allocation() {
     payload.put_i32(i32::MAX);
     client.send_frame(&payload);
     assert!(client.is_closed_by_broker());
-    broker.assert_logged("Closing connection");
+    broker.wait_logged("Closing connection");
     broker.assert_serving_and_intact();
 }
 
 #[test]
 fn truncated_frame_is_dropped_without_harm() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     let payload = client.encode(
         ApiKey::Produce,
@@ -94,12 +94,12 @@ fn truncated_frame_is_dropped_without_harm() {
 
 #[test]
 fn frame_over_socket_request_max_bytes_closes_the_connection() {
-    let mut broker = Broker::start(&["socket.request.max.bytes=4096"]);
+    let mut broker = BrokerProcess::start_with_known_records(&["socket.request.max.bytes=4096"]);
     let mut client = broker.client();
     // Only the size prefix: the broker must not wait for (or buffer) the body.
     client.stream.write_all(&8192i32.to_be_bytes()).unwrap();
     assert!(client.is_closed_by_broker());
-    broker.assert_logged("socket.request.max.bytes");
+    broker.wait_logged("socket.request.max.bytes");
     // A negative size is garbage too.
     let mut client = broker.client();
     client.stream.write_all(&(-5i32).to_be_bytes()).unwrap();
@@ -112,7 +112,7 @@ fn frame_over_socket_request_max_bytes_closes_the_connection() {
 
 #[test]
 fn wrong_crc_is_corrupt_message() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     let mut records = batch(&["corrupted"], 0).to_vec();
     let last = records.len() - 1;
@@ -127,7 +127,7 @@ fn wrong_crc_is_corrupt_message() {
 
 #[test]
 fn batch_over_max_message_bytes_is_message_too_large() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     let records = batch(&["big"], MAX_MESSAGE_BYTES);
     assert!(records.len() > MAX_MESSAGE_BYTES);
@@ -141,7 +141,7 @@ fn batch_over_max_message_bytes_is_message_too_large() {
 
 #[test]
 fn batch_exactly_at_max_message_bytes_is_stored() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     assert_eq!(
         client.create_topics(vec![topic("limit", 1)]).topics[0].error_code,
@@ -170,7 +170,7 @@ fn batch_exactly_at_max_message_bytes_is_stored() {
 
 #[test]
 fn unknown_topic_with_auto_create_off_is_unknown_topic_or_partition() {
-    let mut broker = Broker::start(&["auto.create.topics.enable=false"]);
+    let mut broker = BrokerProcess::start_with_known_records(&["auto.create.topics.enable=false"]);
     let mut client = broker.client();
     let metadata = client.metadata(&["nowhere"], true);
     assert_eq!(
@@ -198,7 +198,7 @@ fn unknown_topic_with_auto_create_off_is_unknown_topic_or_partition() {
 
 #[test]
 fn non_existent_partition_is_unknown_topic_or_partition() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     let code = ResponseError::UnknownTopicOrPartition.code();
     for partition in [1, 7, -1, i32::MAX] {
@@ -221,7 +221,7 @@ fn non_existent_partition_is_unknown_topic_or_partition() {
                     ]),
             ]);
         let offsets: ListOffsetsResponse =
-            client.call(ApiKey::ListOffsets, LIST_OFFSETS_VERSION, &request);
+            client.request(ApiKey::ListOffsets, LIST_OFFSETS_VERSION, &request);
         assert_eq!(
             offsets.topics[0].partitions[0].error_code, code,
             "list offsets of {partition}"
@@ -232,7 +232,7 @@ fn non_existent_partition_is_unknown_topic_or_partition() {
 
 #[test]
 fn invalid_topic_names_are_invalid_topic_exception() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     let too_long = "x".repeat(250);
     let invalid = [
@@ -261,7 +261,7 @@ fn invalid_topic_names_are_invalid_topic_exception() {
         );
     }
     // None of them exists afterwards.
-    let all = client.call::<_, MetadataResponse>(
+    let all = client.request::<_, MetadataResponse>(
         ApiKey::Metadata,
         METADATA_VERSION,
         &MetadataRequest::default().with_topics(None),
@@ -279,7 +279,7 @@ fn invalid_topic_names_are_invalid_topic_exception() {
 
 #[test]
 fn negative_or_absurd_topic_settings_are_refused() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     let config = |key: &str, value: &str| {
         topic("configured", 1).with_configs(vec![
@@ -324,7 +324,7 @@ fn negative_or_absurd_topic_settings_are_refused() {
 
 #[test]
 fn unknown_api_key_closes_the_connection() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     for key in [9999i16, -1] {
         let mut client = broker.client();
         let mut payload = BytesMut::new();
@@ -335,13 +335,13 @@ fn unknown_api_key_closes_the_connection() {
         client.send_frame(&payload);
         assert!(client.is_closed_by_broker(), "API key {key}");
     }
-    broker.assert_logged("unknown or unsupported API key");
+    broker.wait_logged("unknown or unsupported API key");
     broker.assert_serving_and_intact();
 }
 
 #[test]
 fn api_versions_newer_than_the_broker_gets_unsupported_version_in_v0_format() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     let mut payload = BytesMut::new();
     payload.put_i16(ApiKey::ApiVersions as i16);
@@ -351,7 +351,7 @@ fn api_versions_newer_than_the_broker_gets_unsupported_version_in_v0_format() {
     payload.put_u8(0); // a v2 header's (empty) tagged fields
     client.send_frame(&payload);
     let mut body = client
-        .receive()
+        .read_frame()
         .expect("an answer, not a closed connection");
     // v0 response header: correlation id only; v0 body: error code and the ranges.
     assert_eq!(body.get_i32(), 42);
@@ -374,7 +374,7 @@ fn api_versions_newer_than_the_broker_gets_unsupported_version_in_v0_format() {
 
 #[test]
 fn unsupported_version_of_another_api_closes_the_connection() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     let supported = client.api_versions(3);
     let produce = supported
@@ -391,13 +391,13 @@ fn unsupported_version_of_another_api_closes_the_connection() {
     payload.put_u8(0);
     client.send_frame(&payload);
     assert!(client.is_closed_by_broker());
-    broker.assert_logged("is not supported");
+    broker.wait_logged("is not supported");
     broker.assert_serving_and_intact();
 }
 
 #[test]
 fn bad_input_on_one_connection_does_not_disturb_another() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut steady = broker.client();
     assert_eq!(steady.api_versions(3).error_code, 0);
     let mut bad = broker.client();

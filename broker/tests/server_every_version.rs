@@ -6,8 +6,6 @@
 //! impossible to encode.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -21,36 +19,15 @@ use kafka_protocol::messages::{
     CreateTopicsResponse, FetchRequest, FetchResponse, InitProducerIdRequest,
     InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
     MetadataResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest,
-    ProduceResponse, ResponseHeader,
+    ProduceResponse,
 };
-use kafka_protocol::protocol::{Decodable, Encodable};
 use uuid::Uuid;
 
-use support::*;
+use oxbow_testkit::BrokerProcess;
+use oxbow_testkit::client::*;
+use oxbow_testkit::known_records::*;
 
-/// Sends `request` at `version` and decodes the answer at the same version.
-fn round_trip<Req: Encodable, Resp: Decodable>(
-    client: &mut Client,
-    key: ApiKey,
-    version: i16,
-    request: &Req,
-) -> Resp {
-    let payload = client.encode(key, version, request);
-    client.send_frame(&payload);
-    let mut body = client
-        .receive()
-        .unwrap_or_else(|| panic!("{key:?} v{version}: the broker closed the connection"));
-    let header = ResponseHeader::decode(&mut body, key.response_header_version(version))
-        .unwrap_or_else(|e| panic!("{key:?} v{version}: response header: {e}"));
-    assert_eq!(
-        header.correlation_id, client.correlation_id,
-        "{key:?} v{version}"
-    );
-    Resp::decode(&mut body, version)
-        .unwrap_or_else(|e| panic!("{key:?} v{version}: response body: {e}"))
-}
-
-fn stored_topic_id(client: &mut Client) -> Uuid {
+fn stored_topic_id(client: &mut RawClient) -> Uuid {
     client.metadata(&[STORED_TOPIC], false).topics[0].topic_id
 }
 
@@ -130,7 +107,7 @@ fn list_offsets() -> ListOffsetsRequest {
 
 #[test]
 fn every_advertised_version_of_every_api_is_answered() {
-    let mut broker = Broker::start(&[]);
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut client = broker.client();
     let topic_id = stored_topic_id(&mut client);
     let advertised = client.api_versions(3).api_keys;
@@ -144,25 +121,24 @@ fn every_advertised_version_of_every_api_is_answered() {
             match key {
                 ApiKey::ApiVersions => {
                     let request = ApiVersionsRequest::default();
-                    let response: ApiVersionsResponse =
-                        round_trip(&mut client, key, version, &request);
+                    let response: ApiVersionsResponse = client.request(key, version, &request);
                     assert_eq!(response.error_code, 0);
                 }
                 ApiKey::Metadata => {
                     let all = MetadataRequest::default().with_topics(None);
-                    let _: MetadataResponse = round_trip(&mut client, key, version, &all);
+                    let _: MetadataResponse = client.request(key, version, &all);
                     let some = MetadataRequest::default().with_topics(Some(vec![
                         MetadataRequestTopic::default().with_name(Some(name(STORED_TOPIC))),
                         MetadataRequestTopic::default()
                             .with_name(Some(name(&format!("auto-{version}")))),
                         MetadataRequestTopic::default().with_name(Some(name("bad/name"))),
                     ]));
-                    let response: MetadataResponse = round_trip(&mut client, key, version, &some);
+                    let response: MetadataResponse = client.request(key, version, &some);
                     assert_eq!(response.topics.len(), 3);
                 }
                 ApiKey::Produce => {
                     let response: ProduceResponse =
-                        round_trip(&mut client, key, version, &produce(version, topic_id));
+                        client.request(key, version, &produce(version, topic_id));
                     let partitions = &response.responses[0].partition_responses;
                     assert_eq!(partitions[0].error_code, 0, "Produce v{version}");
                     assert_ne!(partitions[1].error_code, 0, "Produce v{version}");
@@ -170,7 +146,7 @@ fn every_advertised_version_of_every_api_is_answered() {
                 }
                 ApiKey::Fetch => {
                     let response: FetchResponse =
-                        round_trip(&mut client, key, version, &fetch(version, topic_id));
+                        client.request(key, version, &fetch(version, topic_id));
                     let partitions = &response.responses[0].partitions;
                     assert_eq!(partitions[0].error_code, 0, "Fetch v{version}");
                     assert!(
@@ -184,7 +160,7 @@ fn every_advertised_version_of_every_api_is_answered() {
                 }
                 ApiKey::ListOffsets => {
                     let response: ListOffsetsResponse =
-                        round_trip(&mut client, key, version, &list_offsets());
+                        client.request(key, version, &list_offsets());
                     let partitions = &response.topics[0].partitions;
                     assert_eq!(partitions[0].error_code, 0, "ListOffsets v{version}");
                     assert!(partitions[0].offset >= STORED_VALUES.len() as i64);
@@ -206,14 +182,12 @@ fn every_advertised_version_of_every_api_is_answered() {
                                         .with_leader_epoch(0),
                                 ]),
                         ]);
-                    let _: OffsetForLeaderEpochResponse =
-                        round_trip(&mut client, key, version, &request);
+                    let _: OffsetForLeaderEpochResponse = client.request(key, version, &request);
                 }
                 ApiKey::InitProducerId => {
                     let request =
                         InitProducerIdRequest::default().with_transaction_timeout_ms(60_000);
-                    let response: InitProducerIdResponse =
-                        round_trip(&mut client, key, version, &request);
+                    let response: InitProducerIdResponse = client.request(key, version, &request);
                     assert_eq!(response.error_code, 0, "InitProducerId v{version}");
                 }
                 ApiKey::CreateTopics => {
@@ -224,8 +198,7 @@ fn every_advertised_version_of_every_api_is_answered() {
                             topic(STORED_TOPIC, 1),
                             topic("bad/name", 1),
                         ]);
-                    let response: CreateTopicsResponse =
-                        round_trip(&mut client, key, version, &request);
+                    let response: CreateTopicsResponse = client.request(key, version, &request);
                     assert_eq!(response.topics[0].error_code, 0, "CreateTopics v{version}");
                     assert_ne!(response.topics[1].error_code, 0);
                     assert_ne!(response.topics[2].error_code, 0);
@@ -237,10 +210,6 @@ fn every_advertised_version_of_every_api_is_answered() {
         }
     }
     assert!(checked.len() > 30, "{checked:?}");
-    assert!(
-        broker.child.try_wait().unwrap().is_none(),
-        "{}",
-        broker.log()
-    );
+    assert!(broker.is_running(), "{}", broker.log());
     assert_eq!(broker.client().api_versions(3).error_code, 0);
 }

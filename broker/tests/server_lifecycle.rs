@@ -3,11 +3,10 @@
 //! clean-shutdown marker, no recovery at the next start), and data survives.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::process::Command;
 
 use kafka_protocol::messages::*;
+use oxbow_testkit::{BrokerProcess, http_get};
 
 #[test]
 fn invalid_configuration_exits_non_zero_naming_the_key() {
@@ -41,9 +40,7 @@ fn invalid_configuration_exits_non_zero_naming_the_key() {
 
 #[test]
 fn sigterm_shuts_down_cleanly_and_metrics_are_served() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let mut broker = common::Broker::start(&data, &[]);
+    let mut broker = BrokerProcess::start_temp(&[]);
     let mut client = broker.client();
     // Auto-create a topic through Metadata, as clients do.
     let metadata: MetadataResponse = client.request(
@@ -60,25 +57,31 @@ fn sigterm_shuts_down_cleanly_and_metrics_are_served() {
     assert_eq!(metadata.topics[0].partitions.len(), 1);
     assert_eq!(metadata.controller_id.0, 0, "controller is this broker");
 
-    let body = http_get(broker.metrics_port, "/metrics");
+    let (status, body) = http_get(broker.metrics_port, "/metrics").unwrap();
+    assert_eq!(status, 200);
     assert!(
         body.contains("oxbow_server_requests_total{api=\"Metadata\"} 1"),
         "{body}"
     );
-    assert!(http_get(broker.metrics_port, "/readyz").contains("ready"));
+    let (status, body) = http_get(broker.metrics_port, "/readyz").unwrap();
+    assert_eq!(status, 200);
+    assert!(body.contains("ready"), "{body}");
 
-    broker.signal("TERM");
-    let status = broker.child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{}", broker.logs());
-    assert!(data.join(".oxbow-clean-shutdown").exists());
+    // Exit 0 after SIGTERM (stop() fails the test otherwise).
+    broker.stop();
+    assert!(broker.data.join(".oxbow-clean-shutdown").exists());
     assert!(
-        broker.logs().contains("Clean shutdown complete"),
+        broker.run_log().contains("Clean shutdown complete"),
         "{}",
-        broker.logs()
+        broker.run_log()
     );
 
-    let broker = common::Broker::start(&data, &[]);
-    assert!(!broker.logs().contains("unclean"), "{}", broker.logs());
+    broker.restart(&[]);
+    assert!(
+        !broker.run_log().contains("unclean"),
+        "{}",
+        broker.run_log()
+    );
     let mut client = broker.client();
     let metadata: MetadataResponse = client.request(
         ApiKey::Metadata,
@@ -91,17 +94,4 @@ fn sigterm_shuts_down_cleanly_and_metrics_are_served() {
             .iter()
             .any(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "auto"))
     );
-}
-
-fn http_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }

@@ -17,9 +17,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 from confluent_kafka.admin import AdminClient, NewTopic
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from oxbow_e2e import http_get, wait_for  # noqa: E402
 
 TOPICS = int(os.environ.get("TOPICS", "1000"))
 PARTITIONS = int(os.environ.get("PARTITIONS", "10"))
@@ -27,22 +29,6 @@ PARTITIONS = int(os.environ.get("PARTITIONS", "10"))
 # to see snapshots being built at this scale.
 EXTRA = os.environ.get("OXBOW_EXTRA_OVERRIDES", "").split()
 BASE, CONTROLLER_BASE, METRICS_BASE = 23092, 23192, 23644
-
-
-def http(port, path):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
-            return r.status, r.read().decode()
-    except Exception:
-        return None, None
-
-
-def wait(what, condition, timeout=300):
-    deadline = time.time() + timeout
-    while not condition():
-        if time.time() > deadline:
-            sys.exit(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def main():
@@ -67,7 +53,8 @@ def main():
     try:
         for node in range(1, 6):
             start(node)
-        wait("five ready brokers", lambda: all(http(METRICS_BASE + n, "/readyz")[0] == 200 for n in range(1, 6)))
+        wait_for(lambda: all(http_get(METRICS_BASE + n, "/readyz", timeout=5)[0] == 200 for n in range(1, 6)),
+                 300, "five ready brokers")
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{BASE + 4}"})
         started = time.time()
         for first in range(0, TOPICS, 100):
@@ -75,7 +62,7 @@ def main():
             for name, future in admin.create_topics(topics, request_timeout=120).items():
                 future.result(timeout=180)
         created = time.time() - started
-        view = json.loads(http(METRICS_BASE + 1, "/metadata")[1])
+        view = json.loads(http_get(METRICS_BASE + 1, "/metadata", timeout=5)[1])
         active = view["controller_id"]
         metadata_dir = f"{work}/node-{active}/__oxbow_metadata"
         sizes = {name: os.path.getsize(os.path.join(metadata_dir, name)) for name in os.listdir(metadata_dir)}
@@ -90,7 +77,7 @@ def main():
         # A new broker joining: from process start to ready (caught up and unfenced).
         t = time.time()
         start(6)
-        wait("the new broker", lambda: http(METRICS_BASE + 6, "/readyz")[0] == 200)
+        wait_for(lambda: http_get(METRICS_BASE + 6, "/readyz", timeout=5)[0] == 200, 300, "the new broker")
         joined = time.time() - t
         print(f"{partitions} partitions ({TOPICS} topics x {PARTITIONS}, RF=3) on 5 brokers (3 voters)")
         print(f"  created in {created:.1f} s ({TOPICS / created:.0f} topics/s)")

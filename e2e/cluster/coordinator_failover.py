@@ -23,27 +23,14 @@ import time
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from oxbow_e2e import fail, wait_for  # noqa: E402
+
 TOPIC = "group-failover"
 PARTITIONS = 6
 GROUP = "g"
 PER_ROUND = 3000
 ROUNDS = 3
-
-
-def fail(message):
-    print(f"FAIL {message}", flush=True)
-    sys.exit(1)
-
-
-def wait_for(what, condition, timeout=90.0):
-    deadline = time.time() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.time() > deadline:
-            fail(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def coordinator(bootstrap):
@@ -119,7 +106,7 @@ def main():
                 except Exception as error:  # a commit during the failover may fail; retried next batch
                     print(f"  commit failed during failover: {error}", flush=True)
             if killed is None and len(seen) >= total - PER_ROUND // 2:
-                node = wait_for("the group's coordinator", lambda: coordinator(bootstrap))
+                node = wait_for(lambda: coordinator(bootstrap), 90, "the group's coordinator")
                 pid = int(open(os.path.join(cluster_dir, f"node-{node}", "oxbow.pid")).read())
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
                     open(os.path.join(cluster_dir, f"node-{node}", "cmdline"), "wb").write(f.read())
@@ -129,7 +116,7 @@ def main():
         if killed is None:
             fail(f"round {round_}: no coordinator was killed")
         restart(cluster_dir, killed)
-        wait_for(f"node {killed} back", lambda: coordinator(bootstrap) is not None, 60)
+        wait_for(lambda: coordinator(bootstrap) is not None, 60, f"node {killed} back")
         print(f"ok round {round_}: {len(seen)} of {total} records consumed; coordinator now "
               f"{coordinator(bootstrap)}", flush=True)
     consumer.close()

@@ -20,44 +20,26 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KAFKA_BIN = os.path.join(ROOT, "e2e", "peers", "kafka", "bin")
 RUNS = int(os.environ.get("OXBOW_FAILOVER_RUNS", "10"))
+# Client ports of the `oxbow dev` cluster; controllers at +100, metrics at +552, and the
+# failover cluster 1000 above. Below the ephemeral port range (32768-), so no client
+# connection holds them; OXBOW_SUITE_PORT moves them all (e.g. beside another run).
+PORT = int(os.environ.get("OXBOW_SUITE_PORT", "21092"))
 
-
-def fail(message):
-    print(f"FAIL {message}", flush=True)
-    sys.exit(1)
-
-
-def wait_for(what, condition, timeout=60.0):
-    deadline = time.time() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.time() > deadline:
-            fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def http(port, path):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
-            return r.status, r.read().decode()
-    except Exception:
-        return None, None
+sys.path.insert(0, os.path.join(ROOT, "e2e", "lib"))
+from oxbow_e2e import fail, http_get, wait_for  # noqa: E402
 
 
 def view(port):
-    status, body = http(port, "/metadata")
+    status, body = http_get(port, "/metadata")
     return json.loads(body) if status == 200 else None
 
 
 def ready(ports):
-    return all(http(p, "/readyz")[0] == 200 for p in ports)
+    return all(http_get(p, "/readyz")[0] == 200 for p in ports)
 
 
 def same_image(ports):
@@ -73,8 +55,7 @@ def run(args, **kw):
 
 
 def dev_cluster(binary, work):
-    # Below the ephemeral port range (32768-), so no client connection holds them.
-    base, controller_base, metrics_base = 21092, 21192, 21644
+    base, controller_base, metrics_base = PORT, PORT + 100, PORT + 552
     data = os.path.join(work, "dev")
     dev = subprocess.Popen(
         [binary, "dev", "--brokers", "3", "--dir", data, "--base-port", str(base),
@@ -83,7 +64,7 @@ def dev_cluster(binary, work):
     metrics = [metrics_base + i for i in range(3)]
     bootstrap = ",".join(f"127.0.0.1:{base + i}" for i in range(3))
     try:
-        wait_for("three ready nodes", lambda: ready(metrics))
+        wait_for(lambda: ready(metrics), what="three ready nodes")
         created = run([f"{KAFKA_BIN}/kafka-topics", "--bootstrap-server", f"127.0.0.1:{base}",
                        "--create", "--topic", "spread", "--partitions", "6", "--replication-factor", "3"])
         if created.returncode != 0:
@@ -136,7 +117,7 @@ def dev_cluster(binary, work):
             if sorted(row.split("Isr:")[1].split()[0].split(",")) != ["1", "2", "3"]:
                 fail(f"orders: not every replica in sync: {row}")
         print("ok orders: RF=3 min.insync.replicas=2, 1000 acks=all records read back, ISR = all three", flush=True)
-        views = wait_for("one image on every node", lambda: same_image(metrics), 30)
+        views = wait_for(lambda: same_image(metrics), 30, "one image on every node")
         controllers = {v["controller_id"] for v in views}
         if len(controllers) != 1:
             fail(f"nodes disagree on the controller: {controllers}")
@@ -158,7 +139,7 @@ def failover(binary, work):
     sys.path.insert(0, "")
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    base, controller_base, metrics_base = 22092, 22192, 22644
+    base, controller_base, metrics_base = PORT + 1000, PORT + 1100, PORT + 1552
     voters = ",".join(f"{n}@127.0.0.1:{controller_base + n - 1}" for n in (1, 2, 3))
     procs = {}
 
@@ -180,9 +161,9 @@ def failover(binary, work):
         start(node)
     windows = []
     try:
-        wait_for("three ready nodes", lambda: ready(metrics.values()))
+        wait_for(lambda: ready(metrics.values()), what="three ready nodes")
         for attempt in range(RUNS):
-            active = wait_for("an active controller", lambda: (view(metrics[1]) or {}).get("controller_id"))
+            active = wait_for(lambda: (view(metrics[1]) or {}).get("controller_id"), what="an active controller")
             survivor = 1 if active != 1 else 2
             admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{base + survivor - 1}",
                                  "socket.timeout.ms": 2000})
@@ -203,7 +184,7 @@ def failover(binary, work):
                     time.sleep(0.02)
             windows.append(time.time() - killed_at)
             start(active)
-            wait_for(f"node {active} to rejoin", lambda: ready([metrics[active]]) and same_image(metrics.values()))
+            wait_for(lambda: ready([metrics[active]]) and same_image(metrics.values()), what=f"node {active} to rejoin")
             print(f"ok run {attempt + 1}: killed controller {active}, CreateTopics through node {survivor} "
                   f"after {windows[-1]:.2f} s; node {active} rejoined", flush=True)
     finally:
@@ -222,7 +203,7 @@ def main():
     try:
         dev_cluster(binary, work)
         failover(binary, work)
-    except SystemExit:
+    except BaseException:  # fail() and a wait_for timeout alike: show the logs
         for name in sorted(os.listdir(work)):
             if name.endswith(".log"):
                 print(f"--- {name} (tail) ---")

@@ -17,51 +17,34 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from oxbow_e2e import fail, http_get, wait_for  # noqa: E402
 
 TOPIC = "rolling"
 PARTITIONS = 6
 RATE = 500  # records/s
 
 
-def fail(message):
-    print(f"FAIL {message}", flush=True)
-    sys.exit(1)
-
-
-def wait_for(what, condition, timeout=90.0):
-    deadline = time.time() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.time() > deadline:
-            fail(f"timed out waiting for {what}")
-        time.sleep(0.1)
+def metrics_port(node_dir):
+    return int(open(os.path.join(node_dir, "metrics.port")).read().strip())
 
 
 def metric(node_dir, name):
-    port = open(os.path.join(node_dir, "metrics.port")).read().strip()
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith(name + " "):
-                    return float(line.split()[1])
-    except Exception:
+    status, body = http_get(metrics_port(node_dir), "/metrics")
+    if status != 200:
         return None
+    for line in body.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
     return None
 
 
 def ready(node_dir):
-    port = open(os.path.join(node_dir, "metrics.port")).read().strip()
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
-            return r.status == 200
-    except Exception:
-        return False
+    return http_get(metrics_port(node_dir), "/readyz")[0] == 200
 
 
 class Load:
@@ -137,7 +120,7 @@ def main():
         topic = admin.list_topics(TOPIC, timeout=5).topics[TOPIC]
         return all(len(p.isrs) == 3 and p.leader >= 0 for p in topic.partitions.values())
 
-    wait_for("every replica in sync", isr_full)
+    wait_for(isr_full, 90, "every replica in sync")
     load = Load(bootstrap)
     load.start()
     time.sleep(3)
@@ -148,8 +131,8 @@ def main():
             command = [c.decode() for c in f.read().split(b"\0") if c]
         started = time.time()
         os.kill(pid, signal.SIGTERM)
-        wait_for(f"{node_dir} to exit", lambda: not os.path.exists(f"/proc/{pid}") or
-                 open(f"/proc/{pid}/stat").read().split()[2] == "Z", 30)
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
+                 open(f"/proc/{pid}/stat").read().split()[2] == "Z", 30, f"{node_dir} to exit")
         stopped = time.time() - started
         others = [n for n in nodes if n != node_dir]
         under = [metric(n, "oxbow_replication_under_replicated_partitions") or 0 for n in others]
@@ -157,8 +140,8 @@ def main():
         log = open(os.path.join(node_dir, "oxbow.log"), "a")
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
         open(os.path.join(node_dir, "oxbow.pid"), "w").write(str(process.pid))
-        wait_for(f"{node_dir} ready", lambda: ready(node_dir), 60)
-        wait_for("every replica back in sync", isr_full, 60)
+        wait_for(lambda: ready(node_dir), 60, f"{node_dir} ready")
+        wait_for(isr_full, 60, "every replica back in sync")
         print(f"ok {os.path.basename(node_dir)}: stopped in {stopped:.2f} s (controlled shutdown), "
               f"under-replicated partitions reported meanwhile {under}, back in every ISR "
               f"{time.time() - started:.1f} s after SIGTERM", flush=True)
@@ -166,7 +149,7 @@ def main():
     time.sleep(2)
     load.stop.set()
     load.threads[0].join(90)
-    wait_for("the group to read everything acknowledged", lambda: load.acked <= load.seen, 60)
+    wait_for(lambda: load.acked <= load.seen, 60, "the group to read everything acknowledged")
     load.drained = True
     for t in load.threads[1:]:
         t.join(30)

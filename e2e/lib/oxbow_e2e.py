@@ -1,7 +1,8 @@
 """The one set of helpers of the Python e2e suites (clients/roundtrip.py, groups/*,
-suites/35-admin.py): a real `oxbow` process on free loopback ports (start, SIGKILL, clean
-stop, restart on the same data), metrics scraping, waiting on conditions (never sleeping
-as synchronisation), and the skip / missing-client protocol of e2e/run (e2e/lib/suite.sh).
+suites/35-admin.py, cluster/*.py): a real `oxbow` process on free loopback ports (start,
+SIGKILL, clean stop, restart on the same data), metrics scraping (`http_get`), waiting on
+conditions (never sleeping as synchronisation), `fail` for script-style suites, and the
+skip / missing-client protocol of e2e/run (e2e/lib/suite.sh).
 
 Import it after putting this directory on the path:
 
@@ -26,6 +27,22 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def fail(message):
+    """Ends a script-style suite (no test runner) with `FAIL message` and exit status 1."""
+    print(f"FAIL {message}", flush=True)
+    sys.exit(1)
+
+
+def http_get(port, path, host="127.0.0.1", timeout=2):
+    """GET `path` on a metrics listener: (status, body), or (None, None) when nothing
+    answers (a node that is down or still starting)."""
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except Exception:
+        return None, None
 
 
 def wait_for(condition, timeout=60.0, what="condition", interval=0.05):

@@ -3,7 +3,8 @@
 # `oxbow dev --brokers 3` as the README shows it, kafka-topics --describe and
 # kafka-metadata-quorum against it, and controller failover (SIGKILL) measured over
 # OXBOW_FAILOVER_RUNS runs (default 10). The fault and bad-input tests of the quorum are
-# cargo tests (broker/tests/cluster_quorum.rs, cluster_bad_input.rs).
+# cargo tests (broker/tests/cluster_quorum.rs, cluster_bad_input.rs). Ports from 21092
+# and 22092 (OXBOW_SUITE_PORT moves them).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

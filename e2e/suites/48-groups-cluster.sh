@@ -9,7 +9,7 @@ peers="$root/e2e/peers"
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-groups-cluster.XXXXXX")"
 trap '"$peers/oxbow/stop-cluster" --dir "$work" --timeout 10 || true; rm -rf "$work"' EXIT
-port=23592
+port="${OXBOW_SUITE_PORT:-23592}"  # OXBOW_SUITE_PORT moves the cluster (clients port..port+2, controllers +100)
 "$peers/oxbow/start-cluster" --port "$port" --dir "$work" \
   --config default.replication.factor=3 --config min.insync.replicas=2 \
   --config offsets.topic.replication.factor=3 --config group.initial.rebalance.delay.ms=0 >/dev/null

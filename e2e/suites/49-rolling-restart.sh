@@ -9,8 +9,9 @@ peers="$root/e2e/peers"
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-rolling.XXXXXX")"
 trap '"$peers/oxbow/stop-cluster" --dir "$work" --timeout 10 || true; rm -rf "$work"' EXIT
-# Clients on 23792-23794, controllers on 23892-23894: no other suite's ports.
-port=23792
+# Clients on 23792-23794, controllers on 23892-23894: no other suite's ports
+# (OXBOW_SUITE_PORT moves them).
+port="${OXBOW_SUITE_PORT:-23792}"
 "$peers/oxbow/start-cluster" --port "$port" --dir "$work" \
   --config offsets.topic.replication.factor=3 --config group.initial.rebalance.delay.ms=0 >/dev/null
 "$OXBOW_CACHE/clients/venv/bin/python" "$root/e2e/cluster/rolling_restart.py" "$work" "$port"

@@ -16,7 +16,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
-use oxbow_e2e::broker_process::BrokerProcess;
+use oxbow_testkit::BrokerProcess;
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 const MESSAGES_PER_CODEC: usize = 60;
@@ -205,7 +205,7 @@ fn check_all(bootstrap: &str, expected: &[Expected], path: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rdkafka_round_trips_survive_sigkill_on_both_fetch_paths() {
     let dir = tempfile::tempdir().unwrap();
-    let mut broker = BrokerProcess::start(dir.path(), &[]).unwrap();
+    let mut broker = BrokerProcess::start(dir.path(), &[]);
     let bootstrap = broker.bootstrap();
     let mut expected = Vec::new();
 
@@ -261,8 +261,8 @@ async fn rdkafka_round_trips_survive_sigkill_on_both_fetch_paths() {
     drop(producer);
 
     // SIGKILL: no shutdown, no flush. Every acknowledged message must be there.
-    broker.sigkill().unwrap();
-    broker.restart(&[]).unwrap();
+    broker.sigkill();
+    broker.restart(&[]);
     let bootstrap_again = bootstrap.clone();
     let expected = tokio::task::spawn_blocking(move || {
         check_all(&bootstrap_again, &expected, "sendfile");
@@ -271,11 +271,11 @@ async fn rdkafka_round_trips_survive_sigkill_on_both_fetch_paths() {
     .await
     .unwrap();
 
-    broker.stop().unwrap();
-    broker.restart(&["fetch.sendfile.enable=false"]).unwrap();
+    broker.stop();
+    broker.restart(&["fetch.sendfile.enable=false"]);
     tokio::task::spawn_blocking(move || check_all(&bootstrap, &expected, "copy"))
         .await
         .unwrap();
     assert!(broker.is_running());
-    broker.stop().unwrap();
+    broker.stop();
 }

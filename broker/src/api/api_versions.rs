@@ -5,11 +5,10 @@
 //! can retry with a version both sides speak.
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 
-use super::{Api, ApiError, HandlerFuture, RequestContext};
+use super::{Api, ApiError, HandlerFuture, RequestContext, errors};
 
 #[derive(Debug)]
 pub struct ApiVersionsApi;
@@ -50,7 +49,7 @@ impl Api for ApiVersionsApi {
 pub fn unsupported_version_response() -> Result<bytes::BytesMut, ApiError> {
     let mut bytes = bytes::BytesMut::new();
     kafka_protocol::protocol::Encodable::encode(
-        &supported_versions(ResponseError::UnsupportedVersion.code()),
+        &supported_versions(errors::UNSUPPORTED_VERSION),
         &mut bytes,
         0,
     )

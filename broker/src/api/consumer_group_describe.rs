@@ -2,7 +2,6 @@
 //! target assignments.
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::consumer_group_describe_response::{
     Assignment, DescribedGroup, Member, TopicPartitions,
 };
@@ -11,7 +10,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{Api, HandlerFuture, RequestContext};
+use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::image::ClusterImage;
 use crate::group::assignor;
 use crate::group::coordinator::GroupKind;
@@ -109,7 +108,7 @@ impl Api for ConsumerGroupDescribeApi {
                             Some(group) => group.with_group_id(group_id.clone()),
                             None => DescribedGroup::default()
                                 .with_group_id(group_id.clone())
-                                .with_error_code(ResponseError::GroupIdNotFound.code())
+                                .with_error_code(errors::GROUP_ID_NOT_FOUND)
                                 .with_error_message(Some(StrBytes::from_static_str(
                                     "no consumer (KIP-848) group by that id",
                                 ))),

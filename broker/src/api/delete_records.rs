@@ -3,7 +3,6 @@
 //! cleanup policy is compaction only refuse it, as in Kafka.
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
@@ -64,7 +63,7 @@ impl Api for DeleteRecordsApi {
 /// Deletes the records below `offset`; returns the new log start offset.
 fn delete_below(broker: &BrokerState, tp: &TopicPartition, offset: i64) -> Result<i64, AdminError> {
     let (partition, _) = leader_partition(broker, tp, -1).map_err(|code| {
-        if code == ResponseError::UnknownTopicOrPartition.code() {
+        if code == errors::UNKNOWN_TOPIC_OR_PARTITION {
             AdminError::UnknownPartition {
                 topic: tp.topic.clone(),
                 partition: tp.partition,

@@ -3,12 +3,11 @@
 //! described by ConsumerGroupDescribe).
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{ApiKey, DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{Api, HandlerFuture, RequestContext};
+use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::coordinator::GroupKind;
 
 #[derive(Debug)]
@@ -71,7 +70,7 @@ impl Api for DescribeGroupsApi {
                                         )
                                 }
                                 GroupKind::Consumer(g) => DescribedGroup::default()
-                                    .with_error_code(ResponseError::GroupIdNotFound.code())
+                                    .with_error_code(errors::GROUP_ID_NOT_FOUND)
                                     .with_error_message(Some(StrBytes::from_static_str(
                                         "a consumer (KIP-848) group: use ConsumerGroupDescribe",
                                     )))

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
@@ -15,7 +14,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{Api, HandlerFuture, RequestContext};
+use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::storage::TopicPartition;
 
 #[derive(Debug)]
@@ -56,7 +55,7 @@ impl Api for DescribeLogDirsApi {
                         .with_total_bytes(UNKNOWN_VOLUME_BYTES)
                         .with_usable_bytes(UNKNOWN_VOLUME_BYTES);
                     if dir.is_offline() {
-                        return result.with_error_code(ResponseError::KafkaStorageError.code());
+                        return result.with_error_code(errors::KAFKA_STORAGE_ERROR);
                     }
                     let mut topics: BTreeMap<&str, Vec<DescribeLogDirsPartition>> = BTreeMap::new();
                     for log in &logs {

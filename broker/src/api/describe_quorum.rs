@@ -4,7 +4,6 @@
 //! metadata log is Raft's, so offsets are Raft log indexes and the epoch is the term.
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_quorum_response::{
     Listener, Node, PartitionData, ReplicaState, TopicData,
 };
@@ -36,7 +35,7 @@ impl Api for DescribeQuorumApi {
             if !asks_metadata {
                 return context.respond(
                     &DescribeQuorumResponse::default()
-                        .with_error_code(ResponseError::InvalidRequest.code())
+                        .with_error_code(errors::INVALID_REQUEST)
                         .with_error_message(Some(StrBytes::from_static_str(
                             "only __cluster_metadata partition 0 has a quorum",
                         ))),

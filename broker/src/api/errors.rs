@@ -11,6 +11,26 @@ use crate::storage::{BatchError, LogError};
 /// Kafka's "no error".
 pub const NONE: i16 = 0;
 
+// Codes a handler answers with for a condition it finds itself, in the request or in the
+// broker's view (no module error behind them); the mappings below cover module errors.
+pub const COORDINATOR_NOT_AVAILABLE: i16 = ResponseError::CoordinatorNotAvailable.code();
+pub const GROUP_ID_NOT_FOUND: i16 = ResponseError::GroupIdNotFound.code();
+pub const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
+pub const INVALID_REQUEST: i16 = ResponseError::InvalidRequest.code();
+pub const INVALID_REQUIRED_ACKS: i16 = ResponseError::InvalidRequiredAcks.code();
+pub const KAFKA_STORAGE_ERROR: i16 = ResponseError::KafkaStorageError.code();
+pub const LEADER_NOT_AVAILABLE: i16 = ResponseError::LeaderNotAvailable.code();
+pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 =
+    ResponseError::NotEnoughReplicasAfterAppend.code();
+pub const NOT_LEADER_OR_FOLLOWER: i16 = ResponseError::NotLeaderOrFollower.code();
+pub const OFFSET_OUT_OF_RANGE: i16 = ResponseError::OffsetOutOfRange.code();
+pub const REQUEST_TIMED_OUT: i16 = ResponseError::RequestTimedOut.code();
+pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 =
+    ResponseError::TransactionalIdAuthorizationFailed.code();
+pub const UNKNOWN_TOPIC_ID: i16 = ResponseError::UnknownTopicId.code();
+pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = ResponseError::UnknownTopicOrPartition.code();
+pub const UNSUPPORTED_VERSION: i16 = ResponseError::UnsupportedVersion.code();
+
 pub fn code(error: ResponseError) -> i16 {
     error.code()
 }
@@ -133,7 +153,9 @@ pub fn group_error(error: &GroupError) -> i16 {
         GroupError::InvalidRequest(_) => ResponseError::InvalidRequest,
         GroupError::UnknownTopicOrPartition => ResponseError::UnknownTopicOrPartition,
         GroupError::OffsetMetadataTooLarge => ResponseError::OffsetMetadataTooLarge,
-        GroupError::Storage(_) => ResponseError::KafkaStorageError,
+        GroupError::EncodeRecord { .. }
+        | GroupError::BuildBatch { .. }
+        | GroupError::Append { .. } => ResponseError::KafkaStorageError,
     };
     code.code()
 }

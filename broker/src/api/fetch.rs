@@ -13,7 +13,6 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::{
     EpochEndOffset, FetchableTopicResponse, PartitionData,
@@ -143,7 +142,7 @@ fn read_all(
             let mut read = PartitionRead {
                 topic_index,
                 partition: fetched.partition,
-                outcome: Err(ResponseError::UnknownTopicId.code()),
+                outcome: Err(errors::UNKNOWN_TOPIC_ID),
                 diverging: None,
                 realign: None,
             };
@@ -190,7 +189,7 @@ fn read_one(
     });
     let log = partition.log();
     let Ok(fetch_offset) = u64::try_from(fetched.fetch_offset) else {
-        read.outcome = Err(ResponseError::OffsetOutOfRange.code());
+        read.outcome = Err(errors::OFFSET_OUT_OF_RANGE);
         return;
     };
     if fetched.last_fetched_epoch >= 0 {
@@ -332,7 +331,7 @@ fn respond(
                         Ok(copied) => data = data.with_records(Some(Bytes::from(copied))),
                         Err(error) => {
                             tracing::error!(%error, "Reading fetched records failed");
-                            data = data.with_error_code(ResponseError::KafkaStorageError.code());
+                            data = data.with_error_code(errors::KAFKA_STORAGE_ERROR);
                         }
                     }
                 }

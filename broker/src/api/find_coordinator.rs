@@ -3,7 +3,6 @@
 //! does, with `offsets.topic.replication.factor` capped to the live brokers.
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -37,11 +36,11 @@ impl Api for FindCoordinatorApi {
             let answer = |key: &StrBytes| -> Coordinator {
                 let coordinator = if request.key_type != KEY_TYPE_GROUP {
                     // Transactions have no coordinator yet.
-                    Err(ResponseError::CoordinatorNotAvailable.code())
+                    Err(errors::COORDINATOR_NOT_AVAILABLE)
                 } else if key.is_empty() {
-                    Err(ResponseError::InvalidRequest.code())
+                    Err(errors::INVALID_REQUEST)
                 } else if !offsets_ready {
-                    Err(ResponseError::CoordinatorNotAvailable.code())
+                    Err(errors::COORDINATOR_NOT_AVAILABLE)
                 } else {
                     image
                         .topics
@@ -49,7 +48,7 @@ impl Api for FindCoordinatorApi {
                         .and_then(|t| t.partition(partition_for(key, t.partition_count())))
                         .and_then(|p| image.brokers.get(&p.leader))
                         .filter(|b| !b.fenced)
-                        .ok_or(ResponseError::CoordinatorNotAvailable.code())
+                        .ok_or(errors::COORDINATOR_NOT_AVAILABLE)
                 };
                 match coordinator {
                     Err(code) => Coordinator::default()

@@ -3,7 +3,6 @@
 //! reset its sequences without a new id. Transactional ids are not supported yet.
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
 use super::{Api, HandlerFuture, RequestContext, errors};
@@ -27,10 +26,9 @@ impl Api for InitProducerIdApi {
                 .as_ref()
                 .is_some_and(|id| !id.0.is_empty())
             {
-                return context
-                    .respond(&response.with_error_code(
-                        ResponseError::TransactionalIdAuthorizationFailed.code(),
-                    ));
+                return context.respond(
+                    &response.with_error_code(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                );
             }
             let response = if request.producer_id.0 >= 0
                 && request.producer_epoch >= 0

@@ -2,7 +2,6 @@
 //! or the first offset at or after a timestamp.
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -85,7 +84,7 @@ fn lookup(log: &Log, timestamp: i64) -> Result<(i64, i64), i16> {
             Ok(None) => Ok((-1, -1)),
             Err(error) => Err(errors::log_error(&error)),
         },
-        ts if ts < 0 => Err(ResponseError::InvalidRequest.code()),
+        ts if ts < 0 => Err(errors::INVALID_REQUEST),
         ts => match log.offset_for_timestamp(ts) {
             Ok(Some((offset, found))) => Ok((offset as i64, found)),
             Ok(None) => Ok((-1, -1)),

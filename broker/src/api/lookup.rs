@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
 use super::errors;
@@ -26,7 +25,7 @@ pub async fn topic_or_create(
         return Err(errors::controller_error(&error));
     }
     if !(allow_create && broker.config.auto_create_topics) {
-        return Err(ResponseError::UnknownTopicOrPartition.code());
+        return Err(errors::UNKNOWN_TOPIC_OR_PARTITION);
     }
     let created = broker
         .controller
@@ -47,14 +46,14 @@ pub async fn topic_or_create(
             .topics
             .get(name)
             .cloned()
-            .ok_or(ResponseError::LeaderNotAvailable.code()),
+            .ok_or(errors::LEADER_NOT_AVAILABLE),
         Err(error) => {
             tracing::warn!(topic = name, %error, "Auto-creating a topic failed");
             // While the quorum cannot take the topic, clients retry (as they do while
             // Kafka's controller is unavailable).
             Err(match error {
                 ControllerError::NotController(_) | ControllerError::Timeout(_) => {
-                    ResponseError::LeaderNotAvailable.code()
+                    errors::LEADER_NOT_AVAILABLE
                 }
                 other => errors::controller_error(&other),
             })
@@ -90,7 +89,7 @@ pub fn leader_partition(
         .partition(&topic_partition.topic, topic_partition.partition)
         .is_none()
     {
-        return Err(ResponseError::UnknownTopicOrPartition.code());
+        return Err(errors::UNKNOWN_TOPIC_OR_PARTITION);
     }
     broker
         .replicas

@@ -2,7 +2,6 @@
 //! requested topics when allowed).
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -11,7 +10,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::admin::{CLUSTER_OPERATIONS, TOPIC_OPERATIONS};
 use super::lookup::topic_or_create;
-use super::{Api, HandlerFuture, RequestContext};
+use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::image::{ClusterImage, TopicImage};
 
 #[derive(Debug)]
@@ -54,7 +53,7 @@ impl Api for MetadataApi {
                         let Some(name) = name else {
                             topics.push(
                                 MetadataResponseTopic::default()
-                                    .with_error_code(ResponseError::UnknownTopicId.code())
+                                    .with_error_code(errors::UNKNOWN_TOPIC_ID)
                                     .with_topic_id(wanted.topic_id)
                                     .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED),
                             );
@@ -120,7 +119,7 @@ fn topic_entry(image: &ClusterImage, topic: &TopicImage, operations: i32) -> Met
                     // Kafka lists every replica but answers LEADER_NOT_AVAILABLE for a
                     // partition without a live leader, so clients wait and retry.
                     let error = if state.leader == -1 || !image.is_live(state.leader) {
-                        ResponseError::LeaderNotAvailable.code()
+                        errors::LEADER_NOT_AVAILABLE
                     } else {
                         0
                     };

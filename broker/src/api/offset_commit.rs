@@ -3,7 +3,6 @@
 //! answers once its in-sync replicas have them.
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -77,12 +76,12 @@ impl Api for OffsetCommitApi {
                         (None, _) if context.version >= 10 => refused.push((
                             index,
                             partition.partition_index,
-                            ResponseError::UnknownTopicId.code(),
+                            errors::UNKNOWN_TOPIC_ID,
                         )),
                         _ => refused.push((
                             index,
                             partition.partition_index,
-                            ResponseError::UnknownTopicOrPartition.code(),
+                            errors::UNKNOWN_TOPIC_OR_PARTITION,
                         )),
                     }
                 }

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -41,7 +40,7 @@ impl Api for ProduceApi {
                         Some(name) => {
                             append(context, name, partition.index, partition.records, acks)
                         }
-                        None => Err((ResponseError::UnknownTopicId.code(), None)),
+                        None => Err((errors::UNKNOWN_TOPIC_ID, None)),
                     };
                     partitions.push((partition.index, outcome));
                 }
@@ -132,15 +131,15 @@ async fn committed(
         .await;
     waited.map_err(|wait| match wait {
         CommitWait::LeadershipLost => (
-            ResponseError::NotLeaderOrFollower.code(),
+            errors::NOT_LEADER_OR_FOLLOWER,
             Some("leadership moved before the in-sync replicas had the records".into()),
         ),
         CommitWait::TimedOut => (
-            ResponseError::RequestTimedOut.code(),
+            errors::REQUEST_TIMED_OUT,
             Some("the in-sync replicas did not confirm the records in time".into()),
         ),
         CommitWait::NotEnoughReplicasAfterAppend => (
-            ResponseError::NotEnoughReplicasAfterAppend.code(),
+            errors::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
             Some("the ISR shrank below min.insync.replicas".into()),
         ),
     })
@@ -155,15 +154,12 @@ fn append(
 ) -> Result<Appended, ProduceError> {
     let broker = context.broker;
     if !matches!(acks, -1..=1) {
-        return Err((ResponseError::InvalidRequiredAcks.code(), None));
+        return Err((errors::INVALID_REQUIRED_ACKS, None));
     }
     let tp = TopicPartition::new(topic, partition);
     let (replica, leader_epoch) = leader_partition(broker, &tp, -1).map_err(|code| (code, None))?;
     let Some(records) = records else {
-        return Err((
-            ResponseError::InvalidRecord.code(),
-            Some("no records".into()),
-        ));
+        return Err((errors::INVALID_RECORD, Some("no records".into())));
     };
     let bytes = records.len();
     let mut owned = records.to_vec();

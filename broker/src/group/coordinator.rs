@@ -271,7 +271,10 @@ impl GroupCoordinator {
         let partition = records::partition_for(group, self.config.offsets_partitions);
         let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
         let mut batch = build_batch(records, Compression::None, ProducerFields::default())
-            .map_err(|e| GroupError::Storage(e.to_string()))?;
+            .map_err(|e| GroupError::BuildBatch {
+                partition: tp.clone(),
+                reason: e.to_string(),
+            })?;
         if let Some(replicas) = self.replicas.read().clone() {
             let replica = replicas
                 .partition(&tp)
@@ -284,7 +287,10 @@ impl GroupCoordinator {
                     tracing::warn!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
                     match error {
                         crate::replication::AppendError::NotLeader(_) => GroupError::NotCoordinator,
-                        other => GroupError::Storage(other.to_string()),
+                        other => GroupError::Append {
+                            partition: tp.clone(),
+                            reason: other.to_string(),
+                        },
                     }
                 });
         }
@@ -294,7 +300,10 @@ impl GroupCoordinator {
             .ok_or(GroupError::CoordinatorNotAvailable)?;
         log.append(&mut batch, 0).map_err(|error| {
             tracing::error!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
-            GroupError::Storage(error.to_string())
+            GroupError::Append {
+                partition: tp.clone(),
+                reason: error.to_string(),
+            }
         })?;
         Ok(())
     }
@@ -305,7 +314,9 @@ impl GroupCoordinator {
         value: Option<Bytes>,
     ) -> Result<SimpleRecord, GroupError> {
         Ok(SimpleRecord {
-            key: Some(encode_key(key).map_err(|e| GroupError::Storage(e.to_string()))?),
+            key: Some(encode_key(key).map_err(|e| GroupError::EncodeRecord {
+                reason: e.to_string(),
+            })?),
             value,
             timestamp: self.now(),
             headers: Vec::new(),
@@ -314,7 +325,9 @@ impl GroupCoordinator {
 
     fn persist_group_metadata(&self, group_id: &str, value: &GroupMetadataValue) {
         let result = encode_group_value(value)
-            .map_err(|e| GroupError::Storage(e.to_string()))
+            .map_err(|e| GroupError::EncodeRecord {
+                reason: e.to_string(),
+            })
             .and_then(|bytes| {
                 self.record(
                     &RecordKey::Group {

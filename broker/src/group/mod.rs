@@ -86,6 +86,18 @@ pub enum GroupError {
     UnknownTopicOrPartition,
     #[error("offset metadata too large")]
     OffsetMetadataTooLarge,
-    #[error("writing __consumer_offsets failed: {0}")]
-    Storage(String),
+    // The storage steps keep their cause as text: a group error is cloned into every
+    // partition's result and compared in responses, and the causes are neither.
+    #[error("cannot encode a __consumer_offsets record: {reason}")]
+    EncodeRecord { reason: String },
+    #[error("cannot build a record batch for {partition}: {reason}")]
+    BuildBatch {
+        partition: crate::storage::TopicPartition,
+        reason: String,
+    },
+    #[error("appending to {partition} failed: {reason}")]
+    Append {
+        partition: crate::storage::TopicPartition,
+        reason: String,
+    },
 }

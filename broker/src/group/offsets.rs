@@ -79,7 +79,9 @@ impl GroupCoordinator {
                 partition: tp.partition,
             };
             match encode_offset_value(&value)
-                .map_err(|e| GroupError::Storage(e.to_string()))
+                .map_err(|e| GroupError::EncodeRecord {
+                    reason: e.to_string(),
+                })
                 .and_then(|bytes| self.record(&key, Some(bytes)))
             {
                 Ok(record) => {

@@ -11,8 +11,21 @@ use kafka_protocol::protocol::Encodable;
 use tracing::Instrument;
 
 use super::request::{self, ParsedRequest, RequestError};
-use crate::api::{ApiResponse, RequestContext, Routes};
+use crate::api::{ApiError, ApiResponse, RequestContext, Routes, errors};
 use crate::state::BrokerState;
+
+/// Why a request gets no answer: the connection is closed with this as the log line.
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    #[error(transparent)]
+    Request(RequestError),
+    #[error("{api:?} has no route")]
+    NoRoute { api: ApiKey },
+    #[error(transparent)]
+    Handler(ApiError),
+    #[error("cannot encode the response header: {reason}")]
+    EncodeHeader { reason: String },
+}
 
 /// A response ready to write: the encoded response header and the handler's answer.
 #[derive(Debug)]
@@ -26,7 +39,7 @@ pub async fn dispatch(
     frame: Bytes,
     state: &Arc<BrokerState>,
     routes: &Routes,
-) -> Result<Option<Response>, String> {
+) -> Result<Option<Response>, DispatchError> {
     let (key, version, header, body) = match request::parse_request(frame, routes) {
         Ok(ParsedRequest::Request {
             api,
@@ -37,7 +50,7 @@ pub async fn dispatch(
         Ok(ParsedRequest::ApiVersionsUnsupported { correlation_id }) => {
             // Answer in the v0 format so the client can negotiate down.
             let body = crate::api::api_versions::unsupported_version_response()
-                .map_err(|e| e.to_string())?;
+                .map_err(DispatchError::Handler)?;
             let header = encode_header(correlation_id, 0)?;
             return Ok(Some(Response {
                 header,
@@ -49,15 +62,18 @@ pub async fn dispatch(
                 state
                     .metrics
                     .request_errors
-                    .with_label_values(&[api.as_metric_label(), "35"])
+                    .with_label_values(&[
+                        api.as_metric_label(),
+                        &errors::UNSUPPORTED_VERSION.to_string(),
+                    ])
                     .inc();
             }
-            return Err(error.to_string());
+            return Err(DispatchError::Request(error));
         }
     };
     let api = routes
         .get(key as i16)
-        .ok_or_else(|| format!("{key:?} has no route"))?;
+        .ok_or(DispatchError::NoRoute { api: key })?;
     let correlation_id = header.correlation_id;
     let started = Instant::now();
     let context = RequestContext {
@@ -77,7 +93,7 @@ pub async fn dispatch(
         .handle(&context, body)
         .instrument(span.clone())
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(DispatchError::Handler)?;
     // One line per answered request at trace level: enough to follow a client's
     // conversation when debugging interoperability.
     span.in_scope(|| {
@@ -103,12 +119,14 @@ pub async fn dispatch(
     }))
 }
 
-fn encode_header(correlation_id: i32, header_version: i16) -> Result<BytesMut, String> {
+fn encode_header(correlation_id: i32, header_version: i16) -> Result<BytesMut, DispatchError> {
     let mut header = BytesMut::new();
     ResponseHeader::default()
         .with_correlation_id(correlation_id)
         .encode(&mut header, header_version)
-        .map_err(|error| format!("cannot encode response header: {error}"))?;
+        .map_err(|error| DispatchError::EncodeHeader {
+            reason: error.to_string(),
+        })?;
     Ok(header)
 }
 

@@ -10,6 +10,7 @@ pub mod build;
 pub mod config;
 pub mod names;
 pub mod reconcile;
+pub mod roll;
 pub mod settings;
 mod statefulset;
 pub mod status;

@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 
 use super::build::{self, BuildError, Desired, service_monitor_resource};
 use super::names::{FIELD_MANAGER, Names};
+use super::roll;
 use super::status::{self, Observed};
 use crate::context::Context;
 use crate::crd::{Cluster, ClusterStatus};
@@ -183,14 +184,10 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     let observed = observe(ctx, &names).await?;
     let mut roll_blocked = None;
     if let Some(pod) = status::pod_to_roll(&observed, cluster.spec.replicas) {
-        match under_replicated(cluster, ctx, &namespace).await {
-            Ok(0) => restart(ctx, &namespace, &reference, pod).await?,
-            Ok(count) => {
-                roll_blocked = Some(format!(
-                    "restart of {pod} waits: {count} partitions are under-replicated"
-                ))
-            }
-            Err(message) => roll_blocked = Some(format!("restart of {pod} waits: {message}")),
+        let candidates = crate::bootstrap::addresses(ctx, cluster, &namespace).await;
+        match roll::check(&candidates).await.reason() {
+            None => restart(ctx, &namespace, &reference, pod).await?,
+            Some(reason) => roll_blocked = Some(format!("restart of {pod} waits: {reason}")),
         }
     }
     if let Some(message) = &roll_blocked {
@@ -220,22 +217,6 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     } else {
         REQUEUE_BUSY
     }))
-}
-
-/// Under-replicated partitions of the cluster, asked from its brokers.
-async fn under_replicated(
-    cluster: &Cluster,
-    ctx: &Context,
-    namespace: &str,
-) -> Result<usize, String> {
-    let candidates = crate::bootstrap::addresses(ctx, cluster, namespace).await;
-    let (mut admin, _) = crate::bootstrap::connect(&candidates)
-        .await
-        .map_err(|e| format!("cannot reach the brokers to check replication: {e}"))?;
-    admin
-        .under_replicated_partitions()
-        .await
-        .map_err(|e| format!("cannot check replication: {e}"))
 }
 
 /// Deletes one broker pod so the StatefulSet recreates it on the new revision.

@@ -1,11 +1,9 @@
-//! A real `oxbow` process on free loopback ports and a raw Kafka client built on
-//! `kafka-protocol`, shared by the `server_*` tests.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! A raw Kafka client on loopback, built on `kafka-protocol`: it sends requests of any
+//! API and version one at a time, or any bytes at all (garbage, torn frames), and tells
+//! when the broker closed the connection. Also the request builders the tests share.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
@@ -20,8 +18,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
+
+use crate::process::WAIT;
 
 pub const PRODUCE_VERSION: i16 = 9;
 pub const FETCH_VERSION: i16 = 12;
@@ -30,158 +30,26 @@ pub const CREATE_TOPICS_VERSION: i16 = 7;
 pub const LIST_OFFSETS_VERSION: i16 = 7;
 /// Kafka's default max.message.bytes: 1 MiB plus the 12-byte log overhead.
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024 + 12;
-pub const STORED_TOPIC: &str = "stored";
-pub const STORED_VALUES: [&str; 3] = ["first", "second", "third"];
-pub const WAIT: Duration = Duration::from_secs(60);
 
-pub struct Broker {
-    pub child: Child,
-    pub port: u16,
-    pub dir: tempfile::TempDir,
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-impl Broker {
-    /// Starts `oxbow` with `overrides`, waits until it accepts connections and stores
-    /// [`STORED_VALUES`] in partition 0 of [`STORED_TOPIC`].
-    pub fn start(overrides: &[&str]) -> Broker {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let log = std::fs::File::create(dir.path().join("oxbow.log")).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_oxbow"));
-        let data = dir.path().join("data");
-        for setting in [
-            format!("listeners=PLAINTEXT://127.0.0.1:{port}"),
-            format!("metrics.listener=127.0.0.1:{}", free_port()),
-            format!("log.dirs={}", data.display()),
-        ]
-        .iter()
-        .map(String::as_str)
-        .chain(overrides.iter().copied())
-        {
-            command.arg("--override").arg(setting);
-        }
-        let child = command
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let mut broker = Broker { child, port, dir };
-        broker.wait_listening();
-        broker.store_known_records();
-        broker
-    }
-
-    pub fn wait_listening(&mut self) {
-        let deadline = Instant::now() + WAIT;
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("oxbow exited during start ({status}):\n{}", self.log());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "oxbow is not listening:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("oxbow.log")).unwrap_or_default()
-    }
-
-    pub fn client(&self) -> Client {
-        Client::connect(self.port)
-    }
-
-    pub fn store_known_records(&mut self) {
-        let mut client = self.client();
-        let created = client.create_topics(vec![topic(STORED_TOPIC, 1)]);
-        assert_eq!(created.topics[0].error_code, 0, "{created:?}");
-        let response = client.produce(STORED_TOPIC, 0, batch(&STORED_VALUES, 0));
-        let partition = &response.responses[0].partition_responses[0];
-        assert_eq!(partition.error_code, 0, "{partition:?}");
-        assert_eq!(partition.base_offset, 0);
-    }
-
-    /// From a fresh connection: the broker answers, and the stored records and offsets
-    /// are exactly those stored by [`Broker::start`].
-    pub fn assert_serving_and_intact(&mut self) {
-        assert!(
-            self.child.try_wait().unwrap().is_none(),
-            "oxbow died:\n{}",
-            self.log()
-        );
-        let mut client = self.client();
-        let versions = client.api_versions(3);
-        assert_eq!(versions.error_code, 0);
-        let fetched = client.fetch(STORED_TOPIC, 0, 0);
-        let partition = &fetched.responses[0].partitions[0];
-        assert_eq!(partition.error_code, 0, "{partition:?}");
-        assert_eq!(partition.high_watermark, STORED_VALUES.len() as i64);
-        let mut records = partition.records.clone().unwrap_or_default();
-        let mut values = Vec::new();
-        while records.has_remaining() {
-            for record in RecordBatchDecoder::decode(&mut records).unwrap().records {
-                values.push((
-                    record.offset,
-                    String::from_utf8(record.value.unwrap().to_vec()).unwrap(),
-                ));
-            }
-        }
-        let expected: Vec<(i64, String)> = STORED_VALUES
-            .iter()
-            .enumerate()
-            .map(|(offset, value)| (offset as i64, value.to_string()))
-            .collect();
-        assert_eq!(values, expected);
-    }
-
-    pub fn assert_logged(&self, needle: &str) {
-        let deadline = Instant::now() + WAIT;
-        while !self.log().contains(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "no log line with {needle:?}:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-pub struct Client {
+/// One connection; requests go one at a time, each with the next correlation id.
+#[derive(Debug)]
+pub struct RawClient {
     pub stream: TcpStream,
     pub correlation_id: i32,
 }
 
-impl Client {
-    pub fn connect(port: u16) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+impl RawClient {
+    pub fn connect(port: u16) -> RawClient {
+        let stream = TcpStream::connect(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("connecting to 127.0.0.1:{port}: {e}"));
         stream.set_read_timeout(Some(WAIT)).unwrap();
-        Client {
+        RawClient {
             stream,
             correlation_id: 0,
         }
     }
 
+    /// Writes `payload` with its size prefix.
     pub fn send_frame(&mut self, payload: &[u8]) {
         let mut frame = Vec::with_capacity(payload.len() + 4);
         frame.extend_from_slice(&(payload.len() as i32).to_be_bytes());
@@ -189,7 +57,7 @@ impl Client {
         self.stream.write_all(&frame).unwrap();
     }
 
-    /// Header and body of a request, without the size prefix.
+    /// Header and body of a request with the next correlation id, without the size prefix.
     pub fn encode<R: Encodable>(&mut self, key: ApiKey, version: i16, request: &R) -> BytesMut {
         self.correlation_id += 1;
         let mut payload = BytesMut::new();
@@ -197,7 +65,7 @@ impl Client {
             .with_request_api_key(key as i16)
             .with_request_api_version(version)
             .with_correlation_id(self.correlation_id)
-            .with_client_id(Some(StrBytes::from_static_str("server_bad_input")))
+            .with_client_id(Some(StrBytes::from_static_str("oxbow-test")))
             .encode(&mut payload, key.request_header_version(version))
             .unwrap();
         request
@@ -206,8 +74,9 @@ impl Client {
         payload
     }
 
-    /// The next response frame, or `None` when the broker closed the connection.
-    pub fn receive(&mut self) -> Option<Bytes> {
+    /// The next response frame, or `None` when the broker closed the connection (end of
+    /// stream or a reset). Any other failure, a read timeout too, fails the test.
+    pub fn read_frame(&mut self) -> Option<Bytes> {
         let mut size = [0u8; 4];
         match self.stream.read_exact(&mut size) {
             Ok(()) => {}
@@ -226,7 +95,9 @@ impl Client {
         Some(Bytes::from(body))
     }
 
-    pub fn call<Req: Encodable, Resp: Decodable>(
+    /// Sends `request` at `version` and decodes the answer at the same version: the
+    /// correlation id must match and the body must be used up exactly.
+    pub fn request<Req: Encodable, Resp: Decodable>(
         &mut self,
         key: ApiKey,
         version: i16,
@@ -234,11 +105,23 @@ impl Client {
     ) -> Resp {
         let payload = self.encode(key, version, request);
         self.send_frame(&payload);
-        let mut body = self.receive().expect("the broker closed the connection");
+        let mut body = self
+            .read_frame()
+            .unwrap_or_else(|| panic!("{key:?} v{version}: the broker closed the connection"));
         let header = ResponseHeader::decode(&mut body, key.response_header_version(version))
-            .expect("response header");
-        assert_eq!(header.correlation_id, self.correlation_id);
-        Resp::decode(&mut body, version).expect("response body")
+            .unwrap_or_else(|e| panic!("{key:?} v{version}: response header: {e}"));
+        assert_eq!(
+            header.correlation_id, self.correlation_id,
+            "{key:?} v{version}"
+        );
+        let decoded = Resp::decode(&mut body, version)
+            .unwrap_or_else(|e| panic!("{key:?} v{version}: response body: {e}"));
+        assert_eq!(
+            body.remaining(),
+            0,
+            "{key:?} v{version}: response has trailing bytes"
+        );
+        decoded
     }
 
     /// True when the broker closed the connection (a read sees end of stream or a reset).
@@ -253,32 +136,24 @@ impl Client {
 
     pub fn api_versions(&mut self, version: i16) -> ApiVersionsResponse {
         let request = ApiVersionsRequest::default()
-            .with_client_software_name(StrBytes::from_static_str("server-bad-input"))
+            .with_client_software_name(StrBytes::from_static_str("oxbow-testkit"))
             .with_client_software_version(StrBytes::from_static_str("1"));
-        self.call(ApiKey::ApiVersions, version, &request)
+        self.request(ApiKey::ApiVersions, version, &request)
     }
 
     pub fn create_topics(&mut self, topics: Vec<CreatableTopic>) -> CreateTopicsResponse {
         let request = CreateTopicsRequest::default()
             .with_topics(topics)
             .with_timeout_ms(10_000);
-        self.call(ApiKey::CreateTopics, CREATE_TOPICS_VERSION, &request)
+        self.request(ApiKey::CreateTopics, CREATE_TOPICS_VERSION, &request)
     }
 
     pub fn produce(&mut self, topic: &str, partition: i32, records: Bytes) -> ProduceResponse {
-        let payload = self.encode(
+        self.request(
             ApiKey::Produce,
             PRODUCE_VERSION,
             &produce_request(topic, partition, records),
-        );
-        self.send_frame(&payload);
-        let mut body = self.receive().expect("the broker closed the connection");
-        ResponseHeader::decode(
-            &mut body,
-            ApiKey::Produce.response_header_version(PRODUCE_VERSION),
         )
-        .unwrap();
-        ProduceResponse::decode(&mut body, PRODUCE_VERSION).unwrap()
     }
 
     pub fn fetch(&mut self, topic: &str, partition: i32, offset: i64) -> FetchResponse {
@@ -297,7 +172,7 @@ impl Client {
                             .with_partition_max_bytes(8 * 1024 * 1024),
                     ]),
             ]);
-        self.call(ApiKey::Fetch, FETCH_VERSION, &request)
+        self.request(ApiKey::Fetch, FETCH_VERSION, &request)
     }
 
     pub fn metadata(&mut self, topics: &[&str], allow_create: bool) -> MetadataResponse {
@@ -309,7 +184,7 @@ impl Client {
                     .map(|t| MetadataRequestTopic::default().with_name(Some(name(t))))
                     .collect(),
             ));
-        self.call(ApiKey::Metadata, METADATA_VERSION, &request)
+        self.request(ApiKey::Metadata, METADATA_VERSION, &request)
     }
 }
 
@@ -317,6 +192,7 @@ pub fn name(topic: &str) -> TopicName {
     TopicName(StrBytes::from_string(topic.to_string()))
 }
 
+/// A topic to create with `partitions` partitions of one replica.
 pub fn topic(topic: &str, partitions: i32) -> CreatableTopic {
     CreatableTopic::default()
         .with_name(name(topic))
@@ -324,6 +200,7 @@ pub fn topic(topic: &str, partitions: i32) -> CreatableTopic {
         .with_replication_factor(1)
 }
 
+/// `acks=all` Produce of `records` to one partition.
 pub fn produce_request(topic: &str, partition: i32, records: Bytes) -> ProduceRequest {
     ProduceRequest::default()
         .with_acks(-1)
@@ -350,7 +227,7 @@ pub fn batch(values: &[&str], value_padding: usize) -> Bytes {
             let mut headers = IndexMap::new();
             headers.insert(
                 StrBytes::from_static_str("source"),
-                Some(Bytes::from_static(b"server_bad_input")),
+                Some(Bytes::from_static(b"oxbow-testkit")),
             );
             Record {
                 transactional: false,
@@ -396,6 +273,7 @@ pub fn batch_of_size(size: usize) -> Bytes {
     panic!("no batch of exactly {size} bytes");
 }
 
+/// The error code of the first partition of a Produce response.
 pub fn partition_error(response: &ProduceResponse) -> i16 {
     response.responses[0].partition_responses[0].error_code
 }

@@ -4,21 +4,22 @@
 //! node serves clients only once the quorum has registered and unfenced it).
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
 use kafka_protocol::messages::{
     ApiKey, CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{RawClient, free_port};
+use crate::client::RawClient;
+use crate::process::{free_port, http_get, oxbow_binary};
 
 /// One node's addresses and process.
+#[derive(Debug)]
 pub struct Node {
     pub id: i32,
     pub port: u16,
@@ -31,6 +32,7 @@ pub struct Node {
 }
 
 /// A whole cluster; dropping it kills every node.
+#[derive(Debug)]
 pub struct Cluster {
     pub dir: tempfile::TempDir,
     pub nodes: BTreeMap<i32, Node>,
@@ -138,7 +140,7 @@ impl Cluster {
     pub fn launch(&mut self, id: i32) {
         let overrides = self.overrides(id);
         let node = self.nodes.get_mut(&id).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_oxbow"));
+        let mut command = Command::new(oxbow_binary());
         for item in &overrides {
             command.arg("--override").arg(item);
         }
@@ -181,14 +183,7 @@ impl Cluster {
 
     /// GET `path` on node `id`'s metrics listener: (status, body).
     pub fn http(&self, id: i32, path: &str) -> Option<(u16, String)> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.nodes[&id].metrics_port)).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        write!(stream, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").ok()?;
-        let mut text = String::new();
-        stream.read_to_string(&mut text).ok()?;
-        let status = text.split_whitespace().nth(1)?.parse().ok()?;
-        let body = text.split_once("\r\n\r\n")?.1.to_string();
-        Some((status, body))
+        http_get(self.nodes[&id].metrics_port, path)
     }
 
     /// Node `id`'s `/metadata` view.
@@ -296,6 +291,35 @@ impl Cluster {
             12,
             &MetadataRequest::default().with_topics(None),
         )
+    }
+
+    /// `topic` in the Metadata answer of node `id` (fails when the node does not know it).
+    pub fn topic_metadata(&self, id: i32, topic: &str) -> MetadataResponseTopic {
+        self.metadata(id)
+            .topics
+            .into_iter()
+            .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))
+            .unwrap_or_else(|| panic!("{topic} is not in node {id}'s metadata"))
+    }
+
+    /// (leader, leader epoch, ISR sorted) of one partition of `topic` as node `id` sees it.
+    pub fn partition_state(&self, id: i32, topic: &str, partition: i32) -> (i32, i32, Vec<i32>) {
+        let topic_metadata = self.topic_metadata(id, topic);
+        let p = topic_metadata
+            .partitions
+            .iter()
+            .find(|p| p.partition_index == partition)
+            .unwrap_or_else(|| panic!("{topic}-{partition} is not in node {id}'s metadata"));
+        let mut isr: Vec<i32> = p.isr_nodes.iter().map(|b| b.0).collect();
+        isr.sort();
+        (p.leader_id.0, p.leader_epoch, isr)
+    }
+
+    /// The leader of each partition of `topic`, in partition order, as node `id` sees it.
+    pub fn leaders(&self, id: i32, topic: &str) -> Vec<i32> {
+        let mut partitions = self.topic_metadata(id, topic).partitions;
+        partitions.sort_by_key(|p| p.partition_index);
+        partitions.iter().map(|p| p.leader_id.0).collect()
     }
 }
 
