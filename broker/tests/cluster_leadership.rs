@@ -4,11 +4,8 @@
 //! each API answered with Kafka's error codes and nothing changed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::cluster::Cluster;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
@@ -18,16 +15,13 @@ use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
     CreateTopicsRequest, CreateTopicsResponse, ElectLeadersRequest, ElectLeadersResponse,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, TopicName,
-    UnregisterBrokerRequest, UnregisterBrokerResponse,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
 };
-use kafka_protocol::protocol::StrBytes;
+use oxbow_testkit::Cluster;
+use oxbow_testkit::client::name;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn name(topic: &str) -> TopicName {
-    TopicName(StrBytes::from_string(topic.to_string()))
-}
 
 /// Creates `topic` with one partition per manual assignment.
 fn create_assigned(cluster: &Cluster, via: i32, topic: &str, assignments: &[&[i32]]) {
@@ -59,12 +53,7 @@ fn create_assigned(cluster: &Cluster, via: i32, topic: &str, assignments: &[&[i3
 
 /// (leader, replicas, sorted ISR) of `topic`-`partition` as node `via` answers Metadata.
 fn state(cluster: &Cluster, via: i32, topic: &str, partition: i32) -> (i32, Vec<i32>, Vec<i32>) {
-    let metadata = cluster.metadata(via);
-    let topic = metadata
-        .topics
-        .iter()
-        .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))
-        .expect("topic in metadata");
+    let topic = cluster.topic_metadata(via, topic);
     let p = topic
         .partitions
         .iter()

@@ -3,7 +3,6 @@
 //! replicas catch up from the leader, join the ISR, and then the removed ones leave.
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_partition_reassignments_response::{
     ReassignablePartitionResponse, ReassignableTopicResponse,
 };
@@ -47,7 +46,7 @@ impl Api for AlterPartitionReassignmentsApi {
                         refused.push((
                             t,
                             p,
-                            errors::code(ResponseError::InvalidReplicationFactor),
+                            errors::INVALID_REPLICATION_FACTOR,
                             format!(
                                 "the reassignment changes the replication factor from {} to {}, which the request does not allow",
                                 state.original_replicas().len(),

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use kafka_protocol::messages::{ApiKey, ElectLeadersRequest, ElectLeadersResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -44,11 +43,7 @@ impl Api for ElectLeadersApi {
                     election_type = request.election_type,
                     "ElectLeaders refused: unknown election type"
                 );
-                let outcomes = refuse_all(
-                    &asked,
-                    ResponseError::InvalidRequest,
-                    "unknown election type",
-                );
+                let outcomes = refuse_all(&asked, errors::INVALID_REQUEST, "unknown election type");
                 return context.respond(&response(0, outcomes));
             };
             match context
@@ -83,7 +78,7 @@ impl Api for ElectLeadersApi {
                     tracing::warn!(%error, "ElectLeaders failed");
                     // The request as a whole failed: every asked partition gets the error.
                     let code = errors::controller_error(&error);
-                    let outcomes = refuse_all_code(&asked, code, &error.to_string());
+                    let outcomes = refuse_all(&asked, code, &error.to_string());
                     context.respond(&response(code, outcomes))
                 }
             }
@@ -93,11 +88,7 @@ impl Api for ElectLeadersApi {
 
 type Row = (String, i32, i16, Option<String>);
 
-fn refuse_all(asked: &Option<Vec<(String, i32)>>, error: ResponseError, message: &str) -> Vec<Row> {
-    refuse_all_code(asked, errors::code(error), message)
-}
-
-fn refuse_all_code(asked: &Option<Vec<(String, i32)>>, code: i16, message: &str) -> Vec<Row> {
+fn refuse_all(asked: &Option<Vec<(String, i32)>>, code: i16, message: &str) -> Vec<Row> {
     asked
         .iter()
         .flatten()
