@@ -117,6 +117,7 @@ def dev_cluster(binary, work):
             if sorted(row.split("Isr:")[1].split()[0].split(",")) != ["1", "2", "3"]:
                 fail(f"orders: not every replica in sync: {row}")
         print("ok orders: RF=3 min.insync.replicas=2, 1000 acks=all records read back, ISR = all three", flush=True)
+        readme_move(work, base)
         views = wait_for(lambda: same_image(metrics), 30, "one image on every node")
         controllers = {v["controller_id"] for v in views}
         if len(controllers) != 1:
@@ -195,6 +196,33 @@ def failover(binary, work):
     print(f"controller failover (SIGKILL -> first successful CreateTopics), {len(windows)} runs: "
           f"median {statistics.median(windows):.2f} s, worst {max(windows):.2f} s, "
           f"best {min(windows):.2f} s", flush=True)
+
+
+def readme_move(work, base):
+    """The README's kafka-reassign-partitions example, as it shows it (its port and tool
+    path pointed at this cluster), then --verify until the move is done."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    start = readme.index("  ```sh\n  cat > move.json")
+    block = readme[start:readme.index("  ```\n", start + 8)].split("\n")[1:]
+    script = "\n".join(line[2:] for line in block)
+    script = script.replace("127.0.0.1:9092", f"127.0.0.1:{base}").replace(
+        "e2e/peers/kafka/bin/", f"{KAFKA_BIN}/")
+    done = run(["bash", "-euc", script], cwd=work)
+    if done.returncode != 0:
+        fail(f"the README's move example failed: {done.stdout[-1000:]} {done.stderr[-1000:]}")
+
+    def moved():
+        verify = run([f"{KAFKA_BIN}/kafka-reassign-partitions", "--bootstrap-server", f"127.0.0.1:{base}",
+                      "--reassignment-json-file", os.path.join(work, "move.json"), "--verify"])
+        return verify.returncode == 0 and "is completed" in verify.stdout
+    wait_for(moved, 60, "the README's move to complete")
+    described = run([f"{KAFKA_BIN}/kafka-topics", "--bootstrap-server", f"127.0.0.1:{base}",
+                     "--describe", "--topic", "orders"])
+    row = next((l for l in described.stdout.splitlines() if "Partition: 0" in l), "")
+    if "Replicas: 2,3" not in row:
+        fail(f"orders-0 not on brokers 2,3 after the README's move: {row}")
+    print("ok the README's kafka-reassign-partitions example moved orders-0 to brokers 2,3 (throttled)", flush=True)
 
 
 def main():

@@ -165,8 +165,17 @@ pub fn broker_sets(broker: &BrokerState, key: &str) -> bool {
     }
 }
 
+/// Topic configs without a broker-wide default (Kafka's: empty unless set on the topic).
+pub const TOPIC_ONLY_KEYS: &[&str] = &[
+    "follower.replication.throttled.replicas",
+    "leader.replication.throttled.replicas",
+];
+
 /// The type of a topic config key, as Kafka declares it.
 pub fn topic_config_type(key: &str) -> i8 {
+    if TOPIC_ONLY_KEYS.contains(&key) {
+        return TYPE_LIST;
+    }
     broker_synonym(key).map_or(TYPE_UNKNOWN, broker_config_type)
 }
 
@@ -209,6 +218,10 @@ mod tests {
     #[test]
     fn every_topic_config_has_a_documented_broker_synonym_and_a_type() {
         for key in TOPIC_CONFIG_KEYS {
+            if TOPIC_ONLY_KEYS.contains(key) {
+                assert_eq!(topic_config_type(key), TYPE_LIST, "{key}");
+                continue;
+            }
             let synonym = broker_synonym(key).unwrap_or_else(|| panic!("{key} has no synonym"));
             assert!(broker_default(synonym).is_some(), "{synonym} is not a key");
             assert_ne!(topic_config_type(key), TYPE_UNKNOWN, "{key}");
