@@ -230,13 +230,14 @@ fn read_one(
     };
     // As in Kafka: a follower outside the ISR of a partition whose leader replica (here)
     // is named in `leader.replication.throttled.replicas` gets offsets but no records
-    // while the leader's budget is spent.
+    // while the leader's budget is spent. Never one the high watermark waits for (in the
+    // ISR or joining it): holding it back would hold back acks=all.
     let throttled = follower
         && log
             .config()
             .leader_throttled_replicas
             .contains(tp.partition, broker.replicas.node_id())
-        && !partition.role().in_sync_replicas.contains(&replica_id);
+        && !partition.holds_high_watermark(replica_id);
     let held = throttled && broker.replicas.throttles.leader.exceeded();
     let limit = (fetched.partition_max_bytes.max(0) as u64).min(remaining);
     let result = if held || (limit == 0 && remaining == 0) {

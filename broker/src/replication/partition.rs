@@ -312,6 +312,17 @@ impl Partition {
         }
     }
 
+    /// Whether the high watermark waits for `replica`: it is in the ISR, or in an ISR this
+    /// leader proposed (a joining replica must already hold everything committed).
+    pub fn holds_high_watermark(&self, replica: i32) -> bool {
+        let role = self.role.read();
+        role.in_sync_replicas.contains(&replica)
+            || role
+                .pending_isr
+                .as_ref()
+                .is_some_and(|pending| pending.contains(&replica))
+    }
+
     /// Moves the high watermark to the smallest log end offset across the ISR.
     pub fn maybe_advance_high_watermark(&self) {
         let role = self.role.read();

@@ -109,6 +109,18 @@ fn laggards_leave_and_caught_up_followers_rejoin_through_proposals() {
         .expect("caught up: back into the ISR");
     assert_eq!(grow.in_sync_replicas, vec![1, 2, 3]);
     assert_eq!(grow.partition_epoch, 1);
+    // Joining: the high watermark already waits for replica 3 (so it is never throttled).
+    assert!(leader.holds_high_watermark(3));
+    assert!(leader.holds_high_watermark(2));
+}
+
+#[test]
+fn only_replicas_in_or_joining_the_isr_hold_the_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    let leader = Partition::new(TopicPartition::new("t", 0), 1, log(dir.path(), 1));
+    leader.apply(&state(1, 0, 0, &[1, 2]), 0).unwrap();
+    assert!(leader.holds_high_watermark(2));
+    assert!(!leader.holds_high_watermark(3), "out of sync, not joining");
 }
 
 #[test]
