@@ -4,7 +4,7 @@
 //! records, its high watermark and log start, or the epoch where this replica diverged
 //! (KIP-320/595), and the follower truncates to the end of that epoch before fetching on.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -157,6 +157,8 @@ async fn run(
     let backoff = Duration::from_millis(config.fetch_backoff_ms);
     let mut connection: Option<PeerConnection> = None;
     let mut last_error = String::new();
+    // The leader's high watermark per partition, from its last answer.
+    let mut leader_marks: HashMap<TopicPartition, u64> = HashMap::new();
     loop {
         if *shutdown.borrow() {
             return;
@@ -169,7 +171,8 @@ async fn run(
             }
             continue;
         }
-        let outcome = fetch_once(&link, &mut connection, &current).await;
+        leader_marks.retain(|tp, _| current.contains_key(tp));
+        let outcome = fetch_once(&link, &mut connection, &current, &mut leader_marks).await;
         match outcome {
             Ok(progress) => {
                 last_error.clear();
@@ -203,6 +206,7 @@ async fn fetch_once(
     link: &Link,
     connection: &mut Option<PeerConnection>,
     assignment: &Assignment,
+    leader_marks: &mut HashMap<TopicPartition, u64>,
 ) -> Result<bool, PeerError> {
     let Link {
         node_id,
@@ -213,21 +217,24 @@ async fn fetch_once(
         ..
     } = link;
     let node_id = *node_id;
-    // As in Kafka: a replica outside the ISR named in `follower.replication.throttled.replicas`
-    // is left out of the round while this broker's follower budget is spent.
-    let throttled = |tp: &TopicPartition, following: &Following| {
-        following
-            .partition
-            .log()
-            .config()
-            .follower_throttled_replicas
-            .contains(tp.partition, node_id)
-            && !following
-                .partition
-                .role()
-                .in_sync_replicas
-                .contains(&node_id)
-    };
+    // As in Kafka: a replica named in `follower.replication.throttled.replicas` that has not
+    // caught up with the leader's high watermark (as its last answer gave it) is left out of
+    // the round while this broker's follower budget is spent. Once the leader's high
+    // watermark waits for this replica (it is joining the ISR), it is caught up by
+    // definition and never held back.
+    let throttled: HashSet<&TopicPartition> = assignment
+        .iter()
+        .filter(|(tp, following)| {
+            let log = following.partition.log();
+            log.config()
+                .follower_throttled_replicas
+                .contains(tp.partition, node_id)
+                && leader_marks
+                    .get(*tp)
+                    .is_none_or(|mark| log.log_end_offset() < *mark)
+        })
+        .map(|(tp, _)| tp)
+        .collect();
     let hold_throttled = throttles.follower.exceeded();
     if connection.is_none() {
         *connection = Some(
@@ -245,7 +252,7 @@ async fn fetch_once(
     };
     let mut topics: BTreeMap<String, Vec<FetchPartition>> = BTreeMap::new();
     for (tp, following) in assignment {
-        if hold_throttled && throttled(tp, following) {
+        if hold_throttled && throttled.contains(tp) {
             continue;
         }
         let log = following.partition.log();
@@ -294,9 +301,12 @@ async fn fetch_once(
             };
             if let Some(records) = &data.records {
                 bytes_in.inc_by(records.len() as u64);
-                if throttled(&tp, following) {
+                if throttled.contains(&tp) {
                     throttles.follower.record(records.len() as u64);
                 }
+            }
+            if let Ok(mark) = u64::try_from(data.high_watermark) {
+                leader_marks.insert(tp.clone(), mark);
             }
             progress |= handle_partition(following, &tp, data);
         }
