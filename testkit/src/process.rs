@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::client::RawClient;
@@ -16,10 +17,22 @@ pub const WAIT: Duration = Duration::from_secs(60);
 
 /// A port that was free a moment ago (bind to port 0, read it, release it).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("binding a loopback port")
-        .port()
+    // Below the ephemeral range (32768-): a port the kernel hands out for a bind to port 0
+    // can be taken, before the broker binds it, by the ephemeral end of any outgoing
+    // connection (seen in CI: "Address already in use" with many clusters in parallel).
+    // Ports from 11000-18999, spread by process id, are never handed out that way.
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FIRST: u32 = 11_000;
+    const COUNT: u32 = 8_000;
+    let start = std::process::id().wrapping_mul(7_919);
+    for _ in 0..COUNT {
+        let offset = start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed)) % COUNT;
+        let port = u16::try_from(FIRST + offset).expect("below 19000");
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {FIRST}-{}", FIRST + COUNT - 1)
 }
 
 /// Where the `oxbow` binary is: `$OXBOW_BINARY`, else `oxbow` in the cargo target
