@@ -99,16 +99,7 @@ async fn alter(
                     let value = config.value.as_deref().unwrap_or_default().trim();
                     configs.insert(key, value.to_string());
                 }
-                operation => {
-                    return Err(AdminError::NotAList {
-                        operation: if operation == OP_APPEND {
-                            "APPEND"
-                        } else {
-                            "SUBTRACT"
-                        },
-                        key,
-                    });
-                }
+                operation => return Err(not_a_list(operation, key)),
             }
         }
         return alter_broker(broker, &target, configs, validate_only).await;
@@ -154,14 +145,7 @@ fn apply(
         return Ok(());
     }
     if topic_config_type(&key) != TYPE_LIST {
-        return Err(AdminError::NotAList {
-            operation: if operation == OP_APPEND {
-                "APPEND"
-            } else {
-                "SUBTRACT"
-            },
-            key,
-        });
+        return Err(not_a_list(operation, key));
     }
     // The list in effect now: the topic's own value, else the broker default.
     let current = match configs.get(&key) {
@@ -197,4 +181,16 @@ fn split_list(value: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// APPEND or SUBTRACT on a key that is not a list.
+fn not_a_list(operation: i8, key: String) -> AdminError {
+    AdminError::NotAList {
+        operation: if operation == OP_APPEND {
+            "APPEND"
+        } else {
+            "SUBTRACT"
+        },
+        key,
+    }
 }

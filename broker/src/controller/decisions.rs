@@ -584,12 +584,12 @@ fn create_topic(
         )
         .map_err(|e| placement_error(e, replication_factor))?
     } else {
+        let replicas = usize::try_from(replication_factor).unwrap_or(0);
         for assignment in assignments {
             reassignment::validate_target(image, assignment)?;
-            if assignment.len() != assignments[0].len() {
+            if assignment.len() != replicas {
                 return Err(ControllerError::InvalidReplicaAssignment(format!(
-                    "all partitions of a manual assignment need the same number of replicas, not {} and {}",
-                    assignments[0].len(),
+                    "all partitions of a manual assignment need the same number of replicas, not {replicas} and {}",
                     assignment.len()
                 )));
             }

@@ -40,7 +40,10 @@ pub fn reassign(
                     Some(target) => start(image, inputs, state, target),
                     None => cancel(image, inputs, state),
                 }?;
-                Ok((topic, next))
+                if next != *state {
+                    records.push(partition_changed(topic, asked.partition as usize, next));
+                }
+                Ok(())
             })
         } else {
             Err(ControllerError::InvalidReplicaAssignment(format!(
@@ -48,29 +51,13 @@ pub fn reassign(
                 asked.topic, asked.partition
             )))
         };
-        let error = match result {
-            Ok((topic, next)) => {
-                if next != *state_of(image, &asked.topic, asked.partition) {
-                    records.push(partition_changed(topic, asked.partition as usize, next));
-                }
-                None
-            }
-            Err(error) => Some(error),
-        };
         outcomes.push(PartitionOutcome {
             topic: asked.topic.clone(),
             partition: asked.partition,
-            error,
+            error: result.err(),
         });
     }
     (records, outcomes)
-}
-
-fn state_of<'a>(image: &'a ClusterImage, topic: &str, partition: i32) -> &'a PartitionState {
-    static NONE: std::sync::OnceLock<PartitionState> = std::sync::OnceLock::new();
-    image
-        .partition(topic, partition)
-        .unwrap_or_else(|| NONE.get_or_init(PartitionState::default))
 }
 
 /// Kafka's checks of a manual assignment.
