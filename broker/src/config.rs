@@ -299,11 +299,20 @@ pub const KEYS: &[KeySpec] = &[
         "Rack (zone) of this broker, for rack-aware placement.",
     ),
     key(
+        "replica.selector.class",
+        RACK_AWARE_SELECTOR,
+        "Which replica a consumer that sends client.rack reads from (KIP-392): the rack-aware selector sends it to an in-sync replica in its rack; LeaderSelector (or empty) keeps every consumer on the leader.",
+    ),
+    key(
         "cluster.id",
         "",
         "Cluster id; the first active controller records it (generated when empty), and a node configured with another is refused.",
     ),
 ];
+
+/// Kafka's replica selectors (`replica.selector.class`), by the names Kafka users set.
+pub const RACK_AWARE_SELECTOR: &str = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+pub const LEADER_SELECTOR: &str = "org.apache.kafka.common.replica.LeaderSelector";
 
 /// Each topic config and the broker key that gives its default (Kafka's synonyms:
 /// `segment.bytes` falls back to `log.segment.bytes`).
@@ -382,6 +391,8 @@ pub struct BrokerConfig {
     pub broker_session_timeout_ms: u64,
     pub metadata_snapshot_interval_entries: u64,
     pub auto_leader_rebalance: bool,
+    /// Consumers that name their rack are sent to an in-sync replica in it (KIP-392).
+    pub rack_aware_reads: bool,
     pub leader_imbalance_check_interval_s: u64,
     pub leader_imbalance_percent: u32,
     pub replication: ReplicationConfig,
@@ -688,6 +699,16 @@ impl BrokerConfig {
                 i64::from(u32::MAX),
             )? as u64,
             auto_leader_rebalance: boolean("auto.leader.rebalance.enable")?,
+            rack_aware_reads: match get("replica.selector.class").trim() {
+                RACK_AWARE_SELECTOR => true,
+                LEADER_SELECTOR | "" => false,
+                _ => {
+                    return Err(invalid(
+                        "replica.selector.class",
+                        &format!("expected {RACK_AWARE_SELECTOR} or {LEADER_SELECTOR}"),
+                    ));
+                }
+            },
             leader_imbalance_check_interval_s: int(
                 "leader.imbalance.check.interval.seconds",
                 1,

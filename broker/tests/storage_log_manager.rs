@@ -121,3 +121,157 @@ fn a_broken_partition_does_not_stop_the_others_and_a_bad_dir_goes_offline() {
         only_bad.map(|_| "opened")
     );
 }
+
+fn numbered_batch(n: u32) -> Vec<u8> {
+    let record = SimpleRecord {
+        value: Some(
+            format!("record-{n:08}-{}", "x".repeat(200))
+                .into_bytes()
+                .into(),
+        ),
+        timestamp: 1_700_000_000_000 + i64::from(n),
+        ..Default::default()
+    };
+    build_batch(&[record], Compression::None, ProducerFields::default())
+        .unwrap()
+        .to_vec()
+}
+
+fn whole_log(log: &oxbow_broker::storage::Log) -> Vec<u8> {
+    log.read_with_limit(
+        log.log_start_offset(),
+        u64::MAX / 2,
+        oxbow_broker::storage::ReadLimit::LogEnd,
+    )
+    .unwrap()
+    .read_to_vec()
+    .unwrap()
+}
+
+/// AlterReplicaLogDirs' storage side: a replica moves to another log directory while a
+/// writer appends to it, loses and duplicates nothing (byte for byte the same as a log
+/// that never moved), keeps taking appends there, leaves nothing in the old directory,
+/// and loads from the new one after a restart without recovery.
+#[test]
+fn a_replica_moves_between_log_dirs_while_it_takes_appends() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = vec![root.path().join("a"), root.path().join("b")];
+    let small = || LogConfig {
+        segment_bytes: 16 * 1024,
+        ..LogConfig::default()
+    };
+    let (manager, _) = LogManager::open(&dirs, &|_| small(), Arc::new(SystemClock)).unwrap();
+    let manager = Arc::new(manager);
+    let tp = TopicPartition::new("moving", 0);
+    let log = manager.create(tp.clone(), small()).unwrap();
+    let reference_root = tempfile::tempdir().unwrap();
+    let (reference, _) = LogManager::open(
+        &[reference_root.path().to_path_buf()],
+        &|_| small(),
+        Arc::new(SystemClock),
+    )
+    .unwrap();
+    let unmoved = reference.create(tp.clone(), small()).unwrap();
+    let from = log.dir().parent().unwrap().to_path_buf();
+    let to = dirs.iter().find(|d| **d != from).unwrap().clone();
+    for n in 0..2_000 {
+        log.append(&mut numbered_batch(n), 0).unwrap();
+        unmoved.append(&mut numbered_batch(n), 0).unwrap();
+    }
+    assert!(log.segment_count() > 10, "several segments to copy");
+
+    let writer = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for n in 2_000..6_000 {
+                log.append(&mut numbered_batch(n), 0).unwrap();
+            }
+        })
+    };
+    manager.move_replica(&tp, &to).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while manager.placement(&tp).unwrap().moving.is_some() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the move did not finish"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    writer.join().unwrap();
+    for n in 2_000..6_000 {
+        unmoved.append(&mut numbered_batch(n), 0).unwrap();
+    }
+    assert_eq!(
+        log.dir(),
+        to.join("moving-0"),
+        "the replica lives in the new dir"
+    );
+    for n in 6_000..6_100 {
+        log.append(&mut numbered_batch(n), 0).unwrap();
+        unmoved.append(&mut numbered_batch(n), 0).unwrap();
+    }
+    assert_eq!(log.log_end_offset(), 6_100);
+    assert!(
+        whole_log(&log) == whole_log(&unmoved),
+        "the moved log holds exactly the batches of the log that never moved"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::read_dir(&from)
+        .unwrap()
+        .any(|e| e.unwrap().path().is_dir())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the old copy stays in {}",
+            from.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let expected = whole_log(&unmoved);
+    drop(log);
+    manager.shutdown().unwrap();
+    drop(manager);
+
+    let (manager, report) = open(&dirs);
+    assert_eq!(report.loaded.len(), 1);
+    assert_eq!(
+        report.loaded[0].1.recovered_segments, 0,
+        "a clean move needs no recovery"
+    );
+    let log = manager.get(&tp).unwrap();
+    assert_eq!(log.dir(), to.join("moving-0"));
+    assert_eq!(log.log_end_offset(), 6_100);
+    assert!(
+        whole_log(&log) == expected,
+        "the same bytes after a restart"
+    );
+}
+
+/// AlterReplicaLogDirs' refusals, and a directory asked for before the replica exists.
+#[test]
+fn moves_to_unknown_dirs_are_refused_and_a_dir_asked_before_creation_is_used() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = vec![root.path().join("a"), root.path().join("b")];
+    let (manager, _) = open(&dirs);
+    let manager = Arc::new(manager);
+    let tp = TopicPartition::new("later", 0);
+    let elsewhere = root.path().join("not-a-log-dir");
+    assert!(matches!(
+        manager.move_replica(&tp, &elsewhere),
+        Err(LogManagerError::UnknownLogDir(p)) if p == elsewhere
+    ));
+    for wanted in [&dirs[1], &dirs[0]] {
+        let tp = TopicPartition::new("later", if wanted == &dirs[1] { 0 } else { 1 });
+        assert!(matches!(
+            manager.move_replica(&tp, wanted),
+            Err(LogManagerError::NotHosted(t)) if t == tp
+        ));
+        let log = manager.create(tp, LogConfig::default()).unwrap();
+        assert_eq!(log.dir().parent().unwrap(), wanted.as_path());
+    }
+    // Naming the directory a replica is in already is a no-op.
+    let log = manager.get(&tp).unwrap();
+    manager.move_replica(&tp, &dirs[1]).unwrap();
+    assert!(manager.placement(&tp).unwrap().moving.is_none());
+    assert_eq!(log.dir().parent().unwrap(), dirs[1].as_path());
+}

@@ -1,6 +1,10 @@
 //! DescribeLogDirs: each log directory with its partitions' sizes and, from v4, the
 //! file system's total and usable bytes. An offline directory reports
-//! KAFKA_STORAGE_ERROR and no partitions.
+//! KAFKA_STORAGE_ERROR and no partitions. A replica moving to another log directory is
+//! listed there too as a "future" replica (`is_future_key`), with the bytes copied so far
+//! and, as its offset lag, how far the copy is behind the log's end (Kafka's meaning). A
+//! current replica's offset lag is how far its log end is behind the leader's high
+//! watermark: 0 on the leader and on a caught-up follower, as in Kafka.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -60,19 +64,37 @@ impl Api for DescribeLogDirsApi {
                     let mut topics: BTreeMap<&str, Vec<DescribeLogDirsPartition>> = BTreeMap::new();
                     for log in &logs {
                         let tp = log.topic_partition();
-                        let here = log.dir().parent() == Some(path);
-                        if !here || wanted.as_ref().is_some_and(|w| !w.contains(tp)) {
+                        if wanted.as_ref().is_some_and(|w| !w.contains(tp)) {
                             continue;
                         }
-                        topics.entry(tp.topic.as_str()).or_default().push(
-                            DescribeLogDirsPartition::default()
-                                .with_partition_index(tp.partition)
-                                .with_partition_size(
-                                    i64::try_from(log.size_bytes()).unwrap_or(i64::MAX),
-                                )
-                                .with_offset_lag(0)
-                                .with_is_future_key(false),
-                        );
+                        if log.dir().parent() == Some(path) {
+                            let lag = context
+                                .broker
+                                .replicas
+                                .partition(tp)
+                                .map_or(0, |p| p.offset_lag());
+                            topics.entry(tp.topic.as_str()).or_default().push(replica(
+                                tp.partition,
+                                log.size_bytes(),
+                                lag,
+                                false,
+                            ));
+                        }
+                        let moving = context
+                            .broker
+                            .logs()
+                            .placement(tp)
+                            .and_then(|p| p.moving)
+                            .filter(|m| m.target().path() == path);
+                        if let Some(moving) = moving {
+                            let lag = log.log_end_offset().saturating_sub(moving.copied_offset());
+                            topics.entry(tp.topic.as_str()).or_default().push(replica(
+                                tp.partition,
+                                moving.copied_bytes(),
+                                lag,
+                                true,
+                            ));
+                        }
                     }
                     let topics = topics
                         .into_iter()
@@ -93,6 +115,14 @@ impl Api for DescribeLogDirsApi {
             context.respond(&DescribeLogDirsResponse::default().with_results(results))
         })
     }
+}
+
+fn replica(partition: i32, size: u64, lag: u64, future: bool) -> DescribeLogDirsPartition {
+    DescribeLogDirsPartition::default()
+        .with_partition_index(partition)
+        .with_partition_size(i64::try_from(size).unwrap_or(i64::MAX))
+        .with_offset_lag(i64::try_from(lag).unwrap_or(i64::MAX))
+        .with_is_future_key(future)
 }
 
 /// The directory as an absolute path, as Kafka reports log dirs.

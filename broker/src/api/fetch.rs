@@ -21,8 +21,11 @@ use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::lookup::{leader_partition, topic_name};
+use super::lookup::{leader_partition, replica_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RecordsPlaceholder, RequestContext, errors};
+use crate::replication::Partition;
+use crate::replication::read_replica::{self, Candidate};
+use crate::state::BrokerState;
 use crate::storage::{LogError, ReadLimit, ReadResult, TopicPartition};
 
 #[derive(Debug)]
@@ -40,6 +43,14 @@ struct PartitionRead {
     diverging: Option<(i32, i64)>,
     /// A follower out of range: the leader's high watermark and log start offset.
     realign: Option<(i64, i64)>,
+    /// The replica this consumer should read from instead (KIP-392), and no records.
+    preferred_read_replica: Option<i32>,
+}
+
+/// Who fetches: a follower (its broker id) or a consumer (-1, with the rack it names).
+struct Fetcher<'a> {
+    replica_id: i32,
+    rack: &'a str,
 }
 
 impl Api for FetchApi {
@@ -70,24 +81,24 @@ impl Api for FetchApi {
             } else {
                 request.replica_id.0
             };
+            let fetcher = Fetcher {
+                replica_id,
+                rack: request.rack_id.as_str(),
+            };
             let reads = loop {
                 let mut signals: Vec<watch::Receiver<u64>> = Vec::new();
-                let reads = read_all(
-                    context,
-                    &request,
-                    &names,
-                    max_bytes,
-                    replica_id,
-                    &mut signals,
-                );
+                let reads = read_all(context, &request, &names, max_bytes, &fetcher, &mut signals);
                 let bytes: u64 = reads
                     .iter()
                     .filter_map(|r| r.outcome.as_ref().ok())
                     .map(ReadResult::bytes)
                     .sum();
-                let any_error = reads
-                    .iter()
-                    .any(|r| r.outcome.is_err() || r.diverging.is_some());
+                // A consumer sent to another replica is told at once, as Kafka does.
+                let any_error = reads.iter().any(|r| {
+                    r.outcome.is_err()
+                        || r.diverging.is_some()
+                        || r.preferred_read_replica.is_some()
+                });
                 if bytes >= min_bytes
                     || any_error
                     || Instant::now() >= deadline
@@ -132,7 +143,7 @@ fn read_all(
     request: &FetchRequest,
     names: &[Option<String>],
     max_bytes: u64,
-    replica_id: i32,
+    fetcher: &Fetcher<'_>,
     signals: &mut Vec<watch::Receiver<u64>>,
 ) -> Vec<PartitionRead> {
     let mut remaining = max_bytes;
@@ -145,11 +156,12 @@ fn read_all(
                 outcome: Err(errors::UNKNOWN_TOPIC_ID),
                 diverging: None,
                 realign: None,
+                preferred_read_replica: None,
             };
             if let Some(name) = name {
                 let tp = TopicPartition::new(name.clone(), fetched.partition);
                 read_one(
-                    context, &tp, fetched, replica_id, remaining, signals, &mut read,
+                    context, &tp, fetched, fetcher, remaining, signals, &mut read,
                 );
             }
             if let Ok(result) = &read.outcome {
@@ -163,18 +175,26 @@ fn read_all(
 
 /// Reads one partition for a consumer (up to the high watermark) or a follower (up to
 /// the log end, recording its progress), and subscribes to what a parked fetch of it
-/// waits for.
+/// waits for. Consumers of Fetch v11+ may read from a follower replica, and a leader
+/// sends a consumer in another rack to an in-sync replica in its own (KIP-392).
 fn read_one(
     context: &RequestContext<'_>,
     tp: &TopicPartition,
     fetched: &FetchPartition,
-    replica_id: i32,
+    fetcher: &Fetcher<'_>,
     remaining: u64,
     signals: &mut Vec<watch::Receiver<u64>>,
     read: &mut PartitionRead,
 ) {
     let broker = context.broker;
-    let partition = match leader_partition(broker, tp, fetched.current_leader_epoch) {
+    let replica_id = fetcher.replica_id;
+    let any_replica = replica_id < 0 && context.version >= 11;
+    let lookup = if any_replica {
+        replica_partition
+    } else {
+        leader_partition
+    };
+    let partition = match lookup(broker, tp, fetched.current_leader_epoch) {
         Ok((partition, _)) => partition,
         Err(code) => {
             read.outcome = Err(code);
@@ -211,6 +231,21 @@ fn read_one(
             });
             return;
         }
+    }
+    if any_replica
+        && broker.config.rack_aware_reads
+        && let Some(preferred) =
+            preferred_read_replica(broker, &partition, fetcher.rack, fetch_offset)
+    {
+        read.preferred_read_replica = Some(preferred);
+        read.outcome = Ok(ReadResult {
+            next_offset: fetch_offset,
+            high_watermark: log.high_watermark(),
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.log_end_offset(),
+            ..ReadResult::default()
+        });
+        return;
     }
     if follower {
         match partition.record_follower_fetch(replica_id, fetch_offset, broker.replicas.now_ms()) {
@@ -267,6 +302,32 @@ fn read_one(
     });
 }
 
+/// Where the leader sends a consumer in `client_rack` instead of serving it, if anywhere.
+fn preferred_read_replica(
+    broker: &BrokerState,
+    partition: &Partition,
+    client_rack: &str,
+    fetch_offset: u64,
+) -> Option<i32> {
+    if client_rack.is_empty() || !partition.is_leader() {
+        return None;
+    }
+    let image = broker.controller.image();
+    let candidates: Vec<Candidate<'_>> = partition
+        .read_replica_candidates(fetch_offset)
+        .into_iter()
+        .filter_map(|(node_id, log_end_offset)| {
+            let registered = image.brokers.get(&node_id).filter(|b| !b.fenced)?;
+            Some(Candidate {
+                node_id,
+                rack: registered.rack.as_deref(),
+                log_end_offset,
+            })
+        })
+        .collect();
+    read_replica::select(client_rack, broker.config.rack.as_deref(), &candidates)
+}
+
 fn respond(
     context: &RequestContext<'_>,
     request: &FetchRequest,
@@ -290,7 +351,7 @@ fn respond(
     for read in reads {
         let mut data = PartitionData::default()
             .with_partition_index(read.partition)
-            .with_preferred_read_replica(BrokerId(-1))
+            .with_preferred_read_replica(BrokerId(read.preferred_read_replica.unwrap_or(-1)))
             .with_aborted_transactions(Some(Vec::new()));
         match read.outcome {
             Ok(result) => {

@@ -84,6 +84,26 @@ pub fn leader_partition(
     topic_partition: &TopicPartition,
     current_leader_epoch: i32,
 ) -> Result<(Arc<Partition>, i32), i16> {
+    known_partition(broker, topic_partition)?;
+    broker
+        .replicas
+        .leader(topic_partition, current_leader_epoch)
+}
+
+/// As [`leader_partition`], but a follower replica will do: consumers that may read from
+/// followers (KIP-392, Fetch v11+).
+pub fn replica_partition(
+    broker: &BrokerState,
+    topic_partition: &TopicPartition,
+    current_leader_epoch: i32,
+) -> Result<(Arc<Partition>, i32), i16> {
+    known_partition(broker, topic_partition)?;
+    broker
+        .replicas
+        .replica(topic_partition, current_leader_epoch)
+}
+
+fn known_partition(broker: &BrokerState, topic_partition: &TopicPartition) -> Result<(), i16> {
     let image = broker.controller.image();
     if image
         .partition(&topic_partition.topic, topic_partition.partition)
@@ -91,7 +111,5 @@ pub fn leader_partition(
     {
         return Err(errors::UNKNOWN_TOPIC_OR_PARTITION);
     }
-    broker
-        .replicas
-        .leader(topic_partition, current_leader_epoch)
+    Ok(())
 }

@@ -12,6 +12,7 @@ mod configs;
 
 mod alter_configs;
 mod alter_partition_reassignments;
+mod alter_replica_log_dirs;
 pub mod api_versions;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
@@ -192,6 +193,7 @@ pub fn routes() -> Routes {
         Box::new(describe_cluster::DescribeClusterApi),
         Box::new(delete_records::DeleteRecordsApi),
         Box::new(describe_log_dirs::DescribeLogDirsApi),
+        Box::new(alter_replica_log_dirs::AlterReplicaLogDirsApi),
         Box::new(describe_quorum::DescribeQuorumApi),
         Box::new(elect_leaders::ElectLeadersApi),
         Box::new(alter_partition_reassignments::AlterPartitionReassignmentsApi),

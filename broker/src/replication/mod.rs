@@ -17,6 +17,7 @@ pub mod high_watermarks;
 pub mod metrics;
 pub mod partition;
 pub mod peer;
+pub mod read_replica;
 pub mod throttle;
 
 use std::collections::{BTreeMap, HashMap};
@@ -149,6 +150,20 @@ impl ReplicaManager {
         Ok((partition, epoch))
     }
 
+    /// The partition, if this broker holds a replica of it (leader or follower) in the
+    /// client's epoch: where a consumer may read (KIP-392).
+    pub fn replica(
+        &self,
+        topic_partition: &TopicPartition,
+        current_leader_epoch: i32,
+    ) -> Result<(Arc<Partition>, i32), i16> {
+        let partition = self
+            .partition(topic_partition)
+            .ok_or(ResponseError::NotLeaderOrFollower.code())?;
+        let epoch = partition.check_replica(current_leader_epoch)?;
+        Ok((partition, epoch))
+    }
+
     pub fn set_leadership_hook(&self, hook: LeadershipHook) {
         *self.leadership_hook.write() = Some(hook);
     }
@@ -262,7 +277,8 @@ impl ReplicaManager {
         let mut by_dir: HashMap<std::path::PathBuf, Vec<(TopicPartition, u64)>> = HashMap::new();
         for partition in self.all() {
             let log = partition.log();
-            let Some(dir) = log.dir().parent() else {
+            let partition_dir = log.dir();
+            let Some(dir) = partition_dir.parent() else {
                 continue;
             };
             by_dir

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use kafka_protocol::ResponseError;
 use parking_lot::{Mutex, RwLock};
@@ -122,6 +123,9 @@ pub struct Partition {
     /// Moves with the log end offset and on every role change: followers' parked fetches
     /// wait on it.
     log_end: watch::Sender<u64>,
+    /// The leader's high watermark as this follower last heard it (its lag, for
+    /// DescribeLogDirs).
+    leader_high_watermark: AtomicU64,
 }
 
 impl Partition {
@@ -146,6 +150,7 @@ impl Partition {
             followers: Mutex::new(HashMap::new()),
             high_watermark,
             log_end,
+            leader_high_watermark: AtomicU64::new(0),
         }
     }
 
@@ -310,6 +315,46 @@ impl Partition {
                 _ = shutdown.changed() => return Err(CommitWait::LeadershipLost),
             }
         }
+    }
+
+    /// The leader epoch, if this broker holds a replica of the partition (leader or
+    /// follower) in the client's epoch: consumers may read from followers (KIP-392).
+    pub fn check_replica(&self, current_leader_epoch: i32) -> Result<i32, i16> {
+        let role = self.role.read();
+        check_epoch(&role, current_leader_epoch)?;
+        if role.leader < 0 || !role.replicas.contains(&self.node_id) {
+            return Err(ResponseError::NotLeaderOrFollower.code());
+        }
+        Ok(role.leader_epoch)
+    }
+
+    /// The in-sync followers that already hold `fetch_offset`, with their log end
+    /// offsets: where the leader may send a consumer (KIP-392). Empty on a follower.
+    pub fn read_replica_candidates(&self, fetch_offset: u64) -> Vec<(i32, u64)> {
+        let role = self.role.read();
+        if role.leader != self.node_id {
+            return Vec::new();
+        }
+        let followers = self.followers.lock();
+        role.in_sync_replicas
+            .iter()
+            .filter(|id| **id != self.node_id)
+            .filter_map(|id| {
+                let end = followers.get(id)?.log_end_offset?;
+                (end >= fetch_offset).then_some((*id, end))
+            })
+            .collect()
+    }
+
+    /// How many committed offsets this replica lacks: 0 on the leader; on a follower, the
+    /// leader's high watermark (as last heard) past this log's end.
+    pub fn offset_lag(&self) -> u64 {
+        if self.is_leader() {
+            return 0;
+        }
+        self.leader_high_watermark
+            .load(Ordering::Acquire)
+            .saturating_sub(self.log.log_end_offset())
     }
 
     /// Whether the high watermark waits for `replica`: it is in the ISR, or in an ISR this
@@ -501,6 +546,8 @@ impl Partition {
     }
 
     fn follow_offsets(&self, leader_high_watermark: u64, leader_log_start: u64) {
+        self.leader_high_watermark
+            .store(leader_high_watermark, Ordering::Release);
         let high_watermark = leader_high_watermark.min(self.log.log_end_offset());
         if high_watermark != self.log.high_watermark() {
             self.log.set_high_watermark(high_watermark);

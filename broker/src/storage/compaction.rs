@@ -154,7 +154,7 @@ impl Log {
             std::fs::rename(&cleaned_path, &log_path).map_err(write)?;
             let config = self.config();
             let (fresh, _) =
-                LogSegment::open_files(&self.dir, segment.base_offset(), &config, true)?;
+                LogSegment::open_files(&self.dir(), segment.base_offset(), &config, true)?;
             fresh.recover(config.index_interval_bytes)?;
             fresh.offset_index().trim()?;
             fresh.time_index().trim()?;

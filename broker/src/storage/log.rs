@@ -125,17 +125,19 @@ impl std::fmt::Debug for LogWriter {
 #[derive(Debug)]
 pub struct Log {
     pub(super) topic_partition: TopicPartition,
-    pub(super) dir: PathBuf,
+    /// The partition directory; moves with the log to another log directory
+    /// (AlterReplicaLogDirs), as does `health`.
+    pub(super) dir: RwLock<PathBuf>,
     pub(super) config: RwLock<Arc<LogConfig>>,
     pub(super) clock: Arc<dyn Clock>,
-    pub(super) health: Arc<LogDirHealth>,
+    pub(super) health: RwLock<Arc<LogDirHealth>>,
     pub(super) writer: Mutex<LogWriter>,
     /// Every segment by base offset; the last one is the active segment.
     pub(super) segments: RwLock<BTreeMap<u64, Arc<LogSegment>>>,
     /// Serialises maintenance (retention, compaction, truncation) with itself.
     pub(super) maintenance: Mutex<()>,
     /// Where each leader epoch began (replication's divergence checks).
-    epochs: Mutex<LeaderEpochCache>,
+    pub(super) epochs: Mutex<LeaderEpochCache>,
     log_start_offset: AtomicU64,
     log_end_offset: AtomicU64,
     high_watermark: AtomicU64,
@@ -258,10 +260,10 @@ impl Log {
         let now = clock.now_ms();
         let log = Self {
             topic_partition,
-            dir: dir.to_path_buf(),
+            dir: RwLock::new(dir.to_path_buf()),
             config: RwLock::new(Arc::new(config)),
             clock,
-            health,
+            health: RwLock::new(health),
             writer: Mutex::new(LogWriter {
                 active: ActiveSegment::new(active),
                 unflushed_messages: 0,
@@ -289,8 +291,13 @@ impl Log {
         &self.topic_partition
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    pub fn dir(&self) -> PathBuf {
+        self.dir.read().clone()
+    }
+
+    /// The health of the log directory holding this log.
+    pub(super) fn health(&self) -> Arc<LogDirHealth> {
+        Arc::clone(&self.health.read())
     }
 
     pub fn config(&self) -> Arc<LogConfig> {
@@ -347,9 +354,9 @@ impl Log {
                 topic_partition: self.topic_partition.clone(),
             });
         }
-        if self.health.is_offline() {
+        if self.health().is_offline() {
             return Err(LogError::DirOffline {
-                dir: self.health.path().to_path_buf(),
+                dir: self.health().path().to_path_buf(),
             });
         }
         Ok(())
@@ -358,7 +365,7 @@ impl Log {
     /// Turns a disk failure into a fatal error and takes the log directory offline.
     pub(super) fn fail(&self, source: SegmentError) -> LogError {
         tracing::error!(topic_partition = %self.topic_partition, error = %source, "Storage failure; taking the log directory offline");
-        self.health.set_offline();
+        self.health().set_offline();
         LogError::Segment {
             topic_partition: self.topic_partition.clone(),
             source,
@@ -504,16 +511,16 @@ impl Log {
         }
         self.writer.lock().producers = table;
         let mut cache = self.epochs.lock();
-        if *cache != epochs || !self.dir.join(LEADER_EPOCH_CHECKPOINT_FILE).exists() {
+        if *cache != epochs || !self.dir().join(LEADER_EPOCH_CHECKPOINT_FILE).exists() {
             *cache = epochs;
             self.write_epochs(&cache)?;
         }
         Ok(())
     }
 
-    fn write_epochs(&self, cache: &LeaderEpochCache) -> Result<(), LogError> {
-        cache.write(&self.dir).map_err(|source| {
-            self.health.set_offline();
+    pub(super) fn write_epochs(&self, cache: &LeaderEpochCache) -> Result<(), LogError> {
+        cache.write(&self.dir()).map_err(|source| {
+            self.health().set_offline();
             LogError::Checkpoint {
                 topic_partition: self.topic_partition.clone(),
                 source,
@@ -630,7 +637,7 @@ impl Log {
 
     fn roll_locked(&self, writer: &mut LogWriter, next_offset: u64) -> Result<(), LogError> {
         let config = self.config();
-        let (fresh, _) = LogSegment::open_files(&self.dir, next_offset, &config, true)
+        let (fresh, _) = LogSegment::open_files(&self.dir(), next_offset, &config, true)
             .map_err(|e| self.fail(e))?;
         let fresh = Arc::new(fresh);
         let previous =
@@ -706,9 +713,9 @@ impl Log {
             recovery_point: self.recovery_point(),
             log_start_offset: self.log_start_offset(),
         }
-        .write(&self.dir)
+        .write(&self.dir())
         .map_err(|source| {
-            self.health.set_offline();
+            self.health().set_offline();
             LogError::Checkpoint {
                 topic_partition: self.topic_partition.clone(),
                 source,
@@ -800,7 +807,7 @@ impl Log {
             Some(tail) => {
                 // Reopen the last remaining segment for appends (its indexes grow again).
                 let (segment, _) =
-                    LogSegment::open_files(&self.dir, tail.base_offset(), &config, true)
+                    LogSegment::open_files(&self.dir(), tail.base_offset(), &config, true)
                         .map_err(|e| self.fail(e))?;
                 if !segment.load_tail().map_err(|e| self.fail(e))? {
                     segment
@@ -816,7 +823,7 @@ impl Log {
                 end
             }
             None => {
-                let (segment, _) = LogSegment::open_files(&self.dir, offset, &config, true)
+                let (segment, _) = LogSegment::open_files(&self.dir(), offset, &config, true)
                     .map_err(|e| self.fail(e))?;
                 let segment = Arc::new(segment);
                 self.segments.write().insert(offset, Arc::clone(&segment));
@@ -850,7 +857,7 @@ impl Log {
             segment.delete_files().map_err(|e| self.fail(e))?;
         }
         let (segment, _) =
-            LogSegment::open_files(&self.dir, offset, &config, true).map_err(|e| self.fail(e))?;
+            LogSegment::open_files(&self.dir(), offset, &config, true).map_err(|e| self.fail(e))?;
         let segment = Arc::new(segment);
         self.segments.write().insert(offset, Arc::clone(&segment));
         writer.active = ActiveSegment::new(segment);
@@ -871,27 +878,32 @@ impl Log {
     pub fn delete(&self) -> Result<(), LogError> {
         self.closed.store(true, Ordering::Release);
         let _writer = self.writer.lock();
-        let name = self
-            .dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let doomed = self.dir.with_file_name(format!(
-            "{name}.{}{}",
-            uuid::Uuid::new_v4().simple(),
-            super::manager::DELETED_SUFFIX
-        ));
-        std::fs::rename(&self.dir, &doomed).map_err(|source| LogError::Directory {
-            path: self.dir.clone(),
-            source,
-        })?;
-        super::manager::remove_in_background(doomed);
-        Ok(())
+        retire_dir(&self.dir())
     }
 
     pub(super) fn set_log_start_offset_at_least(&self, offset: u64) {
         self.log_start_offset.fetch_max(offset, Ordering::AcqRel);
     }
+}
+
+/// Renames a partition directory out of the way at once (so a new log of the same
+/// partition can start there) and removes it in the background.
+pub(super) fn retire_dir(dir: &Path) -> Result<(), LogError> {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let doomed = dir.with_file_name(format!(
+        "{name}.{}{}",
+        uuid::Uuid::new_v4().simple(),
+        super::manager::DELETED_SUFFIX
+    ));
+    std::fs::rename(dir, &doomed).map_err(|source| LogError::Directory {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    super::manager::remove_in_background(doomed);
+    Ok(())
 }
 
 /// Base offsets of the segments in a partition directory, sorted; removes leftovers of

@@ -10,12 +10,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use super::checkpoint::{CheckpointError, take_clean_shutdown_marker, write_clean_shutdown_marker};
 use super::clock::Clock;
 use super::log::{LoadReport, Log, LogError};
 use super::log_config::LogConfig;
+use super::relocation::{FUTURE_SUFFIX, Relocation};
 use super::{LogDirHealth, TopicPartition};
 
 /// Failures of the log manager itself.
@@ -32,8 +33,22 @@ pub enum LogManagerError {
     AllDirsOffline,
     #[error("partition {0} already exists")]
     AlreadyExists(TopicPartition),
+    #[error("{0} is not one of this broker's log.dirs")]
+    UnknownLogDir(PathBuf),
+    #[error("log directory {0} is offline")]
+    LogDirOffline(PathBuf),
+    #[error("partition {0} has no replica on this broker")]
+    NotHosted(TopicPartition),
     #[error(transparent)]
     Log(#[from] LogError),
+}
+
+/// Where a replica is, as DescribeLogDirs reports it.
+#[derive(Debug, Clone)]
+pub struct ReplicaPlacement {
+    pub log: Arc<Log>,
+    /// The log directory moving the replica in, if a move is in progress.
+    pub moving: Option<Arc<Relocation>>,
 }
 
 /// What start-up found.
@@ -52,6 +67,11 @@ pub struct LogManager {
     dirs: Vec<Arc<LogDirHealth>>,
     logs: RwLock<HashMap<TopicPartition, Arc<Log>>>,
     clock: Arc<dyn Clock>,
+    /// Moves between log directories in progress.
+    relocations: Mutex<HashMap<TopicPartition, Arc<Relocation>>>,
+    /// Log directories asked for replicas this broker does not hold yet: where they are
+    /// created (Kafka lets AlterReplicaLogDirs come before the replica does).
+    preferred_dirs: Mutex<HashMap<TopicPartition, PathBuf>>,
 }
 
 impl LogManager {
@@ -101,8 +121,20 @@ impl LogManager {
             return Err(LogManagerError::AllDirsOffline);
         }
         let results = load_in_parallel(work, config_for, &clock);
-        let mut logs = HashMap::new();
+        let mut logs: HashMap<TopicPartition, Arc<Log>> = HashMap::new();
         for (dir, tp, result) in results {
+            if let Some(kept) = logs.get(&tp) {
+                // A move between log directories stopped between its two renames: both
+                // copies hold the same records. Keep one.
+                tracing::warn!(topic_partition = %tp, kept = %kept.dir().display(), dropped = %dir.display(), "Partition found in two log directories; dropping one copy");
+                if let Ok((log, _)) = result {
+                    drop(log);
+                    if let Err(error) = super::log::retire_dir(&dir) {
+                        tracing::warn!(dir = %dir.display(), %error, "Cannot remove the duplicate copy");
+                    }
+                }
+                continue;
+            }
             match result {
                 Ok((log, load)) => {
                     if load.recovered_segments > 0 {
@@ -122,6 +154,8 @@ impl LogManager {
                 dirs,
                 logs: RwLock::new(logs),
                 clock,
+                relocations: Mutex::new(HashMap::new()),
+                preferred_dirs: Mutex::new(HashMap::new()),
             },
             report,
         ))
@@ -149,14 +183,18 @@ impl LogManager {
         if logs.contains_key(&topic_partition) {
             return Err(LogManagerError::AlreadyExists(topic_partition));
         }
+        let preferred = self.preferred_dirs.lock().remove(&topic_partition);
         let dir = self
             .dirs
             .iter()
             .filter(|d| !d.is_offline())
             .min_by_key(|d| {
-                logs.values()
+                let asked = preferred.as_deref() == Some(d.path());
+                let held = logs
+                    .values()
                     .filter(|l| l.dir().starts_with(d.path()))
-                    .count()
+                    .count();
+                (!asked, held)
             })
             .ok_or(LogManagerError::AllDirsOffline)?;
         let log = Arc::new(Log::create(
@@ -170,8 +208,83 @@ impl LogManager {
         Ok(log)
     }
 
+    /// The replica of `topic_partition` here, and the move of it in progress, if any.
+    pub fn placement(&self, topic_partition: &TopicPartition) -> Option<ReplicaPlacement> {
+        let log = self.get(topic_partition)?;
+        let moving = self.relocations.lock().get(topic_partition).cloned();
+        Some(ReplicaPlacement { log, moving })
+    }
+
+    /// AlterReplicaLogDirs for one replica: moves it to `destination` (one of the
+    /// `log.dirs`) in the background; naming its current directory cancels a move in
+    /// progress. For a replica this broker does not hold yet, `destination` is where it
+    /// will be created, and the answer is [`LogManagerError::NotHosted`] (as Kafka's).
+    pub fn move_replica(
+        self: &Arc<Self>,
+        topic_partition: &TopicPartition,
+        destination: &Path,
+    ) -> Result<(), LogManagerError> {
+        let wanted = std::path::absolute(destination).unwrap_or_else(|_| destination.into());
+        let target = self
+            .dirs
+            .iter()
+            .find(|d| std::path::absolute(d.path()).is_ok_and(|p| p == wanted))
+            .cloned()
+            .ok_or_else(|| LogManagerError::UnknownLogDir(destination.to_path_buf()))?;
+        if target.is_offline() {
+            return Err(LogManagerError::LogDirOffline(target.path().to_path_buf()));
+        }
+        let Some(log) = self.get(topic_partition) else {
+            self.preferred_dirs
+                .lock()
+                .insert(topic_partition.clone(), target.path().to_path_buf());
+            return Err(LogManagerError::NotHosted(topic_partition.clone()));
+        };
+        let mut relocations = self.relocations.lock();
+        if let Some(running) = relocations.get(topic_partition) {
+            if Arc::ptr_eq(running.target(), &target) {
+                return Ok(());
+            }
+            running.cancel();
+            relocations.remove(topic_partition);
+        }
+        if log.dir().parent() == Some(target.path()) {
+            return Ok(());
+        }
+        let relocation = Arc::new(Relocation::new(Arc::clone(&target)));
+        relocations.insert(topic_partition.clone(), Arc::clone(&relocation));
+        drop(relocations);
+        let manager = Arc::clone(self);
+        let tp = topic_partition.clone();
+        let spawned = std::thread::Builder::new()
+            .name("oxbow-move-dir".into())
+            .spawn(move || {
+                if let Err(error) = log.relocate(&relocation) {
+                    tracing::warn!(topic_partition = %tp, to = %relocation.target().path().display(), %error, "Moving a replica to another log directory stopped; it stays where it was");
+                }
+                let mut relocations = manager.relocations.lock();
+                if relocations
+                    .get(&tp)
+                    .is_some_and(|r| Arc::ptr_eq(r, &relocation))
+                {
+                    relocations.remove(&tp);
+                }
+            });
+        if let Err(error) = spawned {
+            self.relocations.lock().remove(topic_partition);
+            return Err(LogManagerError::CreateDir {
+                path: target.path().to_path_buf(),
+                source: error,
+            });
+        }
+        Ok(())
+    }
+
     /// Removes a partition and its files.
     pub fn delete(&self, topic_partition: &TopicPartition) -> Result<bool, LogManagerError> {
+        if let Some(moving) = self.relocations.lock().remove(topic_partition) {
+            moving.cancel();
+        }
         let removed = self.logs.write().remove(topic_partition);
         match removed {
             Some(log) => {
@@ -255,8 +368,11 @@ fn partition_dirs(log_dir: &Path) -> std::io::Result<Vec<(PathBuf, TopicPartitio
             continue;
         }
         let name = entry.file_name();
-        if name.to_str().is_some_and(|n| n.ends_with(DELETED_SUFFIX)) {
-            // A deletion the last run did not finish.
+        if name
+            .to_str()
+            .is_some_and(|n| n.ends_with(DELETED_SUFFIX) || n.ends_with(FUTURE_SUFFIX))
+        {
+            // A deletion, or a move between log directories, the last run did not finish.
             remove_in_background(entry.path());
             continue;
         }

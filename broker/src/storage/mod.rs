@@ -37,6 +37,7 @@ pub mod manager;
 pub mod mapped_entries;
 pub mod offset_index;
 pub mod producer_state;
+pub mod relocation;
 pub mod retention;
 pub mod segment;
 pub mod time_index;

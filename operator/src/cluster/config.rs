@@ -123,6 +123,7 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
         ConfigType::Long,
     ),
     ("replica.lag.time.max.ms", ConfigType::Long),
+    ("replica.selector.class", ConfigType::String),
     ("socket.request.max.bytes", ConfigType::Int),
     ("unclean.leader.election.enable", ConfigType::Bool),
 ];
