@@ -120,15 +120,17 @@ class Cluster:
     """Nodes 1..3 (or `nodes`), data in `work/node-N`, output in `work/node-N.log` (appended
     across restarts, each start headed by its command line). `voters` (default: every node)
     are combined broker+controller nodes, the rest broker-only; `bases` moves the client,
-    controller and metrics ports; `extra` adds `--override` settings to every node."""
+    controller and metrics ports; `extra` adds `--override` settings to every node and
+    `node_extra` ({node: [...]}) to one node, after the others (a later override wins)."""
 
     def __init__(self, binary, work, network, cluster_id="replication-history", nodes=NODES, voters=None,
-                 bases=(CLIENT_BASE, CONTROLLER_BASE, METRICS_BASE), extra=()):
+                 bases=(CLIENT_BASE, CONTROLLER_BASE, METRICS_BASE), extra=(), node_extra=None):
         self.binary, self.work, self.net, self.cluster_id = binary, work, network, cluster_id
         self.nodes = tuple(nodes)
         self.voter_ids = tuple(voters if voters is not None else nodes)
         self.client_base, self.controller_base, self.metrics_base = bases
         self.extra = list(extra)
+        self.node_extra = dict(node_extra or {})
         self.procs = {}
         self.stopped = set()  # SIGSTOPped
         self.voters = ",".join(f"{n}@{network.host(n)}:{self.controller_base + n - 1}" for n in self.voter_ids)
@@ -157,6 +159,7 @@ class Cluster:
             f"metrics.listener={host}:{self.metrics_port(node)}",
             f"cluster.id={self.cluster_id}",
             *self.extra,
+            *self.node_extra.get(node, ()),
         ]
         return self.net.wrap(node, [self.binary, *[a for o in overrides for a in ("--override", o)]])
 
