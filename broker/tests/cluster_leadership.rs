@@ -10,46 +10,16 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
-use kafka_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
-    CreateTopicsRequest, CreateTopicsResponse, ElectLeadersRequest, ElectLeadersResponse,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, UnregisterBrokerRequest,
-    UnregisterBrokerResponse,
+    ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse, UnregisterBrokerRequest, UnregisterBrokerResponse,
 };
 use oxbow_testkit::Cluster;
 use oxbow_testkit::client::name;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Creates `topic` with one partition per manual assignment.
-fn create_assigned(cluster: &Cluster, via: i32, topic: &str, assignments: &[&[i32]]) {
-    let request = CreateTopicsRequest::default()
-        .with_topics(vec![
-            CreatableTopic::default()
-                .with_name(name(topic))
-                .with_num_partitions(-1)
-                .with_replication_factor(-1)
-                .with_assignments(
-                    assignments
-                        .iter()
-                        .enumerate()
-                        .map(|(p, replicas)| {
-                            CreatableReplicaAssignment::default()
-                                .with_partition_index(p as i32)
-                                .with_broker_ids(replicas.iter().map(|b| BrokerId(*b)).collect())
-                        })
-                        .collect(),
-                ),
-        ])
-        .with_timeout_ms(30_000);
-    let response: CreateTopicsResponse =
-        cluster
-            .client(via)
-            .request(ApiKey::CreateTopics, 7, &request);
-    assert_eq!(response.topics[0].error_code, 0, "{response:?}");
-}
 
 /// (leader, replicas, sorted ISR) of `topic`-`partition` as node `via` answers Metadata.
 fn state(cluster: &Cluster, via: i32, topic: &str, partition: i32) -> (i32, Vec<i32>, Vec<i32>) {
@@ -190,12 +160,7 @@ fn restart_node_1(cluster: &mut Cluster) {
 fn leadership_returns_to_the_preferred_replica_within_the_balance_interval() {
     let mut cluster = Cluster::start(3, 0, &["leader.imbalance.check.interval.seconds=1"]);
     cluster.wait_ready(&[1, 2, 3]);
-    create_assigned(
-        &cluster,
-        1,
-        "balanced",
-        &[&[1, 2, 3], &[2, 3, 1], &[3, 1, 2]],
-    );
+    cluster.create_assigned(1, "balanced", &[&[1, 2, 3], &[2, 3, 1], &[3, 1, 2]]);
     wait_full_isr(&cluster, 1, "balanced", 3);
     restart_node_1(&mut cluster);
     let back_in_sync = Instant::now();
@@ -227,7 +192,7 @@ fn without_auto_balance_leadership_moves_back_only_by_elect_leaders() {
         ],
     );
     cluster.wait_ready(&[1, 2, 3]);
-    create_assigned(&cluster, 1, "balanced", &[&[1, 2, 3], &[2, 3, 1]]);
+    cluster.create_assigned(1, "balanced", &[&[1, 2, 3], &[2, 3, 1]]);
     wait_full_isr(&cluster, 1, "balanced", 2);
     restart_node_1(&mut cluster);
     // Three check intervals: with the timer off, leadership stays where failover put it.
@@ -286,7 +251,7 @@ fn without_auto_balance_leadership_moves_back_only_by_elect_leaders() {
 fn a_reassignment_moves_replicas_and_a_cancel_reverts_one_stuck_on_a_stopped_broker() {
     let cluster = Cluster::start(3, 2, &[]);
     cluster.wait_ready(&[1, 2, 3, 4, 5]);
-    create_assigned(&cluster, 1, "moving", &[&[1, 2, 3], &[2, 3, 1]]);
+    cluster.create_assigned(1, "moving", &[&[1, 2, 3], &[2, 3, 1]]);
     wait_full_isr(&cluster, 1, "moving", 2);
     let data = |node: i32, partition: i32| {
         cluster.nodes[&node]
@@ -363,7 +328,7 @@ fn a_reassignment_moves_replicas_and_a_cancel_reverts_one_stuck_on_a_stopped_bro
 fn unregister_broker_removes_only_a_broker_without_replicas() {
     let mut cluster = Cluster::start(3, 1, &[]);
     cluster.wait_ready(&[1, 2, 3, 4]);
-    create_assigned(&cluster, 1, "placed", &[&[1, 2, 3]]);
+    cluster.create_assigned(1, "placed", &[&[1, 2, 3]]);
     let unregister = |cluster: &Cluster, node: i32| {
         let response: UnregisterBrokerResponse = cluster.client(2).request(
             ApiKey::UnregisterBroker,

@@ -312,8 +312,15 @@ fn follower_requests_from_strangers_and_stale_epochs_are_refused() {
     assert_eq!(stale.error, ResponseError::FencedLeaderEpoch.code());
     let future = fetch(&cluster, leader, "b", follower, 0, epoch + 1, -1);
     assert_eq!(future.error, ResponseError::UnknownLeaderEpoch.code());
+    // A consumer may read from a follower (KIP-392, Fetch v11+; v10 readers are refused
+    // there: cluster_follower_reads.rs), but not with a stale epoch.
     let at_follower = fetch(&cluster, follower, "b", -1, 0, epoch, -1);
-    assert_eq!(at_follower.error, ResponseError::NotLeaderOrFollower.code());
+    assert_eq!(at_follower.error, 0);
+    let stale_at_follower = fetch(&cluster, follower, "b", -1, 0, epoch - 1, -1);
+    assert_eq!(
+        stale_at_follower.error,
+        ResponseError::FencedLeaderEpoch.code()
+    );
     // A follower claiming an epoch the leader never had is told where to truncate.
     let diverged = fetch(&cluster, leader, "b", follower, 4, epoch, epoch + 5);
     assert_eq!(diverged.error, 0);

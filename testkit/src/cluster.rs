@@ -8,10 +8,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
 use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
 use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, MetadataResponse, TopicName,
+    ApiKey, BrokerId, CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, MetadataResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -282,6 +283,35 @@ impl Cluster {
         let response: CreateTopicsResponse =
             self.client(id).request(ApiKey::CreateTopics, 7, &request);
         response.topics[0].error_code
+    }
+
+    /// CreateTopics through node `via` with one partition per manual replica assignment
+    /// (the first replica is the preferred leader); fails unless the broker accepts it.
+    pub fn create_assigned(&self, via: i32, topic: &str, assignments: &[&[i32]]) {
+        let request = CreateTopicsRequest::default()
+            .with_topics(vec![
+                CreatableTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1)
+                    .with_assignments(
+                        assignments
+                            .iter()
+                            .enumerate()
+                            .map(|(p, replicas)| {
+                                CreatableReplicaAssignment::default()
+                                    .with_partition_index(p as i32)
+                                    .with_broker_ids(
+                                        replicas.iter().map(|b| BrokerId(*b)).collect(),
+                                    )
+                            })
+                            .collect(),
+                    ),
+            ])
+            .with_timeout_ms(30_000);
+        let response: CreateTopicsResponse =
+            self.client(via).request(ApiKey::CreateTopics, 7, &request);
+        assert_eq!(response.topics[0].error_code, 0, "{response:?}");
     }
 
     /// Metadata of every topic from node `id`.
