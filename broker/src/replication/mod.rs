@@ -6,6 +6,8 @@
 //!                            └─ FetcherPool::assign   one fetcher per leader broker
 //!   Produce ──► Partition::append_as_leader ──► Log::append (stamped with the epoch)
 //!   Fetch (replica id) ──► Partition::record_follower_fetch ──► high watermark, ISR joins
+//!   Fetch (consumer with a rack, at the leader) ──► read_replica::select ──► a follower
+//!                                                   in its rack serves it (KIP-392)
 //!   timer ──► Partition::check_lagging ──► IsrProposal ──► controller (AlterPartition)
 //! ```
 //!

@@ -22,7 +22,8 @@
 //! - [`log`], [`log_read`], [`retention`], [`compaction`]: one partition's log.
 //! - [`checkpoint`]: recovery points, log start offsets, clean-shutdown markers;
 //!   [`leader_epochs`]: where each leader epoch began (`leader-epoch-checkpoint`).
-//! - [`manager`]: every partition across the `log.dirs`.
+//! - [`manager`]: every partition across the `log.dirs`; [`relocation`]: moving a
+//!   partition to another of them while it serves (AlterReplicaLogDirs).
 
 pub mod batch;
 pub mod batch_builder;
