@@ -42,9 +42,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from nodes import Cluster, Network  # noqa: E402
 from oxbow_e2e import fail, wait_for  # noqa: E402
+from reassignment import kafka_tool  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KAFKA_BIN = os.path.join(ROOT, "e2e", "peers", "kafka", "bin")
 NODES = (1, 2, 3)
 RACKS = {1: "rack-a", 2: "rack-b", 3: "rack-c"}
 # Apart from the other suites' ports (49-reassignment uses 28192.., 46 29192..).
@@ -56,15 +55,6 @@ PADDING = "x" * 200
 
 def log(message):
     print(message, flush=True)
-
-
-def kafka_tool(name, *args, check=True, timeout=120):
-    result = subprocess.run([os.path.join(KAFKA_BIN, name), *args], capture_output=True, text=True,
-                            timeout=timeout)
-    if check and result.returncode != 0:
-        raise RuntimeError(f"{name} {' '.join(args)} exited {result.returncode}: "
-                           f"{result.stdout[-2000:]} {result.stderr[-2000:]}")
-    return result
 
 
 def bytes_out(cluster, node, topic):

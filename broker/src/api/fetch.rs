@@ -21,12 +21,12 @@ use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::lookup::{leader_partition, replica_partition, topic_name};
+use super::lookup::{serving_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RecordsPlaceholder, RequestContext, errors};
-use crate::replication::Partition;
 use crate::replication::read_replica::{self, Candidate};
+use crate::replication::{Partition, Serving};
 use crate::state::BrokerState;
-use crate::storage::{LogError, ReadLimit, ReadResult, TopicPartition};
+use crate::storage::{Log, LogError, ReadLimit, ReadResult, TopicPartition};
 
 #[derive(Debug)]
 pub struct FetchApi;
@@ -189,12 +189,12 @@ fn read_one(
     let broker = context.broker;
     let replica_id = fetcher.replica_id;
     let any_replica = replica_id < 0 && context.version >= 11;
-    let lookup = if any_replica {
-        replica_partition
+    let who = if any_replica {
+        Serving::AnyReplica
     } else {
-        leader_partition
+        Serving::Leader
     };
-    let partition = match lookup(broker, tp, fetched.current_leader_epoch) {
+    let partition = match serving_partition(broker, tp, fetched.current_leader_epoch, who) {
         Ok((partition, _)) => partition,
         Err(code) => {
             read.outcome = Err(code);
@@ -222,13 +222,7 @@ fn read_one(
         };
         if diverged.is_some() {
             read.diverging = diverged;
-            read.outcome = Ok(ReadResult {
-                next_offset: fetch_offset,
-                high_watermark: log.high_watermark(),
-                log_start_offset: log.log_start_offset(),
-                log_end_offset: log.log_end_offset(),
-                ..ReadResult::default()
-            });
+            read.outcome = Ok(offsets_only(log, fetch_offset));
             return;
         }
     }
@@ -238,13 +232,7 @@ fn read_one(
             preferred_read_replica(broker, &partition, fetcher.rack, fetch_offset)
     {
         read.preferred_read_replica = Some(preferred);
-        read.outcome = Ok(ReadResult {
-            next_offset: fetch_offset,
-            high_watermark: log.high_watermark(),
-            log_start_offset: log.log_start_offset(),
-            log_end_offset: log.log_end_offset(),
-            ..ReadResult::default()
-        });
+        read.outcome = Ok(offsets_only(log, fetch_offset));
         return;
     }
     if follower {
@@ -300,6 +288,17 @@ fn read_one(
         }
         errors::log_error(&error)
     });
+}
+
+/// An answer with the log's offsets and no records.
+fn offsets_only(log: &Log, next_offset: u64) -> ReadResult {
+    ReadResult {
+        next_offset,
+        high_watermark: log.high_watermark(),
+        log_start_offset: log.log_start_offset(),
+        log_end_offset: log.log_end_offset(),
+        ..ReadResult::default()
+    }
 }
 
 /// Where the leader sends a consumer in `client_rack` instead of serving it, if anywhere.

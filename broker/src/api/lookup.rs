@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::errors;
 use crate::controller::image::TopicImage;
 use crate::controller::{ControllerError, validate_topic_name};
-use crate::replication::Partition;
+use crate::replication::{Partition, Serving};
 use crate::state::BrokerState;
 use crate::storage::TopicPartition;
 
@@ -84,26 +84,22 @@ pub fn leader_partition(
     topic_partition: &TopicPartition,
     current_leader_epoch: i32,
 ) -> Result<(Arc<Partition>, i32), i16> {
-    known_partition(broker, topic_partition)?;
-    broker
-        .replicas
-        .leader(topic_partition, current_leader_epoch)
+    serving_partition(
+        broker,
+        topic_partition,
+        current_leader_epoch,
+        Serving::Leader,
+    )
 }
 
-/// As [`leader_partition`], but a follower replica will do: consumers that may read from
-/// followers (KIP-392, Fetch v11+).
-pub fn replica_partition(
+/// As [`leader_partition`], for the replicas `who` names (a follower will do for
+/// consumers that may read from followers, KIP-392).
+pub fn serving_partition(
     broker: &BrokerState,
     topic_partition: &TopicPartition,
     current_leader_epoch: i32,
+    who: Serving,
 ) -> Result<(Arc<Partition>, i32), i16> {
-    known_partition(broker, topic_partition)?;
-    broker
-        .replicas
-        .replica(topic_partition, current_leader_epoch)
-}
-
-fn known_partition(broker: &BrokerState, topic_partition: &TopicPartition) -> Result<(), i16> {
     let image = broker.controller.image();
     if image
         .partition(&topic_partition.topic, topic_partition.partition)
@@ -111,5 +107,7 @@ fn known_partition(broker: &BrokerState, topic_partition: &TopicPartition) -> Re
     {
         return Err(errors::UNKNOWN_TOPIC_OR_PARTITION);
     }
-    Ok(())
+    broker
+        .replicas
+        .serving(topic_partition, current_leader_epoch, who)
 }

@@ -37,6 +37,14 @@ use crate::controller::image::ClusterImage;
 use crate::storage::{Clock, LogManager, TopicPartition};
 use fetcher::{FetcherPool, Following};
 
+/// Which replica may serve a request: the leader only, or any replica (consumers of Fetch
+/// v11+ may read from followers, KIP-392).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serving {
+    Leader,
+    AnyReplica,
+}
+
 /// Every partition replica on this broker.
 #[derive(Debug)]
 pub struct ReplicaManager {
@@ -145,24 +153,24 @@ impl ReplicaManager {
         topic_partition: &TopicPartition,
         current_leader_epoch: i32,
     ) -> Result<(Arc<Partition>, i32), i16> {
-        let partition = self
-            .partition(topic_partition)
-            .ok_or(ResponseError::NotLeaderOrFollower.code())?;
-        let epoch = partition.check_leader(current_leader_epoch)?;
-        Ok((partition, epoch))
+        self.serving(topic_partition, current_leader_epoch, Serving::Leader)
     }
 
-    /// The partition, if this broker holds a replica of it (leader or follower) in the
-    /// client's epoch: where a consumer may read (KIP-392).
-    pub fn replica(
+    /// The partition and its leader epoch, if this broker may serve `who` for it in the
+    /// client's epoch.
+    pub fn serving(
         &self,
         topic_partition: &TopicPartition,
         current_leader_epoch: i32,
+        who: Serving,
     ) -> Result<(Arc<Partition>, i32), i16> {
         let partition = self
             .partition(topic_partition)
             .ok_or(ResponseError::NotLeaderOrFollower.code())?;
-        let epoch = partition.check_replica(current_leader_epoch)?;
+        let epoch = match who {
+            Serving::Leader => partition.check_leader(current_leader_epoch)?,
+            Serving::AnyReplica => partition.check_replica(current_leader_epoch)?,
+        };
         Ok((partition, epoch))
     }
 
