@@ -275,3 +275,88 @@ fn moves_to_unknown_dirs_are_refused_and_a_dir_asked_before_creation_is_used() {
     assert!(manager.placement(&tp).unwrap().moving.is_none());
     assert_eq!(log.dir().parent().unwrap(), dirs[1].as_path());
 }
+
+/// Retention (a new log start), truncation and appends racing a move between log
+/// directories: whatever the interleaving, the moved log ends as the same ops leave a log
+/// that never moved. Repeated, since the interleaving differs from run to run.
+#[test]
+fn maintenance_during_a_move_between_log_dirs_is_not_lost() {
+    for round in 0..5 {
+        let root = tempfile::tempdir().unwrap();
+        let dirs = vec![root.path().join("a"), root.path().join("b")];
+        let small = || LogConfig {
+            segment_bytes: 8 * 1024,
+            ..LogConfig::default()
+        };
+        let (manager, _) = LogManager::open(&dirs, &|_| small(), Arc::new(SystemClock)).unwrap();
+        let manager = Arc::new(manager);
+        let (reference, _) = LogManager::open(
+            &[root.path().join("reference")],
+            &|_| small(),
+            Arc::new(SystemClock),
+        )
+        .unwrap();
+        let tp = TopicPartition::new("racing", 0);
+        let log = manager.create(tp.clone(), small()).unwrap();
+        let unmoved = reference.create(tp.clone(), small()).unwrap();
+        let both = |op: &dyn Fn(&oxbow_broker::storage::Log)| {
+            op(&log);
+            op(&unmoved);
+        };
+        for n in 0..2_000 {
+            both(&|l| {
+                l.append(&mut numbered_batch(n), 0).unwrap();
+            });
+        }
+        let to = dirs
+            .iter()
+            .find(|d| Some(d.as_path()) != log.dir().parent())
+            .unwrap()
+            .clone();
+        manager.move_replica(&tp, &to).unwrap();
+        both(&|l| {
+            l.advance_log_start_offset(500 + round * 10).unwrap();
+        });
+        both(&|l| {
+            l.truncate_to(1_800).unwrap();
+        });
+        for n in 1_800..2_500 {
+            both(&|l| {
+                l.append(&mut numbered_batch(n), 0).unwrap();
+            });
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while manager.placement(&tp).unwrap().moving.is_some() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: the move did not finish"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert_eq!(log.dir(), to.join("racing-0"), "round {round}");
+        assert_eq!(
+            log.log_start_offset(),
+            unmoved.log_start_offset(),
+            "round {round}"
+        );
+        assert_eq!(log.log_end_offset(), 2_500, "round {round}");
+        assert!(
+            whole_log(&log) == whole_log(&unmoved),
+            "round {round}: the moved log differs from the one that never moved"
+        );
+        drop(log);
+        manager.shutdown().unwrap();
+        drop(manager);
+        let (manager, report) = open(&dirs);
+        assert_eq!(
+            report.loaded.len(),
+            1,
+            "round {round}: one copy after a restart"
+        );
+        let log = manager.get(&tp).unwrap();
+        assert!(
+            whole_log(&log) == whole_log(&unmoved),
+            "round {round}: the same bytes after a restart"
+        );
+    }
+}

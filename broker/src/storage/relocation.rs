@@ -10,10 +10,11 @@
 //!
 //! Kafka copies into a "future" replica with a replica fetcher of its own; here the
 //! segment files are copied byte for byte (they are Kafka's on-disk format either way), so
-//! offsets, epochs and producer state need no replaying. Maintenance (retention,
-//! compaction, truncation) waits for the move; appends wait only for the last step. A
-//! move the broker did not finish (a crash, a cancel) leaves a `-future` directory that
-//! is removed, and the replica stays where it was.
+//! offsets, epochs and producer state need no replaying. Neither appends nor maintenance
+//! (retention, compaction, truncation) wait for the bulk copy; both wait for the last step,
+//! which also copies again any segment maintenance replaced or cut meanwhile. A move the
+//! broker did not finish (a crash, a cancel) leaves a `-future` directory that is removed,
+//! and the replica stays where it was.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -33,6 +34,10 @@ use super::time_index::TimeIndex;
 pub const FUTURE_SUFFIX: &str = "-future";
 
 const COPY_CHUNK: u64 = 1 << 20;
+
+/// Segments copied before the switch, by base offset: the segment as it was, and how many
+/// of its bytes.
+type Copied = BTreeMap<u64, (Arc<LogSegment>, u64)>;
 
 /// A move in progress, as DescribeLogDirs reports it (Kafka's "future" replica).
 #[derive(Debug)]
@@ -81,7 +86,6 @@ impl Log {
     /// writers keep using the same `Log` throughout.
     pub fn relocate(&self, relocation: &Relocation) -> Result<(), LogError> {
         self.check_usable()?;
-        let _maintenance = self.maintenance.lock();
         let target = relocation.target();
         let name = self.topic_partition.dir_name();
         let staging = target.path().join(format!(
@@ -106,6 +110,42 @@ impl Log {
         staging: &Path,
         destination: &Path,
     ) -> Result<(), LogError> {
+        let copied = self.copy_segments(relocation, staging)?;
+        self.switch(relocation, staging, destination, &copied)
+    }
+
+    /// Every segment as it is now, while appends and maintenance go on: what was copied
+    /// of which segment.
+    fn copy_segments(&self, relocation: &Relocation, staging: &Path) -> Result<Copied, LogError> {
+        let cancelled = || LogError::Closed {
+            topic_partition: self.topic_partition.clone(),
+        };
+        let mut copied = Copied::new();
+        let snapshot: Vec<Arc<LogSegment>> = self.segments.read().values().cloned().collect();
+        for segment in snapshot {
+            if relocation.is_cancelled() {
+                return Err(cancelled());
+            }
+            let next_offset = segment.next_offset();
+            let size = segment.size();
+            copy_log_bytes(&segment, staging, 0, size, relocation)?;
+            copied.insert(segment.base_offset(), (segment, size));
+            relocation
+                .copied_offset
+                .fetch_max(next_offset, Ordering::AcqRel);
+        }
+        Ok(copied)
+    }
+
+    /// With maintenance and appends waiting: the tail written since (and again whatever
+    /// maintenance replaced), the indexes, then the switch to `destination`.
+    fn switch(
+        &self,
+        relocation: &Relocation,
+        staging: &Path,
+        destination: &Path,
+        copied: &Copied,
+    ) -> Result<(), LogError> {
         let dir_error = |path: &Path| {
             let path = path.to_path_buf();
             move |source| LogError::Directory { path, source }
@@ -113,30 +153,26 @@ impl Log {
         let cancelled = || LogError::Closed {
             topic_partition: self.topic_partition.clone(),
         };
-        // Everything as it is now, while appends go on.
-        let mut copied: BTreeMap<u64, u64> = BTreeMap::new();
-        let snapshot: Vec<Arc<LogSegment>> = self.segments.read().values().cloned().collect();
-        for segment in &snapshot {
-            if relocation.is_cancelled() {
-                return Err(cancelled());
-            }
-            let next_offset = segment.next_offset();
-            let size = segment.size();
-            copy_log_bytes(segment, staging, 0, size, relocation)?;
-            copied.insert(segment.base_offset(), size);
-            relocation
-                .copied_offset
-                .fetch_max(next_offset, Ordering::AcqRel);
-        }
-        // Appends wait from here: the tail, the indexes, the switch.
+        let _maintenance = self.maintenance.lock();
         let mut writer = self.writer.lock();
         self.check_usable()?;
         if relocation.is_cancelled() {
             return Err(cancelled());
         }
         let mut segments = self.segments.write();
+        for (base, _) in copied.iter().filter(|(b, _)| !segments.contains_key(b)) {
+            // Retention or compaction removed it meanwhile.
+            let gone = staging.join(super::segment::log_file_name(*base));
+            std::fs::remove_file(&gone).map_err(dir_error(&gone))?;
+        }
         for segment in segments.values() {
-            let from = copied.get(&segment.base_offset()).copied().unwrap_or(0);
+            // A segment compaction replaced or truncation cut is copied again whole.
+            let from = match copied.get(&segment.base_offset()) {
+                Some((before, size)) if Arc::ptr_eq(before, segment) && segment.size() >= *size => {
+                    *size
+                }
+                _ => 0,
+            };
             copy_log_bytes(segment, staging, from, segment.size(), relocation)?;
             copy_index_prefix(
                 &segment.log_path().with_extension("index"),
@@ -206,11 +242,12 @@ fn copy_log_bytes(
         path: path.clone(),
         source,
     };
-    let out = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .map_err(io)?;
+    let out = if from == 0 {
+        File::create(&path)
+    } else {
+        OpenOptions::new().append(true).open(&path)
+    }
+    .map_err(io)?;
     let mut buffer = vec![0u8; COPY_CHUNK as usize];
     let mut position = from;
     while position < to {
@@ -260,3 +297,6 @@ fn sync_dir(dir: &Path) -> Result<(), LogError> {
             source,
         })
 }
+
+#[cfg(test)]
+mod tests;
