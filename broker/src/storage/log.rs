@@ -293,6 +293,11 @@ impl Log {
         &self.dir
     }
 
+    /// The log's clock: the broker's wall clock (a manual one in tests).
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     pub fn config(&self) -> Arc<LogConfig> {
         Arc::clone(&self.config.read())
     }

@@ -22,6 +22,9 @@
 //! - [`log`], [`log_read`], [`retention`], [`compaction`]: one partition's log.
 //! - [`checkpoint`]: recovery points, log start offsets, clean-shutdown markers;
 //!   [`leader_epochs`]: where each leader epoch began (`leader-epoch-checkpoint`).
+//! - [`validator`]: per-record checks on produce (keys of compacted topics, timestamp
+//!   bounds; KIP-467 record errors) and re-encoding for `compression.type`, over the
+//!   codecs in [`compression`].
 //! - [`manager`]: every partition across the `log.dirs`.
 
 pub mod batch;
@@ -29,6 +32,7 @@ pub mod batch_builder;
 pub mod checkpoint;
 pub mod clock;
 pub mod compaction;
+pub mod compression;
 pub mod leader_epochs;
 pub mod log;
 pub mod log_config;
@@ -40,6 +44,7 @@ pub mod producer_state;
 pub mod retention;
 pub mod segment;
 pub mod time_index;
+pub mod validator;
 
 #[cfg(test)]
 mod test_support;
@@ -51,7 +56,7 @@ pub use batch::{BatchError, BatchHeader};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use log::{AppendInfo, LoadReport, Log, LogError};
 pub use log_config::{
-    CleanupPolicy, LogConfig, LogConfigError, TOPIC_CONFIG_KEYS, ThrottledReplicas, TimestampType,
+    CleanupPolicy, CompressionType, LogConfig, LogConfigError, TOPIC_CONFIG_KEYS, ThrottledReplicas, TimestampType,
 };
 pub use log_read::{ReadLimit, ReadResult};
 pub use manager::{LogManager, LogManagerError, StartupReport};

@@ -395,6 +395,10 @@ func runScenario(ctx context.Context, bootstrap string) (Observations, error) {
 		return nil
 	})
 
+	// 12-13. Per-record validation errors (KIP-467) and the compression.type topic config.
+	step("record_errors", func() error { return recordErrorsStep(ctx, cl, adm, obs, create, suffix) })
+	step("compression", func() error { return compressionStep(ctx, bootstrap, cl, adm, obs, create, suffix) })
+
 	// 11. Metadata for an unknown topic, without auto-creation.
 	step("metadata_unknown_topic", func() error {
 		meta := kmsg.NewPtrMetadataRequest()
