@@ -245,9 +245,10 @@ impl Default for LogConfig {
 /// A topic config that cannot be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LogConfigError {
-    #[error("unknown topic config `{key}`")]
+    // Kafka's wording, which admin tools show their users as is.
+    #[error("Unknown topic config name: {key}")]
     UnknownKey { key: String },
-    #[error("invalid value `{value}` for topic config `{key}`: {reason}")]
+    #[error("Invalid value {value} for configuration {key}: {reason}")]
     InvalidValue {
         key: String,
         value: String,
@@ -306,15 +307,15 @@ impl LogConfig {
             let parsed: i64 = value
                 .trim()
                 .parse()
-                .map_err(|_| invalid("not a number of type LONG"))?;
+                .map_err(|_| invalid("Not a number of type LONG"))?;
             if parsed < min {
-                return Err(invalid(&format!("must be at least {min}")));
+                return Err(invalid(&format!("Value must be at least {min}")));
             }
             Ok(parsed)
         };
         let int = |min: i64| -> Result<i64, LogConfigError> {
             if value.trim().parse::<i32>().is_err() {
-                return Err(invalid("not a number of type INT"));
+                return Err(invalid("Not a number of type INT"));
             }
             long(min)
         };
@@ -334,7 +335,7 @@ impl LogConfig {
             "min.insync.replicas" => {
                 let parsed = int(1)?;
                 self.min_insync_replicas =
-                    i32::try_from(parsed).map_err(|_| invalid("not a number of type INT"))?;
+                    i32::try_from(parsed).map_err(|_| invalid("Not a number of type INT"))?;
             }
             "unclean.leader.election.enable" => {
                 self.unclean_leader_election = match value.trim().to_ascii_lowercase().as_str() {
@@ -469,7 +470,7 @@ fn bounded_int(
     if value > max {
         return Err(invalid(&format!("Value must be no more than {max}")));
     }
-    i32::try_from(value).map_err(|_| invalid("not a number of type INT"))
+    i32::try_from(value).map_err(|_| invalid("Not a number of type INT"))
 }
 
 /// An index must hold at least one entry of the larger (time index) kind.

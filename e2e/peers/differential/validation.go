@@ -59,13 +59,13 @@ func recordErrorsStep(ctx context.Context, cl *kgo.Client, adm *kadm.Client, obs
 	now := time.Now().UnixMilli()
 	k := func(s string) []byte { return []byte(s) }
 	mixed := []rawRecord{{key: k("a"), value: k("1")}, {value: k("2")}, {key: k("b"), value: k("3")}, {value: k("4")}}
-	r, err := tgt.produceRaw(ctx, 0, encodeBatch(now, mixed, false))
+	r, err := produceSettled(ctx, tgt, encodeBatch(now, mixed, false))
 	if err != nil {
 		return fmt.Errorf("produce keyless records: %w", err)
 	}
 	observeProduceErrors(obs, "record_errors.keyless", name, r)
 	keyed := []rawRecord{{key: k("a"), value: k("1")}, {key: k("b"), value: k("2")}}
-	r, err = tgt.produceRaw(ctx, 0, encodeBatch(now, keyed, false))
+	r, err = produceSettled(ctx, tgt, encodeBatch(now, keyed, false))
 	if err != nil {
 		return fmt.Errorf("produce keyed records: %w", err)
 	}
@@ -75,7 +75,7 @@ func recordErrorsStep(ctx context.Context, cl *kgo.Client, adm *kadm.Client, obs
 	// back (before.max.ms is a minute on this topic); record 3 is both keyless and late.
 	times := []rawRecord{{key: k("a"), value: k("1")}, {key: k("b"), value: k("2"), tsDelta: 2 * 3600_000},
 		{key: k("c"), value: k("3"), tsDelta: -3600_000}, {value: k("4"), tsDelta: -3600_000}}
-	r, err = tgt.produceRaw(ctx, 0, encodeBatch(now, times, false))
+	r, err = produceSettled(ctx, tgt, encodeBatch(now, times, false))
 	if err != nil {
 		return fmt.Errorf("produce out-of-range timestamps: %w", err)
 	}
@@ -166,4 +166,22 @@ func batchCodecs(records []byte) []int {
 		records = records[12+length:]
 	}
 	return codecs
+}
+
+// produceSettled is produceRaw to partition 0, retried while the partition is still being
+// set up on the broker (a new topic's leader can answer NOT_LEADER_OR_FOLLOWER,
+// LEADER_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION for a moment after metadata shows it).
+func produceSettled(ctx context.Context, tgt *target, batch []byte) (kmsg.ProduceResponseTopicPartition, error) {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := tgt.produceRaw(ctx, 0, batch)
+		if err != nil || (r.ErrorCode != 3 && r.ErrorCode != 5 && r.ErrorCode != 6) || time.Now().After(deadline) {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
