@@ -174,6 +174,7 @@ pub fn group_error(error: &GroupError) -> i16 {
         GroupError::FencedMemberEpoch => ResponseError::FencedMemberEpoch,
         GroupError::UnreleasedInstanceId => ResponseError::UnreleasedInstanceId,
         GroupError::UnsupportedAssignor => ResponseError::UnsupportedAssignor,
+        GroupError::InvalidRegularExpression { .. } => ResponseError::InvalidRegularExpression,
         GroupError::StaleMemberEpoch => ResponseError::StaleMemberEpoch,
         GroupError::InvalidRequest(_) => ResponseError::InvalidRequest,
         GroupError::UnknownTopicOrPartition => ResponseError::UnknownTopicOrPartition,
