@@ -177,12 +177,13 @@ pub fn compress(codec: i16, level: i32, data: &[u8]) -> Result<Vec<u8>, Compress
             out.extend_from_slice(XERIAL_HEADER);
             let mut encoder = snap::raw::Encoder::new();
             for chunk in data.chunks(XERIAL_BLOCK) {
-                let compressed = encoder.compress_vec(chunk).map_err(|e| {
-                    CompressionError::Compress {
-                        codec: name,
-                        reason: e.to_string(),
-                    }
-                })?;
+                let compressed =
+                    encoder
+                        .compress_vec(chunk)
+                        .map_err(|e| CompressionError::Compress {
+                            codec: name,
+                            reason: e.to_string(),
+                        })?;
                 out.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
                 out.extend_from_slice(&compressed);
             }
@@ -198,7 +199,9 @@ mod tests {
 
     #[test]
     fn every_codec_round_trips_at_its_levels() {
-        let data: Vec<u8> = (0..200_000u32).flat_map(|i| (i % 251).to_be_bytes()).collect();
+        let data: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| (i % 251).to_be_bytes())
+            .collect();
         for (codec, level) in [
             (CODEC_NONE, 0),
             (CODEC_GZIP, -1),
@@ -225,10 +228,18 @@ mod tests {
             let mut compressed = Bytes::from(compress(codec, 1, &data).unwrap());
             assert_eq!(read(&mut compressed), data, "{}", codec_name(codec));
         };
-        check(CODEC_GZIP, &|b| Gzip::decompress(b, |out| Ok(out.to_vec())).unwrap());
-        check(CODEC_SNAPPY, &|b| Snappy::decompress(b, |out| Ok(out.to_vec())).unwrap());
-        check(CODEC_LZ4, &|b| Lz4::decompress(b, |out| Ok(out.to_vec())).unwrap());
-        check(CODEC_ZSTD, &|b| Zstd::decompress(b, |out| Ok(out.to_vec())).unwrap());
+        check(CODEC_GZIP, &|b| {
+            Gzip::decompress(b, |out| Ok(out.to_vec())).unwrap()
+        });
+        check(CODEC_SNAPPY, &|b| {
+            Snappy::decompress(b, |out| Ok(out.to_vec())).unwrap()
+        });
+        check(CODEC_LZ4, &|b| {
+            Lz4::decompress(b, |out| Ok(out.to_vec())).unwrap()
+        });
+        check(CODEC_ZSTD, &|b| {
+            Zstd::decompress(b, |out| Ok(out.to_vec())).unwrap()
+        });
     }
 
     #[test]

@@ -361,7 +361,10 @@ impl LogConfig {
             "message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms = long(0)?,
             "compression.type" => {
                 self.compression_type = CompressionType::parse(value).ok_or_else(|| {
-                    invalid(&format!("String must be one of: {}", CompressionType::VALUES))
+                    invalid(&format!(
+                        "String must be one of: {}",
+                        CompressionType::VALUES
+                    ))
                 })?;
             }
             // Kafka's ranges: gzip 1..=9 or -1 (zlib default), lz4 1..=17, zstd
@@ -406,7 +409,10 @@ impl LogConfig {
                 "compression.gzip.level",
                 self.compression_gzip_level.to_string(),
             ),
-            ("compression.lz4.level", self.compression_lz4_level.to_string()),
+            (
+                "compression.lz4.level",
+                self.compression_lz4_level.to_string(),
+            ),
             (
                 "compression.type",
                 self.compression_type.as_kafka_value().to_string(),

@@ -22,12 +22,12 @@
 // Every read here is on bytes from the network: no indexing that can panic.
 #![deny(clippy::indexing_slicing)]
 
+use super::TopicPartition;
 use super::batch::{
     BATCH_HEADER_SIZE, BatchError, BatchHeader, LOG_OVERHEAD, read_i32, validate_batch,
 };
 use super::compression::{self, CODEC_NONE, CompressionError, MAX_DECOMPRESSED_BYTES};
 use super::log_config::{LogConfig, TimestampType};
-use super::TopicPartition;
 
 /// A record the broker refused, by its index in its batch (KIP-467).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,9 +179,8 @@ pub fn validate_records(
                 .iter()
                 .any(|e| e.message.starts_with("Timestamp "));
             if let (true, Some(target)) = (recode, rules.target_codec) {
-                let out = rewritten.get_or_insert_with(|| {
-                    records.get(..position).unwrap_or_default().to_vec()
-                });
+                let out = rewritten
+                    .get_or_insert_with(|| records.get(..position).unwrap_or_default().to_vec());
                 re_encode(batch, section, target, rules.level, out)?;
             } else if let Some(out) = rewritten.as_mut() {
                 out.extend_from_slice(batch);

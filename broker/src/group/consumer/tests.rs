@@ -181,9 +181,15 @@ fn a_regex_subscribes_to_whole_matching_names_including_topics_created_later() {
             10,
         )
         .unwrap();
-    assert!(later.member_epoch > epoch, "a new matching topic bumps the epoch");
+    assert!(
+        later.member_epoch > epoch,
+        "a new matching topic bumps the epoch"
+    );
     let assignment = later.assignment.unwrap();
-    assert_eq!(assignment.get(&Uuid::from_u128(5)).map(BTreeSet::len), Some(3));
+    assert_eq!(
+        assignment.get(&Uuid::from_u128(5)).map(BTreeSet::len),
+        Some(3)
+    );
     assert_eq!(count(&assignment), 7);
 }
 

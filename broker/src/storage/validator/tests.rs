@@ -25,7 +25,9 @@ fn batch(records: &[SimpleRecord], compression: Compression) -> Vec<u8> {
         producer_epoch: 1,
         base_sequence: 40,
     };
-    build_batch(records, compression, producer).unwrap().to_vec()
+    build_batch(records, compression, producer)
+        .unwrap()
+        .to_vec()
 }
 
 fn tp() -> TopicPartition {
@@ -52,7 +54,10 @@ fn batches_within_the_rules_are_appended_as_produced() {
     let config = LogConfig::default();
     for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
         let bytes = batch(
-            &[record(Some("a"), "1", NOW - 10 * HOUR), record(None, "2", NOW)],
+            &[
+                record(Some("a"), "1", NOW - 10 * HOUR),
+                record(None, "2", NOW),
+            ],
             compression,
         );
         assert_eq!(
@@ -178,8 +183,7 @@ fn a_batch_of_another_codec_is_re_encoded_with_the_same_records_and_producer_fie
             .with_topic_configs([("compression.type", target)])
             .unwrap();
         let original = batch(&records, source);
-        let Validated::ReEncoded(out) =
-            validate_records(&original, &rules(&config, &tp)).unwrap()
+        let Validated::ReEncoded(out) = validate_records(&original, &rules(&config, &tp)).unwrap()
         else {
             panic!("{source:?} batch kept under compression.type={target}");
         };
