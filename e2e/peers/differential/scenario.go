@@ -255,7 +255,8 @@ func runScenario(ctx context.Context, bootstrap string) (Observations, error) {
 		res.ResourceName = topic
 		res.ConfigNames = []string{"cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes",
 			"max.message.bytes", "min.insync.replicas", "message.timestamp.type", "compression.type",
-			"no.such.config"}
+			"compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+			"message.timestamp.before.max.ms", "message.timestamp.after.max.ms", "no.such.config"}
 		describe.Resources = append(describe.Resources, res)
 		described, err := describe.RequestWith(ctx, cl)
 		if err != nil {

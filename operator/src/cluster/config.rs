@@ -70,14 +70,8 @@ pub enum ConfigType {
 const CLEANUP_POLICY: ConfigType =
     ConfigType::Enum(&["delete", "compact", "delete,compact", "compact,delete"]);
 const TIMESTAMP_TYPE: ConfigType = ConfigType::Enum(&["CreateTime", "LogAppendTime"]);
-const COMPRESSION_TYPE: ConfigType = ConfigType::Enum(&[
-    "producer",
-    "uncompressed",
-    "gzip",
-    "snappy",
-    "lz4",
-    "zstd",
-]);
+const COMPRESSION_TYPE: ConfigType =
+    ConfigType::Enum(&["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"]);
 
 /// Broker config keys a Cluster may override, with their types: the keys the Oxbow broker
 /// knows (`broker/src/config.rs` `KEYS`; it refuses unknown keys at start-up), minus the
