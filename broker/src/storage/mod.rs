@@ -16,15 +16,15 @@
 //! Modules, bottom-up:
 //! - [`batch`]: RecordBatch v2 header, validation (length, magic, CRC32C, counts, size)
 //!   and the fields the broker stamps; [`batch_builder`] encodes batches.
+//! - [`validator`]: per-record checks on produce (keys of compacted topics, timestamp
+//!   bounds; KIP-467 record errors) and re-encoding for `compression.type`, over the
+//!   codecs in [`compression`].
 //! - [`mapped_entries`]: the mmap'd fixed-width entry file (the only `unsafe` code),
 //!   under [`offset_index`] and [`time_index`].
 //! - [`segment`]: a `.log` with its indexes; active vs sealed.
 //! - [`log`], [`log_read`], [`retention`], [`compaction`]: one partition's log.
 //! - [`checkpoint`]: recovery points, log start offsets, clean-shutdown markers;
 //!   [`leader_epochs`]: where each leader epoch began (`leader-epoch-checkpoint`).
-//! - [`validator`]: per-record checks on produce (keys of compacted topics, timestamp
-//!   bounds; KIP-467 record errors) and re-encoding for `compression.type`, over the
-//!   codecs in [`compression`].
 //! - [`manager`]: every partition across the `log.dirs`.
 
 pub mod batch;
