@@ -154,6 +154,36 @@ pub const KEYS: &[KeySpec] = &[
         "CreateTime or LogAppendTime (message.timestamp.type).",
     ),
     key(
+        "log.message.timestamp.before.max.ms",
+        "9223372036854775807",
+        "Refuse CreateTime records older than this (message.timestamp.before.max.ms).",
+    ),
+    key(
+        "log.message.timestamp.after.max.ms",
+        "3600000",
+        "Refuse CreateTime records further in the future than this (message.timestamp.after.max.ms).",
+    ),
+    key(
+        "compression.type",
+        "producer",
+        "Codec batches are stored with: producer (as sent), uncompressed, gzip, snappy, lz4 or zstd; others are re-encoded.",
+    ),
+    key(
+        "compression.gzip.level",
+        "-1",
+        "gzip level for re-encoded batches: 1-9, or -1 for zlib's default.",
+    ),
+    key(
+        "compression.lz4.level",
+        "9",
+        "lz4 level for re-encoded batches: 1-17.",
+    ),
+    key(
+        "compression.zstd.level",
+        "3",
+        "zstd level for re-encoded batches: -131072 to 22.",
+    ),
+    key(
         "min.insync.replicas",
         "1",
         "Replicas that must have a batch for acks=all (min.insync.replicas).",
@@ -328,6 +358,18 @@ pub const LOG_CONFIG_SYNONYMS: &[(&str, &str)] = &[
     ("flush.messages", "log.flush.interval.messages"),
     ("flush.ms", "log.flush.interval.ms"),
     ("message.timestamp.type", "log.message.timestamp.type"),
+    (
+        "message.timestamp.before.max.ms",
+        "log.message.timestamp.before.max.ms",
+    ),
+    (
+        "message.timestamp.after.max.ms",
+        "log.message.timestamp.after.max.ms",
+    ),
+    ("compression.type", "compression.type"),
+    ("compression.gzip.level", "compression.gzip.level"),
+    ("compression.lz4.level", "compression.lz4.level"),
+    ("compression.zstd.level", "compression.zstd.level"),
     ("min.insync.replicas", "min.insync.replicas"),
     ("max.message.bytes", "message.max.bytes"),
     (

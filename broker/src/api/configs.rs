@@ -197,6 +197,7 @@ pub fn broker_config_type(key: &str) -> i8 {
         | "log.flush.interval.messages"
         | "log.flush.interval.ms"
         | "log.retention.check.interval.ms"
+        | "log.message.timestamp.after.max.ms"
         | "connections.max.idle.ms"
         | "queued.max.request.bytes" => TYPE_LONG,
         "default.replication.factor" => TYPE_SHORT,

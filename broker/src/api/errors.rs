@@ -6,6 +6,8 @@ use super::admin::AdminError;
 use crate::controller::ControllerError;
 use crate::group::GroupError;
 use crate::replication::AppendError;
+use crate::storage::compression::CompressionError;
+use crate::storage::validator::ValidationError;
 use crate::storage::{BatchError, LogError};
 
 /// Kafka's "no error".
@@ -46,6 +48,28 @@ pub fn batch_error(error: &BatchError) -> i16 {
         | BatchError::LengthMismatch { .. }
         | BatchError::UnsupportedMagic { .. }
         | BatchError::CrcMismatch { .. } => ResponseError::CorruptMessage.code(),
+    }
+}
+
+/// Produce validation: a record rule broken is INVALID_TIMESTAMP when any timestamp was
+/// out of range, INVALID_RECORD otherwise (as Kafka's RecordValidationException); bytes
+/// that do not decode are CORRUPT_MESSAGE.
+pub fn validation_error(error: &ValidationError) -> i16 {
+    match error {
+        ValidationError::RecordsRejected {
+            invalid_timestamp: true,
+            ..
+        } => ResponseError::InvalidTimestamp.code(),
+        ValidationError::RecordsRejected { .. } => ResponseError::InvalidRecord.code(),
+        ValidationError::InvalidBatch { source } => batch_error(source),
+        ValidationError::MalformedRecord { .. } => ResponseError::CorruptMessage.code(),
+        ValidationError::Codec { source } => match source {
+            CompressionError::TooLarge { .. } => ResponseError::MessageTooLarge.code(),
+            CompressionError::Compress { .. } => ResponseError::UnknownServerError.code(),
+            CompressionError::UnknownCodec { .. } | CompressionError::Decompress { .. } => {
+                ResponseError::CorruptMessage.code()
+            }
+        },
     }
 }
 
@@ -150,6 +174,7 @@ pub fn group_error(error: &GroupError) -> i16 {
         GroupError::FencedMemberEpoch => ResponseError::FencedMemberEpoch,
         GroupError::UnreleasedInstanceId => ResponseError::UnreleasedInstanceId,
         GroupError::UnsupportedAssignor => ResponseError::UnsupportedAssignor,
+        GroupError::InvalidRegularExpression { .. } => ResponseError::InvalidRegularExpression,
         GroupError::StaleMemberEpoch => ResponseError::StaleMemberEpoch,
         GroupError::InvalidRequest(_) => ResponseError::InvalidRequest,
         GroupError::UnknownTopicOrPartition => ResponseError::UnknownTopicOrPartition,

@@ -50,8 +50,9 @@ impl Api for ListOffsetsApi {
                                 Ok((offset, timestamp, epoch)) => response
                                     .with_offset(offset)
                                     .with_timestamp(timestamp)
-                                    // The leader epoch field exists from v4 on.
-                                    .with_leader_epoch(if context.version >= 4 {
+                                    // The leader epoch field exists from v4 on; no
+                                    // epoch goes with "no offset" (-1), as in Kafka.
+                                    .with_leader_epoch(if context.version >= 4 && offset >= 0 {
                                         epoch
                                     } else {
                                         -1

@@ -1,12 +1,17 @@
 //! Produce: validate and append record batches at the leader (acks 0, 1 and -1),
 //! idempotent producers included; `acks=all` answers once the in-sync replicas have the
-//! records (the high watermark passed them).
+//! records (the high watermark passed them). Records that break a topic's rules (a keyless
+//! record on a compacted topic, a timestamp out of bounds) are named one by one in
+//! `record_errors` (KIP-467); batches of another codec than the topic's `compression.type`
+//! are re-encoded first, the rest are appended as produced.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
@@ -14,6 +19,7 @@ use tokio::time::Instant;
 use super::lookup::{leader_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RequestContext, errors};
 use crate::replication::{CommitWait, Partition};
+use crate::storage::validator::{RecordError, RecordRules, Validated, validate_records};
 use crate::storage::{AppendInfo, TopicPartition};
 
 #[derive(Debug)]
@@ -40,7 +46,7 @@ impl Api for ProduceApi {
                         Some(name) => {
                             append(context, name, partition.index, partition.records, acks)
                         }
-                        None => Err((errors::UNKNOWN_TOPIC_ID, None)),
+                        None => Err(Refusal::code(errors::UNKNOWN_TOPIC_ID)),
                     };
                     partitions.push((partition.index, outcome));
                 }
@@ -74,7 +80,33 @@ impl Api for ProduceApi {
     }
 }
 
-type ProduceError = (i16, Option<String>);
+/// Why a partition's records were not appended: the error code, a message for people,
+/// and (KIP-467) the records that broke a rule.
+struct Refusal {
+    code: i16,
+    message: Option<String>,
+    record_errors: Vec<RecordError>,
+}
+
+impl Refusal {
+    fn code(code: i16) -> Self {
+        Self {
+            code,
+            message: None,
+            record_errors: Vec::new(),
+        }
+    }
+
+    fn with_message(code: i16, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: Some(message.into()),
+            record_errors: Vec::new(),
+        }
+    }
+}
+
+type ProduceError = Refusal;
 
 /// An append the leader made, and what `acks=all` must wait for.
 struct Appended {
@@ -94,7 +126,19 @@ fn answer(
             .with_base_offset(info.base_offset as i64)
             .with_log_append_time_ms(info.log_append_time.unwrap_or(-1))
             .with_log_start_offset(info.log_start_offset as i64),
-        Err((code, message)) => {
+        Err(Refusal {
+            code,
+            message,
+            record_errors,
+        }) => {
+            let record_errors = record_errors
+                .into_iter()
+                .map(|e| {
+                    BatchIndexAndErrorMessage::default()
+                        .with_batch_index(e.batch_index)
+                        .with_batch_index_error_message(Some(StrBytes::from_string(e.message)))
+                })
+                .collect();
             context
                 .broker
                 .metrics
@@ -107,6 +151,7 @@ fn answer(
                 .with_log_append_time_ms(-1)
                 .with_log_start_offset(-1)
                 .with_error_message(message.map(StrBytes::from_string))
+                .with_record_errors(record_errors)
         }
     }
 }
@@ -130,17 +175,17 @@ async fn committed(
         )
         .await;
     waited.map_err(|wait| match wait {
-        CommitWait::LeadershipLost => (
+        CommitWait::LeadershipLost => Refusal::with_message(
             errors::NOT_LEADER_OR_FOLLOWER,
-            Some("leadership moved before the in-sync replicas had the records".into()),
+            "leadership moved before the in-sync replicas had the records",
         ),
-        CommitWait::TimedOut => (
+        CommitWait::TimedOut => Refusal::with_message(
             errors::REQUEST_TIMED_OUT,
-            Some("the in-sync replicas did not confirm the records in time".into()),
+            "the in-sync replicas did not confirm the records in time",
         ),
-        CommitWait::NotEnoughReplicasAfterAppend => (
+        CommitWait::NotEnoughReplicasAfterAppend => Refusal::with_message(
             errors::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-            Some("the ISR shrank below min.insync.replicas".into()),
+            "the ISR shrank below min.insync.replicas",
         ),
     })
 }
@@ -154,15 +199,37 @@ fn append(
 ) -> Result<Appended, ProduceError> {
     let broker = context.broker;
     if !matches!(acks, -1..=1) {
-        return Err((errors::INVALID_REQUIRED_ACKS, None));
+        return Err(Refusal::code(errors::INVALID_REQUIRED_ACKS));
     }
     let tp = TopicPartition::new(topic, partition);
-    let (replica, leader_epoch) = leader_partition(broker, &tp, -1).map_err(|code| (code, None))?;
+    let (replica, leader_epoch) = leader_partition(broker, &tp, -1).map_err(Refusal::code)?;
     let Some(records) = records else {
-        return Err((errors::INVALID_RECORD, Some("no records".into())));
+        return Err(Refusal::with_message(errors::INVALID_RECORD, "no records"));
     };
     let bytes = records.len();
-    let mut owned = records.to_vec();
+    let log = replica.log();
+    let config = log.config();
+    let rules = RecordRules::new(&config, &tp, log.now_ms());
+    let mut owned = match validate_records(&records, &rules) {
+        Ok(Validated::AsProduced) => records.to_vec(),
+        Ok(Validated::ReEncoded(bytes)) => bytes,
+        Err(error) => {
+            tracing::info!(topic_partition = %tp, %error, "Produce refused");
+            let code = errors::validation_error(&error);
+            let message = error.to_string();
+            let record_errors = match error {
+                crate::storage::validator::ValidationError::RecordsRejected { errors, .. } => {
+                    errors
+                }
+                _ => Vec::new(),
+            };
+            return Err(Refusal {
+                code,
+                message: Some(message),
+                record_errors,
+            });
+        }
+    };
     match replica.append_as_leader(&mut owned, acks) {
         Ok(info) => {
             if !info.duplicate {
@@ -185,7 +252,10 @@ fn append(
         }
         Err(error) => {
             tracing::info!(topic_partition = %tp, %error, "Produce refused");
-            Err((errors::append_error(&error), Some(error.to_string())))
+            Err(Refusal::with_message(
+                errors::append_error(&error),
+                error.to_string(),
+            ))
         }
     }
 }

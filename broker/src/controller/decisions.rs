@@ -50,7 +50,8 @@ pub enum ControllerError {
     },
     #[error("replication factor {requested} is larger than the {brokers} available broker(s)")]
     InvalidReplicationFactor { requested: i16, brokers: i32 },
-    #[error("invalid config: {0}")]
+    /// The config layer's message, which names the key and value (Kafka's wording).
+    #[error("{0}")]
     InvalidConfig(String),
     #[error("node {node_id} is already registered by a live broker (incarnation {incarnation})")]
     DuplicateBrokerRegistration { node_id: i32, incarnation: Uuid },

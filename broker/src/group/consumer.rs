@@ -15,6 +15,11 @@
 //!                        later heartbeats once their previous owners revoked them
 //! ```
 //!
+//! A member may subscribe by name, by a regular expression (`SubscribedTopicRegex`, Kafka's
+//! RE2/J dialect, matched against whole topic names), or both: the regex is resolved
+//! against the topics that exist on every heartbeat, so a matching topic created later
+//! joins the subscription (and bumps the group epoch) like a new partition does.
+//!
 //! A partition is never owned by two members at once. Members that stop heartbeating
 //! are removed after `group.consumer.session.timeout.ms`; a member that does not revoke
 //! within its rebalance timeout is removed too.
@@ -66,6 +71,10 @@ pub struct ConsumerMember {
     previous_epoch: i32,
     pub subscribed_topics: BTreeSet<String>,
     pub subscribed_topic_regex: Option<String>,
+    /// The regex compiled (anchored at both ends, as RE2/J's `matches()`).
+    compiled_regex: Option<regex::Regex>,
+    /// The existing topics the regex matched when last resolved.
+    pub regex_topics: BTreeSet<String>,
     pub server_assignor: Option<String>,
     pub rebalance_timeout_ms: i32,
     /// Partitions the member owns (as far as the coordinator knows).
@@ -90,6 +99,44 @@ pub struct ConsumerGroup {
     pub rebalances: u64,
     pub session_timeout_ms: i32,
     pub heartbeat_interval_ms: i32,
+}
+
+impl ConsumerMember {
+    /// Every topic the member subscribes to: by name and through its regex.
+    pub fn topics(&self) -> BTreeSet<String> {
+        self.subscribed_topics
+            .union(&self.regex_topics)
+            .cloned()
+            .collect()
+    }
+
+    /// Re-resolves the regex against `topics`; true when the matched set changed.
+    fn resolve_regex(&mut self, topics: &TopicsView) -> bool {
+        let matched: BTreeSet<String> = match &self.compiled_regex {
+            Some(regex) => topics
+                .keys()
+                .filter(|name| regex.is_match(name))
+                .cloned()
+                .collect(),
+            None => BTreeSet::new(),
+        };
+        if matched == self.regex_topics {
+            return false;
+        }
+        self.regex_topics = matched;
+        true
+    }
+}
+
+/// Compiles a subscription regex with Kafka's semantics: the whole topic name must match.
+/// The `regex` crate's syntax is RE2's, which RE2/J (Kafka's dialect) follows.
+fn compile_regex(pattern: &str) -> Result<regex::Regex, GroupError> {
+    regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|error| {
+        GroupError::InvalidRegularExpression {
+            regex: pattern.to_string(),
+            reason: error.to_string(),
+        }
+    })
 }
 
 fn is_subset(a: &Assignment, b: &Assignment) -> bool {
@@ -156,11 +203,7 @@ impl ConsumerGroup {
     }
 
     pub fn subscribed_topics(&self) -> Vec<String> {
-        let topics: BTreeSet<String> = self
-            .members
-            .values()
-            .flat_map(|m| m.subscribed_topics.iter().cloned())
-            .collect();
+        let topics: BTreeSet<String> = self.members.values().flat_map(|m| m.topics()).collect();
         topics.into_iter().collect()
     }
 
@@ -196,7 +239,7 @@ impl ConsumerGroup {
             members: self
                 .members
                 .iter()
-                .map(|(id, m)| (id.clone(), m.subscribed_topics.clone()))
+                .map(|(id, m)| (id.clone(), m.topics()))
                 .collect(),
             topics: self.subscription_metadata.clone(),
             previous: self.target.clone(),
@@ -232,6 +275,13 @@ impl ConsumerGroup {
         if request.member_epoch < 0 {
             return self.leave(request, topics, now);
         }
+        // An empty regex clears the member's regex subscription; another is checked
+        // before anything about the member changes.
+        let new_regex = match request.subscribed_topic_regex.as_deref() {
+            None => None,
+            Some("") => Some(None),
+            Some(pattern) => Some(Some((pattern.to_string(), compile_regex(pattern)?))),
+        };
         let member_id = if request.member_id.is_empty() {
             Uuid::new_v4().to_string()
         } else {
@@ -310,10 +360,17 @@ impl ConsumerGroup {
                 changed = true;
             }
         }
-        if request.subscribed_topic_regex.is_some()
-            && member.subscribed_topic_regex != request.subscribed_topic_regex
-        {
-            member.subscribed_topic_regex = request.subscribed_topic_regex;
+        if let Some(regex) = new_regex {
+            let pattern = regex.as_ref().map(|(pattern, _)| pattern.clone());
+            if member.subscribed_topic_regex != pattern {
+                member.subscribed_topic_regex = pattern;
+                member.compiled_regex = regex.map(|(_, compiled)| compiled);
+            }
+        }
+        // Every member's regex against the topics as they are now: a topic created or
+        // deleted since the last heartbeat changes what they subscribe to.
+        for member in self.members.values_mut() {
+            changed |= member.resolve_regex(topics);
         }
         if changed || self.metadata_changed(topics) {
             self.bump_epoch(topics, now);
@@ -432,14 +489,13 @@ impl ConsumerGroup {
         })
     }
 
-    /// OffsetCommit/OffsetFetch membership check (member id + member epoch).
+    /// OffsetCommit membership check (member id + member epoch). As in Kafka, a commit
+    /// with member epoch -1 comes from the admin client or a consumer that assigns its
+    /// partitions itself (which may still send its own member id): it is accepted while
+    /// the group has no members; otherwise the member must exist at that epoch.
     pub fn validate_commit(&self, member_id: &str, member_epoch: i32) -> Result<(), GroupError> {
-        if member_id.is_empty() && member_epoch < 0 {
-            return if self.members.is_empty() {
-                Ok(())
-            } else {
-                Err(GroupError::UnknownMemberId)
-            };
+        if member_epoch < 0 && self.members.is_empty() {
+            return Ok(());
         }
         let member = self
             .members

@@ -78,6 +78,8 @@ pub enum GroupError {
     UnreleasedInstanceId,
     #[error("the server-side assignor is not supported")]
     UnsupportedAssignor,
+    #[error("invalid regular expression `{regex}`: {reason}")]
+    InvalidRegularExpression { regex: String, reason: String },
     #[error("the member epoch is stale")]
     StaleMemberEpoch,
     #[error("invalid request: {0}")]

@@ -300,6 +300,11 @@ impl Log {
         Arc::clone(&self.health.read())
     }
 
+    /// The log's clock: the broker's wall clock (a manual one in tests).
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     pub fn config(&self) -> Arc<LogConfig> {
         Arc::clone(&self.config.read())
     }

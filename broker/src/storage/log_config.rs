@@ -17,6 +17,14 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 1024 * 1024 + 12;
 /// Kafka's default for `flush.messages` and `flush.ms`: never force an fsync.
 pub const NEVER_FLUSH: i64 = i64::MAX;
 pub const DEFAULT_MIN_INSYNC_REPLICAS: i32 = 1;
+/// Kafka 4's `log.message.timestamp.before.max.ms`: no lower bound on CreateTime.
+pub const DEFAULT_TIMESTAMP_BEFORE_MAX_MS: i64 = i64::MAX;
+/// Kafka 4's `log.message.timestamp.after.max.ms`: at most an hour into the future.
+pub const DEFAULT_TIMESTAMP_AFTER_MAX_MS: i64 = 60 * 60 * 1000;
+/// Kafka's `compression.gzip.level` default: -1, zlib's own default (6).
+pub const DEFAULT_GZIP_LEVEL: i32 = -1;
+pub const DEFAULT_LZ4_LEVEL: i32 = 9;
+pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
 /// Smallest segment Kafka accepts for `segment.bytes`.
 pub const MIN_SEGMENT_BYTES: u64 = 14;
 
@@ -57,6 +65,58 @@ impl CleanupPolicy {
             (true, true) => "compact,delete",
             (false, true) => "compact",
             _ => "delete",
+        }
+    }
+}
+
+/// Kafka's `compression.type`: keep the producer's codec, or store one codec.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CompressionType {
+    #[default]
+    Producer,
+    Uncompressed,
+    Gzip,
+    Snappy,
+    Lz4,
+    Zstd,
+}
+
+impl CompressionType {
+    /// Kafka accepts exactly these spellings (case-sensitive).
+    pub const VALUES: &'static str = "uncompressed, zstd, lz4, snappy, gzip, producer";
+
+    pub fn parse(value: &str) -> Option<Self> {
+        Some(match value.trim() {
+            "producer" => Self::Producer,
+            "uncompressed" => Self::Uncompressed,
+            "gzip" => Self::Gzip,
+            "snappy" => Self::Snappy,
+            "lz4" => Self::Lz4,
+            "zstd" => Self::Zstd,
+            _ => return None,
+        })
+    }
+
+    pub fn as_kafka_value(&self) -> &'static str {
+        match self {
+            Self::Producer => "producer",
+            Self::Uncompressed => "uncompressed",
+            Self::Gzip => "gzip",
+            Self::Snappy => "snappy",
+            Self::Lz4 => "lz4",
+            Self::Zstd => "zstd",
+        }
+    }
+
+    /// The RecordBatch attributes codec id this type stores; `None` for `producer`.
+    pub fn codec_id(&self) -> Option<i16> {
+        match self {
+            Self::Producer => None,
+            Self::Uncompressed => Some(0),
+            Self::Gzip => Some(1),
+            Self::Snappy => Some(2),
+            Self::Lz4 => Some(3),
+            Self::Zstd => Some(4),
         }
     }
 }
@@ -135,6 +195,15 @@ pub struct LogConfig {
     pub flush_messages: i64,
     pub flush_ms: i64,
     pub message_timestamp_type: TimestampType,
+    /// CreateTime records older than now minus this are refused (INVALID_TIMESTAMP).
+    pub message_timestamp_before_max_ms: i64,
+    /// CreateTime records newer than now plus this are refused (INVALID_TIMESTAMP).
+    pub message_timestamp_after_max_ms: i64,
+    /// The codec batches are stored with; others are re-encoded on produce.
+    pub compression_type: CompressionType,
+    pub compression_gzip_level: i32,
+    pub compression_lz4_level: i32,
+    pub compression_zstd_level: i32,
     pub min_insync_replicas: i32,
     /// A replica outside the ISR may lead when no in-sync one is left (data loss).
     pub unclean_leader_election: bool,
@@ -159,6 +228,12 @@ impl Default for LogConfig {
             flush_messages: NEVER_FLUSH,
             flush_ms: NEVER_FLUSH,
             message_timestamp_type: TimestampType::CreateTime,
+            message_timestamp_before_max_ms: DEFAULT_TIMESTAMP_BEFORE_MAX_MS,
+            message_timestamp_after_max_ms: DEFAULT_TIMESTAMP_AFTER_MAX_MS,
+            compression_type: CompressionType::Producer,
+            compression_gzip_level: DEFAULT_GZIP_LEVEL,
+            compression_lz4_level: DEFAULT_LZ4_LEVEL,
+            compression_zstd_level: DEFAULT_ZSTD_LEVEL,
             min_insync_replicas: DEFAULT_MIN_INSYNC_REPLICAS,
             unclean_leader_election: false,
             leader_throttled_replicas: ThrottledReplicas::None,
@@ -170,9 +245,10 @@ impl Default for LogConfig {
 /// A topic config that cannot be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LogConfigError {
-    #[error("unknown topic config `{key}`")]
+    // Kafka's wording, which admin tools show their users as is.
+    #[error("Unknown topic config name: {key}")]
     UnknownKey { key: String },
-    #[error("invalid value `{value}` for topic config `{key}`: {reason}")]
+    #[error("Invalid value {value} for configuration {key}: {reason}")]
     InvalidValue {
         key: String,
         value: String,
@@ -183,6 +259,10 @@ pub enum LogConfigError {
 /// Every topic-level config key the log understands, in Kafka's spelling.
 pub const TOPIC_CONFIG_KEYS: &[&str] = &[
     "cleanup.policy",
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.type",
+    "compression.zstd.level",
     "delete.retention.ms",
     "flush.messages",
     "flush.ms",
@@ -190,6 +270,8 @@ pub const TOPIC_CONFIG_KEYS: &[&str] = &[
     "index.interval.bytes",
     "leader.replication.throttled.replicas",
     "max.message.bytes",
+    "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms",
     "message.timestamp.type",
     "min.insync.replicas",
     "retention.bytes",
@@ -225,15 +307,15 @@ impl LogConfig {
             let parsed: i64 = value
                 .trim()
                 .parse()
-                .map_err(|_| invalid("not a number of type LONG"))?;
+                .map_err(|_| invalid("Not a number of type LONG"))?;
             if parsed < min {
-                return Err(invalid(&format!("must be at least {min}")));
+                return Err(invalid(&format!("Value must be at least {min}")));
             }
             Ok(parsed)
         };
         let int = |min: i64| -> Result<i64, LogConfigError> {
             if value.trim().parse::<i32>().is_err() {
-                return Err(invalid("not a number of type INT"));
+                return Err(invalid("Not a number of type INT"));
             }
             long(min)
         };
@@ -253,7 +335,7 @@ impl LogConfig {
             "min.insync.replicas" => {
                 let parsed = int(1)?;
                 self.min_insync_replicas =
-                    i32::try_from(parsed).map_err(|_| invalid("not a number of type INT"))?;
+                    i32::try_from(parsed).map_err(|_| invalid("Not a number of type INT"))?;
             }
             "unclean.leader.election.enable" => {
                 self.unclean_leader_election = match value.trim().to_ascii_lowercase().as_str() {
@@ -274,6 +356,31 @@ impl LogConfig {
             "cleanup.policy" => {
                 self.cleanup_policy = CleanupPolicy::parse(value)
                     .ok_or_else(|| invalid("expected delete, compact or compact,delete"))?;
+            }
+            "message.timestamp.before.max.ms" => self.message_timestamp_before_max_ms = long(0)?,
+            "message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms = long(0)?,
+            "compression.type" => {
+                self.compression_type = CompressionType::parse(value).ok_or_else(|| {
+                    invalid(&format!(
+                        "String must be one of: {}",
+                        CompressionType::VALUES
+                    ))
+                })?;
+            }
+            // Kafka's ranges: gzip 1..=9 or -1 (zlib default), lz4 1..=17, zstd
+            // -131072..=22 (negative levels are zstd's fast modes).
+            "compression.gzip.level" => {
+                let level = int(i64::from(i32::MIN))?;
+                if level != -1 && !(1..=9).contains(&level) {
+                    return Err(invalid("Value must be between 1 and 9 or equal to -1"));
+                }
+                self.compression_gzip_level = bounded_int(level, 9, &invalid)?;
+            }
+            "compression.lz4.level" => {
+                self.compression_lz4_level = bounded_int(int(1)?, 17, &invalid)?;
+            }
+            "compression.zstd.level" => {
+                self.compression_zstd_level = bounded_int(int(-131072)?, 22, &invalid)?;
             }
             "message.timestamp.type" => {
                 self.message_timestamp_type = match value.trim() {
@@ -297,6 +404,22 @@ impl LogConfig {
             (
                 "cleanup.policy",
                 self.cleanup_policy.as_kafka_value().to_string(),
+            ),
+            (
+                "compression.gzip.level",
+                self.compression_gzip_level.to_string(),
+            ),
+            (
+                "compression.lz4.level",
+                self.compression_lz4_level.to_string(),
+            ),
+            (
+                "compression.type",
+                self.compression_type.as_kafka_value().to_string(),
+            ),
+            (
+                "compression.zstd.level",
+                self.compression_zstd_level.to_string(),
             ),
             ("delete.retention.ms", self.delete_retention_ms.to_string()),
             ("flush.messages", self.flush_messages.to_string()),
@@ -322,6 +445,14 @@ impl LogConfig {
                 }
                 .to_string(),
             ),
+            (
+                "message.timestamp.after.max.ms",
+                self.message_timestamp_after_max_ms.to_string(),
+            ),
+            (
+                "message.timestamp.before.max.ms",
+                self.message_timestamp_before_max_ms.to_string(),
+            ),
             ("min.insync.replicas", self.min_insync_replicas.to_string()),
             ("retention.bytes", self.retention_bytes.to_string()),
             ("retention.ms", self.retention_ms.to_string()),
@@ -334,6 +465,18 @@ impl LogConfig {
             ),
         ])
     }
+}
+
+/// `value` (already checked against its minimum) as an INT no larger than `max`.
+fn bounded_int(
+    value: i64,
+    max: i64,
+    invalid: &dyn Fn(&str) -> LogConfigError,
+) -> Result<i32, LogConfigError> {
+    if value > max {
+        return Err(invalid(&format!("Value must be no more than {max}")));
+    }
+    i32::try_from(value).map_err(|_| invalid("Not a number of type INT"))
 }
 
 /// An index must hold at least one entry of the larger (time index) kind.
@@ -349,9 +492,16 @@ mod tests {
             .with_topic_configs([
                 ("retention.ms", "1000"),
                 ("cleanup.policy", "compact,delete"),
+                ("compression.type", "zstd"),
+                ("compression.zstd.level", "-5"),
+                ("compression.gzip.level", "-1"),
+                ("message.timestamp.after.max.ms", "0"),
             ])
             .unwrap();
         assert_eq!(config.retention_ms, 1000);
+        assert_eq!(config.compression_type, CompressionType::Zstd);
+        assert_eq!(config.compression_zstd_level, -5);
+        assert_eq!(config.message_timestamp_after_max_ms, 0);
         assert_eq!(
             config.cleanup_policy,
             CleanupPolicy {
@@ -378,6 +528,15 @@ mod tests {
             ("retention.ms", "99999999999999999999"),
             ("retention.bytes", "-2"),
             ("min.insync.replicas", "0"),
+            ("compression.type", "ZSTD"),
+            ("compression.type", "none"),
+            ("compression.gzip.level", "0"),
+            ("compression.gzip.level", "10"),
+            ("compression.lz4.level", "18"),
+            ("compression.zstd.level", "23"),
+            ("compression.zstd.level", "-131073"),
+            ("message.timestamp.after.max.ms", "-1"),
+            ("message.timestamp.before.max.ms", "-1"),
         ] {
             assert!(
                 matches!(

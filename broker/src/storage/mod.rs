@@ -16,6 +16,9 @@
 //! Modules, bottom-up:
 //! - [`batch`]: RecordBatch v2 header, validation (length, magic, CRC32C, counts, size)
 //!   and the fields the broker stamps; [`batch_builder`] encodes batches.
+//! - [`validator`]: per-record checks on produce (keys of compacted topics, timestamp
+//!   bounds; KIP-467 record errors) and re-encoding for `compression.type`, over the
+//!   codecs in [`compression`].
 //! - [`mapped_entries`]: the mmap'd fixed-width entry file (the only `unsafe` code),
 //!   under [`offset_index`] and [`time_index`].
 //! - [`segment`]: a `.log` with its indexes; active vs sealed.
@@ -30,6 +33,7 @@ pub mod batch_builder;
 pub mod checkpoint;
 pub mod clock;
 pub mod compaction;
+pub mod compression;
 pub mod leader_epochs;
 pub mod log;
 pub mod log_config;
@@ -42,6 +46,7 @@ pub mod relocation;
 pub mod retention;
 pub mod segment;
 pub mod time_index;
+pub mod validator;
 
 #[cfg(test)]
 mod test_support;
@@ -53,7 +58,8 @@ pub use batch::{BatchError, BatchHeader};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use log::{AppendInfo, LoadReport, Log, LogError};
 pub use log_config::{
-    CleanupPolicy, LogConfig, LogConfigError, TOPIC_CONFIG_KEYS, ThrottledReplicas, TimestampType,
+    CleanupPolicy, CompressionType, LogConfig, LogConfigError, TOPIC_CONFIG_KEYS,
+    ThrottledReplicas, TimestampType,
 };
 pub use log_read::{ReadLimit, ReadResult};
 pub use manager::{LogManager, LogManagerError, StartupReport};

@@ -12,8 +12,11 @@
 // keyed batches with headers and explicit timestamps, list offsets (earliest, latest, max
 // timestamp, by time), consume from earliest / a timestamp / latest, describe configs,
 // commit and fetch group offsets, delete records (and fetch below the new log start),
-// produce to an unknown partition, over the size limit and with a bad CRC, and ask
-// metadata for an unknown topic.
+// produce to an unknown partition, over the size limit and with a bad CRC, produce keyless
+// records to a compacted topic and records with out-of-range timestamps (KIP-467 record
+// errors), produce lz4 to a compression.type=zstd topic (stored codec, values read back),
+// create topics with invalid compression and timestamp configs, and ask metadata for an
+// unknown topic.
 package main
 
 import (

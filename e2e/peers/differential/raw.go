@@ -14,16 +14,22 @@ import (
 type rawRecord struct {
 	key, value []byte
 	headers    [][2]string
+	// tsDelta is the record's timestamp relative to the batch's first timestamp.
+	tsDelta int64
 }
 
 // encodeBatch builds a RecordBatch v2 (no compression, no producer id) as a broker receives
 // it, with a correct CRC-32C unless corruptCRC.
 func encodeBatch(firstTimestamp int64, records []rawRecord, corruptCRC bool) []byte {
 	var body []byte
+	maxTimestamp := firstTimestamp
 	for i, r := range records {
+		if firstTimestamp+r.tsDelta > maxTimestamp {
+			maxTimestamp = firstTimestamp + r.tsDelta
+		}
 		var rec []byte
 		rec = append(rec, 0) // attributes
-		rec = binary.AppendVarint(rec, 0)
+		rec = binary.AppendVarint(rec, r.tsDelta)
 		rec = binary.AppendVarint(rec, int64(i))
 		rec = appendVarBytes(rec, r.key)
 		rec = appendVarBytes(rec, r.value)
@@ -44,7 +50,7 @@ func encodeBatch(firstTimestamp int64, records []rawRecord, corruptCRC bool) []b
 	b = binary.BigEndian.AppendUint16(b, 0)                      // attributes
 	b = binary.BigEndian.AppendUint32(b, uint32(len(records)-1)) // last offset delta
 	b = binary.BigEndian.AppendUint64(b, uint64(firstTimestamp)) // first timestamp
-	b = binary.BigEndian.AppendUint64(b, uint64(firstTimestamp)) // max timestamp
+	b = binary.BigEndian.AppendUint64(b, uint64(maxTimestamp))   // max timestamp
 	b = binary.BigEndian.AppendUint64(b, 0xFFFFFFFFFFFFFFFF)     // producer id -1
 	b = binary.BigEndian.AppendUint16(b, 0xFFFF)                 // producer epoch -1
 	b = binary.BigEndian.AppendUint32(b, 0xFFFFFFFF)             // base sequence -1

@@ -255,7 +255,8 @@ func runScenario(ctx context.Context, bootstrap string) (Observations, error) {
 		res.ResourceName = topic
 		res.ConfigNames = []string{"cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes",
 			"max.message.bytes", "min.insync.replicas", "message.timestamp.type", "compression.type",
-			"no.such.config"}
+			"compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+			"message.timestamp.before.max.ms", "message.timestamp.after.max.ms", "no.such.config"}
 		describe.Resources = append(describe.Resources, res)
 		described, err := describe.RequestWith(ctx, cl)
 		if err != nil {
@@ -394,6 +395,10 @@ func runScenario(ctx context.Context, bootstrap string) (Observations, error) {
 		obs["produce_raw.log_start_offset"] = good.LogStartOffset
 		return nil
 	})
+
+	// 12-13. Per-record validation errors (KIP-467) and the compression.type topic config.
+	step("record_errors", func() error { return recordErrorsStep(ctx, cl, adm, obs, create, suffix) })
+	step("compression", func() error { return compressionStep(ctx, bootstrap, cl, adm, obs, create, suffix) })
 
 	// 11. Metadata for an unknown topic, without auto-creation.
 	step("metadata_unknown_topic", func() error {

@@ -70,6 +70,8 @@ pub enum ConfigType {
 const CLEANUP_POLICY: ConfigType =
     ConfigType::Enum(&["delete", "compact", "delete,compact", "compact,delete"]);
 const TIMESTAMP_TYPE: ConfigType = ConfigType::Enum(&["CreateTime", "LogAppendTime"]);
+const COMPRESSION_TYPE: ConfigType =
+    ConfigType::Enum(&["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"]);
 
 /// Broker config keys a Cluster may override, with their types: the keys the Oxbow broker
 /// knows (`broker/src/config.rs` `KEYS`; it refuses unknown keys at start-up), minus the
@@ -80,6 +82,10 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("broker.heartbeat.interval.ms", ConfigType::Int),
     ("broker.session.timeout.ms", ConfigType::Int),
     ("cluster.id", ConfigType::String),
+    ("compression.gzip.level", ConfigType::Int),
+    ("compression.lz4.level", ConfigType::Int),
+    ("compression.type", COMPRESSION_TYPE),
+    ("compression.zstd.level", ConfigType::Int),
     ("connections.max.idle.ms", ConfigType::Long),
     ("default.replication.factor", ConfigType::Int),
     ("fetch.sendfile.enable", ConfigType::Bool),
@@ -96,6 +102,8 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("log.flush.interval.ms", ConfigType::Long),
     ("log.index.interval.bytes", ConfigType::Int),
     ("log.index.size.max.bytes", ConfigType::Int),
+    ("log.message.timestamp.after.max.ms", ConfigType::Long),
+    ("log.message.timestamp.before.max.ms", ConfigType::Long),
     ("log.message.timestamp.type", TIMESTAMP_TYPE),
     ("log.retention.bytes", ConfigType::Long),
     ("log.retention.check.interval.ms", ConfigType::Long),
@@ -133,6 +141,10 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
 /// `operator/tests/config_keys.rs`).
 pub const TOPIC_KEYS: &[(&str, ConfigType)] = &[
     ("cleanup.policy", CLEANUP_POLICY),
+    ("compression.gzip.level", ConfigType::Int),
+    ("compression.lz4.level", ConfigType::Int),
+    ("compression.type", COMPRESSION_TYPE),
+    ("compression.zstd.level", ConfigType::Int),
     ("delete.retention.ms", ConfigType::Long),
     ("flush.messages", ConfigType::Long),
     ("flush.ms", ConfigType::Long),
@@ -140,6 +152,8 @@ pub const TOPIC_KEYS: &[(&str, ConfigType)] = &[
     ("index.interval.bytes", ConfigType::Int),
     ("leader.replication.throttled.replicas", ConfigType::List),
     ("max.message.bytes", ConfigType::Int),
+    ("message.timestamp.after.max.ms", ConfigType::Long),
+    ("message.timestamp.before.max.ms", ConfigType::Long),
     ("message.timestamp.type", TIMESTAMP_TYPE),
     ("min.insync.replicas", ConfigType::Int),
     ("retention.bytes", ConfigType::Long),

@@ -117,8 +117,10 @@ impl ClassicGroup {
         Ok(())
     }
 
-    /// OffsetCommit's membership check. A commit with no member id and generation -1 is
-    /// a standalone consumer's, accepted only while the group has no members.
+    /// OffsetCommit's membership check. A commit with generation -1 is a standalone
+    /// consumer's or the admin client's, accepted while the group has no members, whatever
+    /// member id it carries (a KIP-848 client assigning its own partitions sends the id it
+    /// chose), as in Kafka.
     pub fn validate_commit(
         &mut self,
         member_id: &str,
@@ -126,7 +128,7 @@ impl ClassicGroup {
         generation_id: i32,
         now: i64,
     ) -> Result<(), GroupError> {
-        if generation_id < 0 && member_id.is_empty() && self.members.is_empty() {
+        if generation_id < 0 && self.members.is_empty() {
             return Ok(());
         }
         self.check_member(member_id, instance_id, generation_id)?;

@@ -306,3 +306,16 @@ fn records_round_trip_through_the_group() {
     assert_eq!(loaded.generation_id, 1);
     assert_eq!(loaded.members[&a].assignment, Bytes::from_static(b"A"));
 }
+
+#[test]
+fn a_standalone_commit_is_accepted_while_the_group_is_empty_whatever_member_id_it_sends() {
+    let mut group = ClassicGroup::new(0, 0);
+    assert_eq!(group.validate_commit("", None, -1, 0), Ok(()));
+    assert_eq!(group.validate_commit("self-chosen", None, -1, 0), Ok(()));
+    let mut actions = Vec::new();
+    join_new(&mut group, 0, &mut actions);
+    assert_eq!(
+        group.validate_commit("self-chosen", None, -1, 0),
+        Err(GroupError::UnknownMemberId)
+    );
+}

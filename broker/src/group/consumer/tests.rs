@@ -131,3 +131,91 @@ fn leaving_and_expiry_free_partitions() {
     );
     assert_eq!(group.state_name(), "Empty");
 }
+
+fn regex_join(
+    group: &mut ConsumerGroup,
+    id: &str,
+    regex: &str,
+    topics: &TopicsView,
+    now: i64,
+) -> Result<HeartbeatResponse, GroupError> {
+    group.heartbeat(
+        HeartbeatRequest {
+            member_id: id.into(),
+            member_epoch: 0,
+            rebalance_timeout_ms: 30_000,
+            subscribed_topic_regex: Some(regex.into()),
+            owned: Some(Assignment::new()),
+            ..HeartbeatRequest::default()
+        },
+        topics,
+        now,
+    )
+}
+
+#[test]
+fn a_regex_subscribes_to_whole_matching_names_including_topics_created_later() {
+    let orders = Uuid::from_u128(1);
+    let mut view = TopicsView::from([
+        ("orders-eu".to_string(), (orders, 2)),
+        ("orders-us".to_string(), (Uuid::from_u128(2), 2)),
+        // Matches the pattern only as a substring: RE2/J's matches() needs the whole name.
+        ("old-orders-eu".to_string(), (Uuid::from_u128(3), 2)),
+        ("payments".to_string(), (Uuid::from_u128(4), 2)),
+    ]);
+    let mut group = ConsumerGroup::new(0);
+    let joined = regex_join(&mut group, "a", "orders-.*", &view, 0).unwrap();
+    let assigned: BTreeSet<Uuid> = joined.assignment.unwrap().keys().copied().collect();
+    assert_eq!(assigned, BTreeSet::from([orders, Uuid::from_u128(2)]));
+    let epoch = joined.member_epoch;
+
+    view.insert("orders-apac".into(), (Uuid::from_u128(5), 3));
+    let later = group
+        .heartbeat(
+            HeartbeatRequest {
+                member_id: "a".into(),
+                member_epoch: epoch,
+                ..HeartbeatRequest::default()
+            },
+            &view,
+            10,
+        )
+        .unwrap();
+    assert!(
+        later.member_epoch > epoch,
+        "a new matching topic bumps the epoch"
+    );
+    let assignment = later.assignment.unwrap();
+    assert_eq!(
+        assignment.get(&Uuid::from_u128(5)).map(BTreeSet::len),
+        Some(3)
+    );
+    assert_eq!(count(&assignment), 7);
+}
+
+#[test]
+fn an_invalid_regex_is_refused_before_the_member_joins() {
+    let mut group = ConsumerGroup::new(0);
+    assert!(matches!(
+        regex_join(&mut group, "a", "orders-(", &topics(), 0),
+        Err(GroupError::InvalidRegularExpression { .. })
+    ));
+    assert!(group.members.is_empty());
+}
+
+#[test]
+fn a_memberless_commit_is_accepted_while_the_group_is_empty() {
+    let mut group = ConsumerGroup::new(0);
+    // A consumer with manual assignment may send its own member id with epoch -1.
+    assert_eq!(group.validate_commit("", -1), Ok(()));
+    assert_eq!(group.validate_commit("client-chosen-id", -1), Ok(()));
+    join(&mut group, "a", 0);
+    assert_eq!(
+        group.validate_commit("client-chosen-id", -1),
+        Err(GroupError::UnknownMemberId)
+    );
+    assert_eq!(
+        group.validate_commit("", -1),
+        Err(GroupError::UnknownMemberId)
+    );
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Topic rules on produce through librdkafka (e2e/clients/produce_rules.py), against Oxbow
+# and against Apache Kafka as the reference: keyless records on a compacted topic and
+# out-of-range timestamps fail record by record (KIP-467), compression.type re-encodes
+# batches of another codec (checked on disk), invalid compression configs are refused.
+# Then the Java client (e2e/peers/java-client/produce-rules) against both: its
+# observations, record errors and exception messages included, must be the same.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
+cargo build --locked -p oxbow-broker --bin oxbow
+peers="$PWD/e2e/peers"
+work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-produce-rules.XXXXXX")"
+trap '"$peers/kafka/stop" --dir "$work/kafka" || true; "$peers/oxbow/stop" --dir "$work/oxbow" || true; rm -rf "$work"' EXIT
+# Kafka's two ports from 32000-33999 (this suite's range), free ones.
+read -r port controller_port < <(python3 - <<'PY'
+import socket
+found = []
+for port in range(32000, 34000):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+    found.append(port)
+    if len(found) == 2:
+        break
+print(*found)
+PY
+)
+"$peers/kafka/start-single" --port "$port" --controller-port "$controller_port" --dir "$work/kafka" >/dev/null
+"$OXBOW_CACHE/clients/venv/bin/python" e2e/clients/produce_rules.py \
+  --binary "$CARGO_TARGET_DIR/debug/oxbow" --kafka "127.0.0.1:$port"
+
+oxbow_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+OXBOW_BINARY="$CARGO_TARGET_DIR/debug/oxbow" "$peers/oxbow/start-single" --port "$oxbow_port" --dir "$work/oxbow" >/dev/null
+run="$(python3 -c 'import uuid; print(uuid.uuid4().hex[:8])')"
+"$peers/java-client/produce-rules" --bootstrap "127.0.0.1:$port" --run "$run" >"$work/java-kafka.txt"
+"$peers/java-client/produce-rules" --bootstrap "127.0.0.1:$oxbow_port" --run "$run" >"$work/java-oxbow.txt"
+if ! diff -u "$work/java-kafka.txt" "$work/java-oxbow.txt"; then
+  echo "FAIL  the Java client observes Oxbow (+) differently from Kafka (-)"
+  exit 1
+fi
+grep -q "mixed batch record 1: InvalidRecordException" "$work/java-oxbow.txt" ||
+  { echo "FAIL  the keyless record was not refused with InvalidRecordException"; cat "$work/java-oxbow.txt"; exit 1; }
+echo "ok    the Java client observes Oxbow as Kafka ($(wc -l <"$work/java-oxbow.txt") observations)"
