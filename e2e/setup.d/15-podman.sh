@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what builds and runs Oxbow's container images (e2e/images/build, suite 15-images):
+# rootful podman and buildah with runc, from Debian's packages (idempotent).
+#
+# Two machine settings, in a drop-in so other containers.conf settings stay untouched:
+#   runtime = "runc"       crun 1.8 (Debian's default) refuses this machine's hybrid cgroup
+#                          layout (v1 controllers with a v2 "unified" mount); runc runs on it.
+#   default_ulimits = []   the packaged default asks for nofile limits above what this
+#                          machine's container sandbox grants, and container start fails.
+set -euo pipefail
+
+need=()
+for cmd in podman buildah runc; do command -v "$cmd" >/dev/null || need+=("$cmd"); done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "Installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman buildah runc >/dev/null
+fi
+
+dropin=/etc/containers/containers.conf.d/50-oxbow.conf
+want='[containers]
+default_ulimits = []
+
+[engine]
+runtime = "runc"'
+if [ "$(cat "$dropin" 2>/dev/null)" != "$want" ]; then
+  mkdir -p "$(dirname "$dropin")"
+  printf '%s\n' "$want" >"$dropin"
+  echo "Wrote $dropin"
+fi
+
+# Prove the settings took: podman reports the runtime it will use.
+runtime="$(podman info --format '{{.Host.OCIRuntime.Name}}')"
+[ "$runtime" = runc ] || { echo "podman uses runtime '$runtime', expected runc (see $dropin)" >&2; exit 1; }
+echo "podman $(podman version --format '{{.Client.Version}}'), buildah $(buildah --version | cut -d' ' -f3), runtime $runtime"

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# The container images (e2e/images/build), run with rootful podman + runc as a user would:
+#   build both images -> their references are the chart's defaults (helm template) and the
+#   operator's -> the images hold no shell, run as uid 65532, broker ≤ 40 MB compressed ->
+#   broker with a named data volume, --read-only --user 65532 --cap-drop ALL (the
+#   securityContext the chart and the operator's StatefulSet ask for): kcat produces and
+#   consumes through the published port -> SIGTERM: exit 0 and the clean-shutdown marker on
+#   the volume -> a new container on the same volume: the same records, no recovery ->
+#   a log dir outside the volume fails on the read-only root -> operator image: --version,
+#   crdgen equals crds/, render names the built images, /healthz answers and /readyz
+#   refuses while the API server does not answer.
+# Every wait is a bounded poll of a condition. Ports: 36092 (Kafka), 36644 (broker
+# metrics), 36080 (operator metrics), 36443 (an API server that never answers).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. e2e/lib/suite.sh
+export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
+export PATH="$OXBOW_CACHE/bin:$PATH"   # helm (e2e/setup.d/20-helm.sh)
+
+if ! command -v podman >/dev/null; then
+  case "${CI:-}" in
+    "" | false | 0) suite_skip "podman not installed (e2e/setup.d/15-podman.sh installs it)" ;;
+    *) echo "images: podman not installed under CI=$CI (e2e/setup.d/15-podman.sh installs it)" >&2; exit 1 ;;
+  esac
+fi
+
+KAFKA_PORT=36092 METRICS_PORT=36644 OPERATOR_PORT=36080 STALL_PORT=36443
+RUN_AS=65532:65532
+tag="oxbow-e2e-images-$$"
+broker="$tag-broker" operator="$tag-operator" volume="$tag-data"
+work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-images.XXXXXX")"
+stall_pid=""
+cleanup() {
+  podman rm -f -t 0 "$broker" "$broker-ro" "$operator" >/dev/null 2>&1 || true
+  podman volume rm -f "$volume" >/dev/null 2>&1 || true
+  [ -z "$stall_pid" ] || kill "$stall_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0
+ok() { passed=$((passed + 1)); echo "ok $passed - $*"; }
+fail() {
+  echo "not ok - $*" >&2
+  for c in "$broker" "$broker-ro" "$operator"; do
+    podman logs "$c" 2>/dev/null | tail -n 20 | sed "s/^/[$c] /" >&2 || true
+  done
+  echo "images: $passed passed, 1 failed"
+  exit 1
+}
+wait_for() {   # wait_for SECONDS CHECK ARGS...: bounded poll of a condition
+  local deadline=$(( $(date +%s) + $1 )); shift
+  until "$@"; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep 0.2
+  done
+}
+
+# --- build -----------------------------------------------------------------------------------
+t0=$(date +%s)
+bash e2e/images/build | tee "$work/build.log"
+mapfile -t refs < <(tail -n 2 "$work/build.log")
+BROKER_IMAGE="${refs[0]}" OPERATOR_IMAGE="${refs[1]}"
+for ref in "$BROKER_IMAGE" "$OPERATOR_IMAGE"; do
+  podman image exists "$ref" || fail "images/build printed $ref, which podman does not have"
+done
+ok "built $BROKER_IMAGE and $OPERATOR_IMAGE in $(( $(date +%s) - t0 ))s"
+
+revision="$(git rev-parse --short=12 HEAD)"
+for ref in "$BROKER_IMAGE" "$OPERATOR_IMAGE"; do
+  podman image inspect --format '{{join .RepoTags "\n"}}' "$ref" | grep -q -- "-g$revision" \
+    || fail "$ref has no tag naming revision $revision"
+done
+ok "both images also tagged with the git revision $revision"
+
+# The chart as shipped (no overrides) pulls exactly these, for the operator and for brokers.
+helm template oxbow charts/oxbow >"$work/chart.yaml"
+grep -q "image: \"$OPERATOR_IMAGE\"" "$work/chart.yaml" || fail "the chart's operator image is not $OPERATOR_IMAGE"
+grep -A1 -- '- name: OXBOW_BROKER_IMAGE' "$work/chart.yaml" | grep -q "value: \"$BROKER_IMAGE\"" \
+  || fail "the chart's broker image is not $BROKER_IMAGE"
+grep -A1 -- '- name: OXBOW_OPERATOR_IMAGE' "$work/chart.yaml" | grep -q "value: \"$OPERATOR_IMAGE\"" \
+  || fail "the chart's rack-init image is not $OPERATOR_IMAGE"
+ok "helm template charts/oxbow (defaults) names exactly the built images"
+
+# --- what the images hold --------------------------------------------------------------------
+for ref in "$BROKER_IMAGE" "$OPERATOR_IMAGE"; do
+  user="$(podman image inspect --format '{{.Config.User}}' "$ref")"
+  [ "$user" = "$RUN_AS" ] || fail "$ref runs as '$user', not $RUN_AS"
+  for shell in /bin/sh /bin/bash /usr/bin/sh; do
+    if podman run --rm --entrypoint "$shell" "$ref" -c true >/dev/null 2>&1; then
+      fail "$ref has a shell at $shell"
+    fi
+  done
+done
+ok "both images run as $RUN_AS by default and hold no shell"
+
+archive="$OXBOW_CACHE/images/oxbow-${BROKER_IMAGE##*:}.tar"
+[ -s "$archive" ] || fail "no archive $archive"
+compressed=$(gzip -6 -c "$archive" | wc -c)
+[ "$compressed" -le $((40 * 1000 * 1000)) ] || fail "broker image archive is $compressed bytes gzip-compressed, over 40 MB"
+# The archive loads as an image of the same name (what kind load / k3d import do).
+podman image inspect --format '{{.Id}}' "$BROKER_IMAGE" >"$work/id"
+loaded="$(podman load -q -i "$archive")"
+case "$loaded" in *"$BROKER_IMAGE"*) ;; *) fail "podman load of $archive gave: $loaded" ;; esac
+[ "$(podman image inspect --format '{{.Id}}' "$BROKER_IMAGE")" = "$(cat "$work/id")" ] || fail "the archive holds a different image"
+ok "broker archive $archive: $((compressed / 1000)) kB gzip-compressed (≤ 40 MB), loads as $BROKER_IMAGE"
+
+# --- the broker image with a data volume, as the StatefulSet runs it -------------------------
+podman volume create "$volume" >/dev/null
+data="$(podman volume inspect --format '{{.Mountpoint}}' "$volume")"
+# The securityContext of the operator's StatefulSet: non-root uid/gid 65532, read-only root,
+# all capabilities dropped, no privilege escalation. log.dirs as the operator renders it.
+start_broker() {
+  podman run -d --name "$broker" --read-only --user "$RUN_AS" --cap-drop ALL \
+    --security-opt no-new-privileges -v "$volume:/var/lib/oxbow" \
+    -p "127.0.0.1:$KAFKA_PORT:9092" -p "127.0.0.1:$METRICS_PORT:9644" "$BROKER_IMAGE" \
+    --override node.id=0 --override listeners=PLAINTEXT://0.0.0.0:9092 \
+    --override "advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT" \
+    --override metrics.listener=0.0.0.0:9644 --override log.dirs=/var/lib/oxbow/data >/dev/null
+}
+ready() { curl -fsS --max-time 2 "http://127.0.0.1:$METRICS_PORT/readyz" >/dev/null 2>&1; }
+start_broker
+wait_for 60 ready || fail "the broker container never became ready"
+pid="$(podman inspect --format '{{.State.Pid}}' "$broker")"
+uids="$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$pid/status")"
+[ "$uids" = "65532 65532 65532 65532" ] || fail "broker process uids: $uids"
+caps="$(awk '/^CapEff:/ {print $2}' "/proc/$pid/status")"
+[ "$caps" = 0000000000000000 ] || fail "broker process effective capabilities: $caps"
+ok "broker container ready: --read-only, uid/gid 65532, no capabilities"
+
+for i in $(seq 1 500); do printf 'key-%d:value-%d-%s\n' "$i" "$i" "$(printf '%0*d' $((i % 97)) 0)"; done >"$work/sent"
+kcat -b "127.0.0.1:$KAFKA_PORT" -t images -K: -P -X acks=all -l "$work/sent" \
+  || fail "kcat could not produce through the container"
+consume() {
+  kcat -b "127.0.0.1:$KAFKA_PORT" -t images -C -o beginning -e -q -f '%o %k:%s\n' >"$work/got" 2>"$work/kcat.err"
+}
+expected() { awk '{print NR - 1, $0}' "$work/sent"; }
+consume || fail "kcat could not consume: $(cat "$work/kcat.err")"
+diff <(expected) "$work/got" >/dev/null || fail "consumed records differ from produced ($(wc -l <"$work/got") lines)"
+ok "kcat produced 500 records through the published port and read them back at offsets 0-499"
+
+# SIGTERM (podman stop's signal) -> controlled shutdown -> the clean-shutdown marker.
+[ "$(podman inspect --format '{{.Config.StopSignal}}' "$broker")" = 15 ] \
+  || [ "$(podman inspect --format '{{.Config.StopSignal}}' "$broker")" = SIGTERM ] \
+  || fail "stop signal is $(podman inspect --format '{{.Config.StopSignal}}' "$broker")"
+podman stop -t 60 "$broker" >/dev/null
+status="$(podman inspect --format '{{.State.ExitCode}}' "$broker")"
+[ "$status" = 0 ] || fail "broker exited $status after SIGTERM"
+podman logs "$broker" 2>&1 | grep -q "SIGTERM received" || fail "the broker did not log the SIGTERM"
+[ -f "$data/data/.oxbow-clean-shutdown" ] || fail "no clean-shutdown marker in the volume: $(ls -a "$data/data")"
+[ -d "$data/data/images-0" ] || fail "no partition directory images-0 in the volume"
+foreign="$(find "$data" ! -uid 65532 -print -quit)"
+[ -z "$foreign" ] || fail "$foreign on the volume is not owned by uid 65532"
+ok "SIGTERM: exit 0, .oxbow-clean-shutdown and the partition on the volume, every file owned by 65532"
+
+podman rm "$broker" >/dev/null
+start_broker
+wait_for 60 ready || fail "the broker did not become ready again on the same volume"
+podman logs "$broker" 2>&1 | grep -q "unclean shutdown" && fail "the restarted broker recovered as after an unclean shutdown"
+consume || fail "kcat could not consume after the restart: $(cat "$work/kcat.err")"
+diff <(expected) "$work/got" >/dev/null || fail "records after the restart differ ($(wc -l <"$work/got") lines)"
+printf 'after:restart\n' | kcat -b "127.0.0.1:$KAFKA_PORT" -t images -K: -P -X acks=all || fail "produce after restart"
+consume
+[ "$(tail -n 1 "$work/got")" = "500 after:restart" ] || fail "the next record after the restart: $(tail -n 1 "$work/got")"
+ok "a new container on the same volume: the 500 records intact, no recovery, the next one at offset 500"
+podman stop -t 60 "$broker" >/dev/null
+
+# The root filesystem is really read-only: a log dir outside the volume cannot be created.
+status=0
+podman run --name "$broker-ro" --read-only --user "$RUN_AS" --cap-drop ALL "$BROKER_IMAGE" \
+  --override log.dirs=/srv/oxbow-data --override metrics.listener= >/dev/null 2>&1 || status=$?
+[ "$status" != 0 ] || fail "the broker started with a log dir on the read-only root"
+podman logs "$broker-ro" 2>&1 | grep -qi "read-only file system" || fail "no read-only error: $(podman logs "$broker-ro" 2>&1 | tail -n 3)"
+ok "a log dir outside the volume fails on the read-only root (exit $status, 'Read-only file system')"
+
+# --- the operator image ----------------------------------------------------------------------
+op() { podman run --rm --read-only --user "$RUN_AS" --cap-drop ALL "$@"; }
+version="$(op "$OPERATOR_IMAGE" --version)"
+[ "$version" = "oxbow-operator ${OPERATOR_IMAGE##*:}" ] || fail "operator --version: $version"
+op "$OPERATOR_IMAGE" --help | grep -q "rack-init" || fail "operator --help lists no rack-init"
+op "$OPERATOR_IMAGE" crdgen | diff -q - crds/oxbow.dev.yaml >/dev/null || fail "crdgen in the image differs from crds/oxbow.dev.yaml"
+op -v "$PWD/manifests/cluster.yaml:/cluster.yaml:ro" "$OPERATOR_IMAGE" render /cluster.yaml >"$work/rendered.yaml" \
+  || fail "render in the image"
+grep -q "image: $BROKER_IMAGE\$" "$work/rendered.yaml" || fail "rendered StatefulSet does not run $BROKER_IMAGE"
+grep -q "image: $OPERATOR_IMAGE\$" "$work/rendered.yaml" || fail "rendered rack-init does not run $OPERATOR_IMAGE"
+ok "operator image: --version ${OPERATOR_IMAGE##*:}, crdgen equals crds/, render names the built images"
+
+# `run` serves /healthz before it reaches the API server and /readyz only once it has listed
+# Clusters. An API server that accepts connections and never answers holds it in between.
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+held = []
+while True:
+    held.append(s.accept()[0])   # keep every connection open, say nothing
+' "$STALL_PORT" &
+stall_pid=$!
+cat >"$work/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: stall, cluster: {server: "https://127.0.0.1:$STALL_PORT", insecure-skip-tls-verify: true}}]
+users: [{name: nobody, user: {token: none}}]
+contexts: [{name: stall, context: {cluster: stall, user: nobody}}]
+current-context: stall
+EOF
+chmod 0644 "$work/kubeconfig"
+podman run -d --name "$operator" --read-only --user "$RUN_AS" --cap-drop ALL --network host \
+  -v "$work/kubeconfig:/kubeconfig:ro" -e KUBECONFIG=/kubeconfig "$OPERATOR_IMAGE" \
+  run --metrics-addr "127.0.0.1:$OPERATOR_PORT" --leader-election false >/dev/null
+healthy() { curl -fsS --max-time 2 "http://127.0.0.1:$OPERATOR_PORT/healthz" >/dev/null 2>&1; }
+wait_for 30 healthy || fail "the operator container never answered /healthz"
+code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$OPERATOR_PORT/readyz")"
+[ "$code" = 503 ] || fail "operator /readyz answered $code while the API server is silent"
+curl -fsS --max-time 2 "http://127.0.0.1:$OPERATOR_PORT/metrics" | grep -q '^oxbow_operator_leader 0' || fail "operator /metrics: no oxbow_operator_leader 0 before it reached the API server"
+[ "$(podman inspect --format '{{.State.Running}}' "$operator")" = true ] || fail "the operator exited"
+ok "operator container (--read-only, uid 65532): /healthz 200, /readyz 503 and /metrics while the API server is silent"
+
+echo "images: $passed passed, 0 failed"
+suite_done
