@@ -33,7 +33,9 @@ broker="$tag-broker" operator="$tag-operator" volume="$tag-data"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-images.XXXXXX")"
 stall_pid=""
 cleanup() {
-  podman rm -f -t 0 "$broker" "$broker-ro" "$operator" >/dev/null 2>&1 || true
+  # --ignore: a container that never started is no error, and the others still go; -v:
+  # their anonymous volumes (the image declares VOLUME /var/lib/oxbow) go with them.
+  podman rm -f -v --ignore -t 0 "$broker" "$broker-ro" "$operator" >/dev/null 2>&1 || true
   podman volume rm -f "$volume" >/dev/null 2>&1 || true
   [ -z "$stall_pid" ] || kill "$stall_pid" 2>/dev/null || true
   rm -rf "$work"
