@@ -3,10 +3,14 @@
 # rootful podman and buildah with runc, from Debian's packages (idempotent).
 #
 # Two machine settings, in a drop-in so other containers.conf settings stay untouched:
-#   runtime = "runc"       crun 1.8 (Debian's default) refuses this machine's hybrid cgroup
-#                          layout (v1 controllers with a v2 "unified" mount); runc runs on it.
-#   default_ulimits = []   the packaged default asks for nofile limits above what this
-#                          machine's container sandbox grants, and container start fails.
+#   runtime = "runc"       crun 1.8 (podman's first choice when installed) refuses this
+#                          machine's hybrid cgroup layout (v1 controllers with a v2 "unified"
+#                          mount, as found when issue 18 was filed); runc runs on it. Only
+#                          runc is installed here; the setting keeps it if crun comes along.
+#   default_ulimits = []   rootful podman otherwise raises each container's open-files limit
+#                          to 1048576; this machine's hard limit is 20000 and may not be
+#                          raised, so runc fails: "error setting rlimit type 7: operation not
+#                          permitted". With none set, containers inherit the host's limits.
 set -euo pipefail
 
 need=()
