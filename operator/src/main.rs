@@ -16,6 +16,7 @@ use kube::Client;
 use kube::api::{Api, ListParams};
 use kube::runtime::{Controller, watcher};
 use oxbow_operator::cluster::build::BuildSettings;
+use oxbow_operator::cluster::settings::{DEFAULT_BROKER_IMAGE, DEFAULT_OPERATOR_IMAGE};
 use oxbow_operator::context::Context;
 use oxbow_operator::crd::{Cluster, Topic};
 use oxbow_operator::leader::LeaderElector;
@@ -71,10 +72,10 @@ struct RunArgs {
     )]
     metrics_addr: SocketAddr,
     /// Broker image for Clusters that name none.
-    #[arg(long, env = "OXBOW_BROKER_IMAGE", default_value = concat!("ghcr.io/oxbow-dev/oxbow:", env!("CARGO_PKG_VERSION")))]
+    #[arg(long, env = "OXBOW_BROKER_IMAGE", default_value = DEFAULT_BROKER_IMAGE)]
     broker_image: String,
     /// This operator's image (runs the rack-init init container).
-    #[arg(long, env = "OXBOW_OPERATOR_IMAGE", default_value = concat!("ghcr.io/oxbow-dev/oxbow-operator:", env!("CARGO_PKG_VERSION")))]
+    #[arg(long, env = "OXBOW_OPERATOR_IMAGE", default_value = DEFAULT_OPERATOR_IMAGE)]
     operator_image: String,
     /// ClusterRole that lets broker pods read nodes (bound per Cluster).
     #[arg(
@@ -162,12 +163,8 @@ fn render(file: &std::path::Path, namespace: &str) -> anyhow::Result<()> {
         .uid
         .get_or_insert_with(|| "00000000-0000-0000-0000-000000000000".to_string());
     let settings = BuildSettings {
-        broker_image: concat!("ghcr.io/oxbow-dev/oxbow:", env!("CARGO_PKG_VERSION")).to_string(),
-        operator_image: concat!(
-            "ghcr.io/oxbow-dev/oxbow-operator:",
-            env!("CARGO_PKG_VERSION")
-        )
-        .to_string(),
+        broker_image: DEFAULT_BROKER_IMAGE.to_string(),
+        operator_image: DEFAULT_OPERATOR_IMAGE.to_string(),
         rack_cluster_role: "oxbow-broker-rack".to_string(),
     };
     let desired = cluster::build::build(&cluster, &settings)?;

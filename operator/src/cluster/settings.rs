@@ -11,3 +11,16 @@ pub struct BuildSettings {
     /// ClusterRole allowing `get` on nodes, bound to each cluster's broker ServiceAccount.
     pub rack_cluster_role: String,
 }
+
+/// Broker image of Clusters that name none, unless the deployment says otherwise: the name
+/// the chart uses (`broker.image.repository`) tagged with the crate version, which is the
+/// chart's appVersion and the tag `e2e/images/build` gives the image.
+/// `operator/tests/chart_images.rs` fails when the chart and these drift apart.
+pub const DEFAULT_BROKER_IMAGE: &str =
+    concat!("ghcr.io/oxbow-dev/oxbow:", env!("CARGO_PKG_VERSION"));
+
+/// The operator's own image (runs `rack-init`), named and tagged as [`DEFAULT_BROKER_IMAGE`].
+pub const DEFAULT_OPERATOR_IMAGE: &str = concat!(
+    "ghcr.io/oxbow-dev/oxbow-operator:",
+    env!("CARGO_PKG_VERSION")
+);
