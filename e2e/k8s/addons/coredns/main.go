@@ -16,12 +16,13 @@ import (
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/metrics"
 	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/template"
 )
 
 func init() {
 	// Same relative order as CoreDNS's plugin.cfg.
 	dnsserver.Directives = []string{
-		"bind", "ready", "health", "prometheus", "errors", "log", "cache", "kubernetes",
+		"bind", "ready", "health", "prometheus", "errors", "log", "cache", "template", "kubernetes",
 	}
 }
 
