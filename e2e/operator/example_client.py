@@ -11,7 +11,10 @@ usage: example_client.py metadata ADDRESS
            kafka-python producer, acks=all, retries on: sends until STOP_FILE exists, appends
            every acknowledged value to ACKED_FILE; exit 1 if a send failed for good.
        example_client.py consume-all BOOTSTRAP TOPIC ACKED_FILE
-           consumes TOPIC from the beginning until every value in ACKED_FILE was seen."""
+           consumes TOPIC from the beginning until every value in ACKED_FILE was seen.
+       example_client.py consume-some BOOTSTRAP TOPIC GROUP COUNT
+           a member of consumer group GROUP consumes COUNT records, commits and leaves: the
+           group then lags by whatever is produced after it."""
 import json
 import os
 import socket
@@ -119,6 +122,22 @@ def consume_all(bootstrap, topic, acked_file):
     sys.exit(1 if missing else 0)
 
 
+def consume_some(bootstrap, topic, group, count):
+    from kafka import KafkaConsumer
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             consumer_timeout_ms=30000)
+    got = 0
+    for _ in consumer:
+        got += 1
+        if got >= int(count):
+            break
+    consumer.commit()
+    consumer.close()
+    print("group %s consumed and committed %d records of %s" % (group, got, topic))
+    sys.exit(0 if got >= int(count) else 1)
+
+
 if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
     if command == "metadata":
@@ -127,5 +146,7 @@ if __name__ == "__main__":
         produce_until(*args)
     elif command == "consume-all":
         consume_all(*args)
+    elif command == "consume-some":
+        consume_some(*args)
     else:
         raise SystemExit(__doc__)
