@@ -4,6 +4,8 @@
 #   k8s_cluster_up                       # private local cluster (or $KUBECONFIG's with OXBOW_K8S_EXTERNAL=1)
 #   k8s_pod_runner --selector app=oxbow  # local cluster only: run those pods' processes
 #   until_true 30 some_check ARGS...     # bounded poll of a condition kubectl cannot wait on
+#   k8s_pod_exec NS POD CMD...           # run CMD in the pod's network namespace (its IP, its
+#                                        # resolv.conf); kubectl exec on an external cluster
 #
 # k8s_cluster_up installs an EXIT trap that stops the pod runners and runs e2e/k8s/down
 # (locally) or deletes the suite's namespaces listed in K8S_NAMESPACES (external cluster).
@@ -54,6 +56,16 @@ k8s_pod_runner() {
   k8s_local || return 0
   "$K8S_DIR/pod-runner" "$@" >>"$OXBOW_K8S_STATE/pod-runner.log" 2>&1 &
   K8S_RUNNERS+=($!)
+}
+
+k8s_pod_exec() {
+  local ns="$1" pod="$2"; shift 2
+  if ! k8s_local; then kubectl -n "$ns" exec "$pod" -- "$@"; return; fi
+  local uid netid
+  uid="$(kubectl -n "$ns" get pod "$pod" -o jsonpath='{.metadata.uid}' | tr -d -)"
+  netid="$(sed -n 's/^OXBOW_K8S_NETID=//p' "$OXBOW_K8S_STATE/env")"
+  [ -n "$uid" ] && [ -n "$netid" ] || { echo "k8s_pod_exec: no pod $ns/$pod or no pod network" >&2; return 1; }
+  ip netns exec "ox$netid-p${uid:0:12}" "$@"
 }
 
 until_true() {

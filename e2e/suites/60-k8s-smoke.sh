@@ -2,7 +2,8 @@
 # Smoke test of the e2e Kubernetes control plane (e2e/k8s): a real API server, controller
 # manager and scheduler, kwok nodes in three zones, and the pod runner (the kubelet stand-in).
 #   up -> namespace -> 3-replica StatefulSet with volume claims, spread over zone-a/b/c,
-#   Ready, each pod's process serving its ConfigMap on its loopback pod IP -> scale to 1 ->
+#   Ready, each pod's process serving its ConfigMap on its pod IP (its own network namespace,
+#   an address from its node's podCIDR) -> scale to 1 ->
 #   the StatefulSet controller deletes 2 pods and the runner stops their processes -> the
 #   garbage collector removes the last pod with its StatefulSet -> down (always, via trap).
 # Every wait is on a condition (kubectl wait, rollout status, or a bounded poll of a check).
@@ -35,8 +36,9 @@ ok "control plane up: kube-apiserver $version"
 zones="$(kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.labels.topology\.kubernetes\.io/zone}{"\n"}{end}' | sort | tr '\n' ' ')"
 [ "$zones" = "zone-a zone-b zone-c " ] || fail "node zones: $zones"
 if k8s_local; then
+  . "$OXBOW_K8S_STATE/env"   # OXBOW_K8S_PODNET: this cluster's 10.<k>.0.0/16
   node_ips="$(kubectl get nodes -o jsonpath='{.items[*].status.addresses[?(@.type=="InternalIP")].address}')"
-  for ip in $node_ips; do case "$ip" in 127.*) ;; *) fail "node IP $ip outside 127.0.0.0/8" ;; esac; done
+  for ip in $node_ips; do case "$ip" in "$OXBOW_K8S_PODNET".0.*) ;; *) fail "node IP $ip outside $OXBOW_K8S_PODNET.0.0/24" ;; esac; done
   ok "3 kwok nodes in zone-a/b/c, node IPs $node_ips"
 fi
 
@@ -60,9 +62,10 @@ declare -A IP
 for p in smoke-0 smoke-1 smoke-2; do
   IP[$p]="$(kubectl -n "$NS" get pod "$p" -o jsonpath='{.status.podIP}')"
   k8s_local || continue
-  case "${IP[$p]}" in 127.*) ;; *) fail "pod IP of $p is ${IP[$p]}, outside 127.0.0.0/8" ;; esac
+  cidr="$(kubectl get node "$(kubectl -n "$NS" get pod "$p" -o jsonpath='{.spec.nodeName}')" -o jsonpath='{.spec.podCIDR}')"
+  case "${IP[$p]}" in "${cidr%.0/24}".*) ;; *) fail "pod IP of $p is ${IP[$p]}, outside its node's podCIDR $cidr" ;; esac
 done
-k8s_local && ok "pod IPs in 127.0.0.0/8: ${IP[*]}"
+k8s_local && ok "pod IPs from their nodes' podCIDRs: ${IP[*]}"
 
 serves() {
   local body

@@ -65,7 +65,8 @@ python3 - manifests/cluster.yaml "$NS" "$rack" > "$OXBOW_K8S_STATE/cluster.yaml"
 import sys, yaml
 doc = yaml.safe_load(open(sys.argv[1])); spec = doc["spec"]
 doc["metadata"]["namespace"] = sys.argv[2]
-# One broker until the broker forms clusters; pod IPs because the local cluster has no DNS.
+# One broker (the 3-broker example is 73-operator-example). PodIP: this suite's clients run on
+# the host, which routes to pod IPs but does not resolve cluster DNS names.
 spec.update(replicas=1, controllerVoters=1)
 spec["listeners"] = {"advertise": "PodIP"}
 spec["storage"]["size"] = "1Gi"

@@ -137,9 +137,17 @@ pub struct Health {
     pub ready: AtomicBool,
 }
 
+/// Prometheus' text exposition format. Prometheus 3 refuses to scrape a target that sends no
+/// Content-Type ("non-compliant scrape target sending blank Content-Type").
+const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
 fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(TEXT_FORMAT),
+    );
     response
 }
 
@@ -181,6 +189,15 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn responses_name_the_text_exposition_format() {
+        let response = text(StatusCode::OK, "ok\n".to_string());
+        assert_eq!(
+            response.headers().get(hyper::header::CONTENT_TYPE),
+            Some(&hyper::header::HeaderValue::from_static(TEXT_FORMAT))
+        );
+    }
 
     #[test]
     fn renders_reconcile_metrics() {

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Real Prometheus (e2e/k8s/prometheus: Kubernetes service discovery against the testbed's API
+# server, scrape jobs from the cluster's ServiceMonitors as the Prometheus Operator writes
+# them) scraping the brokers and the operator the way the chart's and the operator's
+# ServiceMonitors say, on the e2e testbed:
+#   ServiceMonitor CRD -> helm install with the chart's ServiceMonitor -> the example Cluster
+#   with metrics.serviceMonitor: true -> Prometheus -> every target up with the operator's
+#   target labels -> produce/consume load, a consumer group lagging on purpose -> PromQL shows
+#   the group's lag, bytes in and out by topic, request rates by API; every query of the
+#   chart's Grafana dashboard returns data -> a broker stopped (SIGSTOP) -> under-replicated
+#   partitions > 0.
+# Waits are on conditions (kubectl wait, or a bounded poll of a PromQL result).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
+REPO="$PWD"
+. e2e/k8s/lib.sh
+. e2e/lib/suite.sh
+NS=default
+BOOTSTRAP=events-bootstrap.default.svc:9092
+
+passed=0
+ok() { passed=$((passed + 1)); echo "ok $passed - $*"; }
+fail() {
+  echo "not ok - $*" >&2
+  {
+    kubectl get clusters,topics,servicemonitors,pods,svc -A -o wide
+    curl -fsS "$PROM/api/v1/targets?state=active" | python3 -c 'import json,sys; [print(t["labels"].get("job"), t["labels"].get("pod"), t["health"], t["lastError"]) for t in json.load(sys.stdin)["data"]["activeTargets"]]'
+    tail -n 20 "$OXBOW_K8S_STATE/logs/prometheus.log"
+    tail -n 30 "$OXBOW_K8S_STATE/pod-runner.log"
+  } >&2 2>/dev/null || true
+  echo "operator-prometheus: $passed passed, 1 failed"
+  exit 1
+}
+k8s_local || suite_skip "Prometheus on the testbed (e2e/k8s/prometheus) with clients in a pod: OXBOW_K8S_EXTERNAL=1"
+
+cargo build -p oxbow-operator -p oxbow-broker --locked --quiet
+export OXBOW_OPERATOR_BIN="$CARGO_TARGET_DIR/debug/oxbow-operator" OXBOW_BIN="$CARGO_TARGET_DIR/debug/oxbow"
+
+k8s_cluster_up
+kubectl apply --server-side -f "$OXBOW_CACHE/k8s/bin/servicemonitor-crd.yaml" >/dev/null
+kubectl wait --for=condition=Established crd/servicemonitors.monitoring.coreos.com --timeout=60s >/dev/null
+k8s_pod_runner --selector app.kubernetes.io/name=oxbow-operator --namespace "$NS"
+k8s_pod_runner --selector app.kubernetes.io/name=oxbow --namespace "$NS"
+k8s_pod_runner --selector app=oxbow-e2e-client --namespace "$NS"
+kubectl -n "$NS" apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: kafka-client, labels: {app: oxbow-e2e-client}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: client, image: python:3-slim, command: [python3, -c, "import time; time.sleep(10**9)"]}
+EOF
+example() { k8s_pod_exec "$NS" kafka-client python3 "$REPO/e2e/operator/example_client.py" "$@"; }
+
+helm install oxbow charts/oxbow --set metrics.serviceMonitor.enabled=true --wait --timeout 120s >/dev/null \
+  || fail "helm install with metrics.serviceMonitor.enabled=true"
+python3 - manifests/cluster.yaml > "$OXBOW_K8S_STATE/cluster.yaml" <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+doc["spec"]["metrics"]["serviceMonitor"] = True
+print(yaml.safe_dump(doc))
+PY
+kubectl apply -f "$OXBOW_K8S_STATE/cluster.yaml" -f manifests/topic.yaml >/dev/null
+kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=300s >/dev/null || fail "Cluster Ready"
+kubectl -n "$NS" wait --for=condition=Ready topic/orders --timeout=120s >/dev/null || fail "Topic Ready"
+kubectl -n "$NS" wait --for=create servicemonitor/events --timeout=60s >/dev/null || fail "the operator made no ServiceMonitor"
+[ "$(kubectl -n "$NS" get servicemonitors -o name | sort | tr '\n' ' ')" = "servicemonitor.monitoring.coreos.com/events servicemonitor.monitoring.coreos.com/oxbow-operator " ] \
+  || fail "ServiceMonitors: $(kubectl -n "$NS" get servicemonitors -o name | tr '\n' ' ')"
+ok "ServiceMonitors from the chart (oxbow-operator) and the operator (events) exist"
+
+PROM="$("$REPO/e2e/k8s/prometheus" start)" || fail "e2e/k8s/prometheus start"
+# q EXPR: the instant query's result as JSON lines {"metric": {...}, "value": V}
+q() {
+  curl -fsS --max-time 10 "$PROM/api/v1/query" --data-urlencode "query=$1" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["status"] == "success", d
+for r in d["data"]["result"]:
+    print(json.dumps({"metric": r["metric"], "value": float(r["value"][1])}))'
+}
+has_data() { [ -n "$(q "$1")" ]; }
+positive() { q "$1" | python3 -c 'import json,sys; rs=[json.loads(l) for l in sys.stdin]; sys.exit(0 if rs and all(r["value"] > 0 for r in rs) else 1)'; }
+labels_of() { q "$1" | python3 -c 'import json,sys; print(" ".join(sorted(json.loads(l)["metric"].get(sys.argv[1], "-") for l in sys.stdin)))' "$2"; }
+
+targets_up() {
+  [ "$(labels_of 'up{job="events-headless"} == 1' pod)" = "events-0 events-1 events-2" ] &&
+    [ -n "$(labels_of 'up{job="oxbow-operator-metrics"} == 1' pod)" ]
+}
+until_true 90 targets_up || fail "targets: $(q up)"
+row="$(q 'up{job="events-headless",pod="events-0"}')"
+for l in '"namespace": "default"' '"service": "events-headless"' '"endpoint": "metrics"' '"container": "broker"'; do
+  grep -qF "$l" <<<"$row" || fail "target labels of events-0 lack $l: $row"
+done
+ok "Prometheus (Kubernetes SD, role endpointslice) scrapes brokers $(labels_of 'up{job="events-headless"}' pod) and the operator $(labels_of 'up{job="oxbow-operator-metrics"}' pod), with namespace/service/pod/container/endpoint labels"
+
+# --- load, and a group that lags on purpose ------------------------------------------------------
+work="$OXBOW_K8S_STATE/load"
+mkdir -p "$work"
+out="$(k8s_pod_exec "$NS" kafka-client python3 "$REPO/e2e/operator/kafka_client.py" "$BOOTSTRAP" produce-consume orders 300)" || fail "load: $out"
+example consume-some "$BOOTSTRAP" orders lagging 50 >/dev/null || fail "the lagging group's consumer"
+example produce-until "$BOOTSTRAP" orders "$work/stop" "$work/acked" 2>"$work/producer.err" &
+producer=$!
+trap 'touch "$work/stop"; k8s_cleanup' EXIT
+# A Topic of a Cluster that does not exist: the operator's reconcile fails, with back-off.
+kubectl -n "$NS" apply -f - >/dev/null <<'EOF'
+apiVersion: oxbow.dev/v1alpha1
+kind: Topic
+metadata: {name: ghost}
+spec: {cluster: no-such-cluster, partitions: 1, replicationFactor: 1}
+EOF
+
+until_true 90 positive 'oxbow_group_lag_messages{group="lagging"}' || fail "group lag: $(q 'oxbow_group_lag_messages')"
+ok "consumer group lag: $(q 'oxbow_group_lag_messages{group="lagging"}' | head -n 1)"
+until_true 90 positive 'sum by (topic) (rate(oxbow_server_bytes_in_total{topic="orders"}[1m]))' || fail "bytes in: $(q 'oxbow_server_bytes_in_total')"
+until_true 90 positive 'sum by (topic) (rate(oxbow_server_bytes_out_total{topic="orders"}[1m]))' || fail "bytes out: $(q 'oxbow_server_bytes_out_total')"
+ok "bytes in/out by topic: $(q 'sum by (topic) (rate(oxbow_server_bytes_in_total{topic="orders"}[1m]))') / $(q 'sum by (topic) (rate(oxbow_server_bytes_out_total{topic="orders"}[1m]))')"
+until_true 90 positive 'sum by (api) (rate(oxbow_server_requests_total{api=~"Produce|Fetch"}[1m]))' || fail "request rates: $(q 'sum by (api) (rate(oxbow_server_requests_total[1m]))')"
+ok "request rates by API: $(labels_of 'sum by (api) (rate(oxbow_server_requests_total[1m])) > 0' api)"
+
+# --- every query of the chart's dashboard ----------------------------------------------------------
+python3 - charts/oxbow/dashboards/oxbow.json > "$work/queries" <<'PY'
+import json, sys
+for panel in json.load(open(sys.argv[1]))["panels"]:
+    for target in panel.get("targets", []):
+        print("%s\t%s" % (panel["title"], target["expr"].replace("$__rate_interval", "1m")))
+PY
+[ "$(wc -l <"$work/queries")" -ge 10 ] || fail "dashboard queries: $(cat "$work/queries")"
+while IFS=$'\t' read -r title expr; do
+  until_true 120 has_data "$expr" || fail "dashboard panel '$title': no data for $expr"
+done <"$work/queries"
+ok "all $(wc -l <"$work/queries") queries of the chart's dashboard (charts/oxbow/dashboards/oxbow.json) return data"
+
+# --- a stopped broker: under-replicated partitions -------------------------------------------------
+pid="$(cat "$(ls "$OXBOW_K8S_STATE"/pods/"$NS".events-2.*/broker.log.pid | head -n 1)")"
+kill -STOP "$pid"
+until_true 150 positive 'sum(oxbow_replication_under_replicated_partitions) > 0' \
+  || { kill -CONT "$pid"; fail "no under-replicated partitions with events-2 stopped: $(q 'oxbow_replication_under_replicated_partitions')"; }
+urp="$(q 'sum(oxbow_replication_under_replicated_partitions)')"
+kill -CONT "$pid" 2>/dev/null || true
+ok "events-2 stopped (SIGSTOP): under-replicated partitions $urp"
+
+touch "$work/stop"
+wait "$producer" || true   # the load generator; acks=all across a broker failure is 73-operator-example's check
+echo "operator-prometheus: $passed passed, 0 failed, $SUITE_SKIPPED skipped"
+suite_done
