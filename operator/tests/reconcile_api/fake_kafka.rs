@@ -46,7 +46,9 @@ const DEFAULT_CONFIG: (&str, &str) = ("segment.bytes", "1073741824");
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Call {
     /// `None`: all topics (what the roll gate asks).
-    Metadata { topics: Option<Vec<String>> },
+    Metadata {
+        topics: Option<Vec<String>>,
+    },
     CreateTopics {
         name: String,
         partitions: i32,
@@ -54,9 +56,16 @@ pub enum Call {
         assignment: Vec<Vec<i32>>,
         configs: BTreeMap<String, String>,
     },
-    CreatePartitions { name: String, count: i32 },
-    DeleteTopics { names: Vec<String> },
-    DescribeConfigs { name: String },
+    CreatePartitions {
+        name: String,
+        count: i32,
+    },
+    DeleteTopics {
+        names: Vec<String>,
+    },
+    DescribeConfigs {
+        name: String,
+    },
     AlterConfigs {
         name: String,
         set: BTreeMap<String, String>,
@@ -139,7 +148,11 @@ impl FakeKafka {
     /// Every call so far, and forgets them. Fails the test if a connection failed.
     pub fn take_calls(&self) -> Vec<Call> {
         let mut state = self.state();
-        assert!(state.errors.is_empty(), "fake Kafka failed: {:?}", state.errors);
+        assert!(
+            state.errors.is_empty(),
+            "fake Kafka failed: {:?}",
+            state.errors
+        );
         std::mem::take(&mut state.calls)
     }
 
@@ -300,9 +313,9 @@ fn answer(
                     result = result
                         .with_topic_id(uuid(id))
                         .with_num_partitions(i32::try_from(partitions.len())?)
-                        .with_replication_factor(
-                            i16::try_from(partitions.first().map_or(0, Vec::len))?,
-                        );
+                        .with_replication_factor(i16::try_from(
+                            partitions.first().map_or(0, Vec::len),
+                        )?);
                     state.topics.insert(
                         name,
                         FakeTopic {
@@ -314,7 +327,10 @@ fn answer(
                 }
                 results.push(result);
             }
-            encode(&CreateTopicsResponse::default().with_topics(results), version)
+            encode(
+                &CreateTopicsResponse::default().with_topics(results),
+                version,
+            )
         }
         ApiKey::CreatePartitions => {
             let request = CreatePartitionsRequest::decode(body, version)?;
@@ -325,7 +341,8 @@ fn answer(
                     name: name.clone(),
                     count: topic.count,
                 });
-                let mut result = CreatePartitionsTopicResult::default().with_name(topic_name(&name));
+                let mut result =
+                    CreatePartitionsTopicResult::default().with_name(topic_name(&name));
                 let existing = state
                     .topics
                     .get(&name)
@@ -337,8 +354,12 @@ fn answer(
                     }
                     Some((count, factor)) => {
                         let added = topic.count - i32::try_from(count)?;
-                        let more =
-                            round_robin(state, added, i16::try_from(factor)?, i32::try_from(count)?);
+                        let more = round_robin(
+                            state,
+                            added,
+                            i16::try_from(factor)?,
+                            i32::try_from(count)?,
+                        );
                         if let Some(t) = state.topics.get_mut(&name) {
                             t.partitions.extend(more);
                         }
