@@ -362,6 +362,22 @@ impl Bed {
             .sum()
     }
 
+    /// Names of the Cluster's per-broker external Services, sorted.
+    async fn external_services(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .api::<Service>()
+            .list(&ListParams::default().labels(&format!("app.kubernetes.io/instance={CLUSTER}")))
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(ResourceExt::name_any)
+            .filter(|n| n.ends_with("-external"))
+            .collect();
+        names.sort();
+        names
+    }
+
     /// resourceVersion of the Cluster and of every object it owns.
     async fn resource_versions(&self) -> BTreeMap<String, String> {
         let mut versions = BTreeMap::new();
@@ -1068,6 +1084,49 @@ async fn reconcile_waits_to_roll_while_partitions_are_under_replicated() {
     assert_owned_objects(&bed, 4, "7").await;
     assert_status_observed(&bed).await;
     assert_eq!(bed.events("Scaled").await, 1, "Scaled event");
+
+    // --- Optional objects: an external listener adds per-broker Services, removing it
+    // deletes them (orphans); a ServiceMonitor without the Prometheus Operator's CRD
+    // (the testbed has none) degrades the Cluster instead of failing the reconcile.
+    bed.patch_cluster(json!({ "spec": {
+        "listeners": { "external": { "type": "LoadBalancer" } },
+        "metrics": { "serviceMonitor": true },
+    } }))
+    .await;
+    bed.reconcile_cluster().await;
+    let cluster = bed.cluster().await;
+    let external: Vec<String> = (0..4).map(|i| format!("events-{i}-external")).collect();
+    assert_eq!(bed.external_services().await, external);
+    for name in &external {
+        let service = bed.api::<Service>().get(name).await.unwrap();
+        assert_owned("Service", &service.metadata, &cluster);
+        assert_eq!(
+            service.spec.and_then(|s| s.type_).as_deref(),
+            Some("LoadBalancer")
+        );
+    }
+    let status = assert_status_observed(&bed).await.status.unwrap();
+    let degraded = condition(&status.conditions, "Degraded");
+    assert_eq!(
+        (degraded.status.as_str(), degraded.reason.as_str()),
+        ("True", "ServiceMonitorUnavailable"),
+        "{degraded:?}"
+    );
+
+    bed.patch_cluster(json!({ "spec": {
+        "listeners": { "external": null },
+        "metrics": { "serviceMonitor": false },
+    } }))
+    .await;
+    bed.reconcile_cluster().await;
+    assert_eq!(
+        bed.external_services().await,
+        Vec::<String>::new(),
+        "external Services of a removed listener are deleted"
+    );
+    let status = assert_status_observed(&bed).await.status.unwrap();
+    assert_eq!(condition(&status.conditions, "Degraded").status, "False");
+    assert_owned_objects(&bed, 4, "7").await;
     cleanup(&bed).await;
 }
 
