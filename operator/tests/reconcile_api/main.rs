@@ -222,6 +222,25 @@ impl Bed {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
+    /// An object the reconcile must have applied; its absence fails with its name.
+    async fn owned<K>(&self, name: &str) -> K
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+        <K as Resource>::DynamicType: Default,
+    {
+        let kind = K::kind(&Default::default()).to_string();
+        self.api::<K>()
+            .get_opt(name)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| {
+                panic!("{kind} {name} does not exist: the reconcile did not apply it")
+            })
+    }
+
     async fn cluster(&self) -> Cluster {
         self.api::<Cluster>().get(CLUSTER).await.unwrap()
     }
@@ -505,14 +524,10 @@ fn assert_owned(kind: &str, meta: &ObjectMeta, cluster: &Cluster) {
 /// `replicas` brokers, `num_partitions` in the shared broker config.
 async fn assert_owned_objects(bed: &Bed, replicas: i32, num_partitions: &str) {
     let cluster = bed.cluster().await;
-    let account = bed
-        .api::<ServiceAccount>()
-        .get("events-broker")
-        .await
-        .unwrap();
+    let account = bed.owned::<ServiceAccount>("events-broker").await;
     assert_owned("ServiceAccount", &account.metadata, &cluster);
 
-    let config_map = bed.api::<ConfigMap>().get(CLUSTER).await.unwrap();
+    let config_map = bed.owned::<ConfigMap>(CLUSTER).await;
     assert_owned("ConfigMap", &config_map.metadata, &cluster);
     let data = config_map.data.clone().unwrap_or_default();
     let mut expected_keys: Vec<String> =
@@ -539,7 +554,7 @@ async fn assert_owned_objects(bed: &Bed, replicas: i32, num_partitions: &str) {
         );
     }
 
-    let headless = bed.api::<Service>().get("events-headless").await.unwrap();
+    let headless = bed.owned::<Service>("events-headless").await;
     assert_owned("Service", &headless.metadata, &cluster);
     let spec = headless.spec.unwrap();
     assert_eq!(spec.cluster_ip.as_deref(), Some("None"), "headless Service");
@@ -550,7 +565,7 @@ async fn assert_owned_objects(bed: &Bed, replicas: i32, num_partitions: &str) {
             .any(|p| p.name.as_deref() == Some("kafka") && p.port == 9092),
         "headless Service kafka port"
     );
-    let bootstrap = bed.api::<Service>().get("events-bootstrap").await.unwrap();
+    let bootstrap = bed.owned::<Service>("events-bootstrap").await;
     assert_owned("Service", &bootstrap.metadata, &cluster);
     let spec = bootstrap.spec.unwrap();
     assert_eq!(
@@ -567,7 +582,7 @@ async fn assert_owned_objects(bed: &Bed, replicas: i32, num_partitions: &str) {
         "bootstrap Service selector"
     );
 
-    let sts = bed.api::<StatefulSet>().get(CLUSTER).await.unwrap();
+    let sts = bed.owned::<StatefulSet>(CLUSTER).await;
     assert_owned("StatefulSet", &sts.metadata, &cluster);
     let spec = sts.spec.unwrap();
     assert_eq!(spec.replicas, Some(replicas), "StatefulSet replicas");
@@ -624,7 +639,7 @@ async fn assert_owned_objects(bed: &Bed, replicas: i32, num_partitions: &str) {
         "config hash of the applied ConfigMap"
     );
 
-    let budget = bed.api::<PodDisruptionBudget>().get(CLUSTER).await.unwrap();
+    let budget = bed.owned::<PodDisruptionBudget>(CLUSTER).await;
     assert_owned("PodDisruptionBudget", &budget.metadata, &cluster);
     let spec = budget.spec.unwrap();
     assert_eq!(spec.max_unavailable, Some(IntOrString::Int(1)));
