@@ -15,7 +15,7 @@
 //! the real scheduler places them, kwok marks them Running, and the test stands in for the
 //! kubelet's readiness report when nothing else gives it (see `make_ready`).
 //!
-//! Needs `KUBECONFIG`: `e2e/suites/74-operator-reconcile.sh` starts the testbed and runs
+//! Needs `KUBECONFIG`: `e2e/suites/75-operator-reconcile.sh` starts the testbed and runs
 //! these ignored tests with `--ignored`. Run without an API server they fail, never pass.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -78,7 +78,7 @@ where
 async fn client() -> Client {
     assert!(
         std::env::var_os("KUBECONFIG").is_some(),
-        "KUBECONFIG must name a Kubernetes API server: e2e/suites/74-operator-reconcile.sh \
+        "KUBECONFIG must name a Kubernetes API server: e2e/suites/75-operator-reconcile.sh \
          starts the e2e/k8s testbed and runs this test; it never passes without one"
     );
     Client::try_default()
@@ -793,7 +793,7 @@ fn gate_questions(calls: &[Call]) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs a Kubernetes API server (KUBECONFIG); run by e2e/suites/74-operator-reconcile.sh"]
+#[ignore = "needs a Kubernetes API server (KUBECONFIG); run by e2e/suites/75-operator-reconcile.sh"]
 async fn reconcile_healthy_cluster_and_topic() {
     let fake = FakeKafka::start(&[(0, "zone-a"), (1, "zone-b"), (2, "zone-c")]).await;
     let bed = setup("oxbow-reconcile-healthy", fake).await;
@@ -1035,7 +1035,7 @@ async fn reconcile_healthy_cluster_and_topic() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs a Kubernetes API server (KUBECONFIG); run by e2e/suites/74-operator-reconcile.sh"]
+#[ignore = "needs a Kubernetes API server (KUBECONFIG); run by e2e/suites/75-operator-reconcile.sh"]
 async fn reconcile_waits_to_roll_while_partitions_are_under_replicated() {
     let fake = FakeKafka::start(&[(0, "zone-a"), (1, "zone-b"), (2, "zone-c")]).await;
     let bed = setup("oxbow-reconcile-under-replicated", fake).await;
