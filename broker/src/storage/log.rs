@@ -295,11 +295,6 @@ impl Log {
         self.dir.read().clone()
     }
 
-    /// The health of the log directory holding this log.
-    pub(super) fn health(&self) -> Arc<LogDirHealth> {
-        Arc::clone(&self.health.read())
-    }
-
     /// The log's clock: the broker's wall clock (a manual one in tests).
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()
@@ -359,9 +354,9 @@ impl Log {
                 topic_partition: self.topic_partition.clone(),
             });
         }
-        if self.health().is_offline() {
+        if self.health.read().is_offline() {
             return Err(LogError::DirOffline {
-                dir: self.health().path().to_path_buf(),
+                dir: self.health.read().path().to_path_buf(),
             });
         }
         Ok(())
@@ -370,7 +365,7 @@ impl Log {
     /// Turns a disk failure into a fatal error and takes the log directory offline.
     pub(super) fn fail(&self, source: SegmentError) -> LogError {
         tracing::error!(topic_partition = %self.topic_partition, error = %source, "Storage failure; taking the log directory offline");
-        self.health().set_offline();
+        self.health.read().set_offline();
         LogError::Segment {
             topic_partition: self.topic_partition.clone(),
             source,
@@ -525,7 +520,7 @@ impl Log {
 
     pub(super) fn write_epochs(&self, cache: &LeaderEpochCache) -> Result<(), LogError> {
         cache.write(&self.dir()).map_err(|source| {
-            self.health().set_offline();
+            self.health.read().set_offline();
             LogError::Checkpoint {
                 topic_partition: self.topic_partition.clone(),
                 source,
@@ -720,7 +715,7 @@ impl Log {
         }
         .write(&self.dir())
         .map_err(|source| {
-            self.health().set_offline();
+            self.health.read().set_offline();
             LogError::Checkpoint {
                 topic_partition: self.topic_partition.clone(),
                 source,

@@ -62,9 +62,9 @@ impl Log {
         max_bytes: u64,
         limit: ReadLimit,
     ) -> Result<ReadResult, LogError> {
-        if self.health().is_offline() {
+        if self.health.read().is_offline() {
             return Err(LogError::DirOffline {
-                dir: self.health().path().to_path_buf(),
+                dir: self.health.read().path().to_path_buf(),
             });
         }
         let high_watermark = self.high_watermark();
