@@ -291,6 +291,23 @@ impl Bed {
             .collect()
     }
 
+    /// Pods the operator restarted since `before` (name → uid): deleted, recreated under a
+    /// new uid, or still terminating. A graceful delete leaves the old pod in place until
+    /// the kubelet (here the stand-in) confirms, so a pod with a deletion timestamp counts.
+    pub async fn restarted_since(&self, before: &BTreeMap<String, String>) -> Vec<String> {
+        let now = self.pods().await;
+        before
+            .iter()
+            .filter(|(name, uid)| match now.get(*name) {
+                None => true,
+                Some(pod) => {
+                    pod.uid().as_ref() != Some(*uid) || pod.metadata.deletion_timestamp.is_some()
+                }
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// Waits for `count` broker pods placed on nodes and Running (kwok), then makes each
     /// Ready. The brokers are fake, so no kubelet or pod runner probes them: the test
     /// reports readiness the way a kubelet would, through the pod's status subresource.
