@@ -43,7 +43,7 @@ fn bench_read(c: &mut Criterion) {
         return;
     };
     for _ in 0..LOG_BYTES / template.len() {
-        let _ = log.append(&mut template.to_vec(), 0);
+        let _ = log.append(&template, 0);
     }
     let _ = log.roll();
     let end = log.log_end_offset();

@@ -100,8 +100,7 @@ fn bench_validate(c: &mut Criterion) {
                         let rules = RecordRules::new(&config, &tp, log.now_ms());
                         let _ = validate_records(&records, &rules);
                     }
-                    let mut owned = records.clone();
-                    let _ = log.append(&mut owned, 0);
+                    let _ = log.append(&records, 0);
                     elapsed += start.elapsed();
                     if log.size_bytes() > 384 * 1024 * 1024 {
                         let _ = log.apply_retention();

@@ -53,13 +53,13 @@ fn bench_append(c: &mut Criterion) {
         group.throughput(Throughput::Bytes(template.len() as u64));
         group.bench_function(name, |b| {
             b.iter_custom(|iterations| {
-                let mut batches: Vec<Vec<u8>> =
+                let batches: Vec<Vec<u8>> =
                     (0..iterations.min(64)).map(|_| template.clone()).collect();
                 let mut elapsed = Duration::ZERO;
                 for i in 0..iterations {
                     let index = (i % batches.len() as u64) as usize;
                     let start = Instant::now();
-                    let _ = log.append(&mut batches[index], 0);
+                    let _ = log.append(&batches[index], 0);
                     elapsed += start.elapsed();
                     if log.size_bytes() > 768 * 1024 * 1024 {
                         let _ = log.apply_retention();

@@ -124,7 +124,7 @@ proptest! {
         let mut originals = Vec::new();
         for (seed, (count, value)) in sizes.iter().enumerate() {
             let produced = batch(seed, *count, *value);
-            log.append(&mut produced.clone(), 0).unwrap();
+            log.append(&produced.clone(), 0).unwrap();
             originals.push(produced);
         }
         log.flush().unwrap();
@@ -163,7 +163,7 @@ proptest! {
         prop_assert_eq!(log.log_end_offset(), expected_end);
         check_consistent(&log);
         // The log takes appends again where it ended.
-        let info = log.append(&mut batch(999, 1, 10), 0).unwrap();
+        let info = log.append(&batch(999, 1, 10), 0).unwrap();
         prop_assert_eq!(info.base_offset, expected_end);
         let _ = originals;
     }
@@ -174,7 +174,7 @@ fn missing_and_garbage_indexes_are_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let log = open(dir.path(), false);
     for seed in 0..40 {
-        log.append(&mut batch(seed, 2, 400), 0).unwrap();
+        log.append(&batch(seed, 2, 400), 0).unwrap();
     }
     log.close().unwrap();
     let before = batches(&log);

@@ -34,7 +34,7 @@ fn partitions_spread_over_dirs_and_reload_after_restart() {
                 LogConfig::default(),
             )
             .unwrap();
-        log.append(&mut batch(), 0).unwrap();
+        log.append(&batch(), 0).unwrap();
     }
     let again = manager.create(TopicPartition::new("orders", 0), LogConfig::default());
     assert!(
@@ -85,7 +85,7 @@ fn a_broken_partition_does_not_stop_the_others_and_a_bad_dir_goes_offline() {
         manager
             .create(TopicPartition::new("t", partition), LogConfig::default())
             .unwrap()
-            .append(&mut batch(), 0)
+            .append(&batch(), 0)
             .unwrap();
     }
     manager.shutdown().unwrap();
@@ -175,8 +175,8 @@ fn a_replica_moves_between_log_dirs_while_it_takes_appends() {
     let from = log.dir().parent().unwrap().to_path_buf();
     let to = dirs.iter().find(|d| **d != from).unwrap().clone();
     for n in 0..2_000 {
-        log.append(&mut numbered_batch(n), 0).unwrap();
-        unmoved.append(&mut numbered_batch(n), 0).unwrap();
+        log.append(&numbered_batch(n), 0).unwrap();
+        unmoved.append(&numbered_batch(n), 0).unwrap();
     }
     assert!(log.segment_count() > 10, "several segments to copy");
 
@@ -184,7 +184,7 @@ fn a_replica_moves_between_log_dirs_while_it_takes_appends() {
         let log = Arc::clone(&log);
         std::thread::spawn(move || {
             for n in 2_000..6_000 {
-                log.append(&mut numbered_batch(n), 0).unwrap();
+                log.append(&numbered_batch(n), 0).unwrap();
             }
         })
     };
@@ -199,7 +199,7 @@ fn a_replica_moves_between_log_dirs_while_it_takes_appends() {
     }
     writer.join().unwrap();
     for n in 2_000..6_000 {
-        unmoved.append(&mut numbered_batch(n), 0).unwrap();
+        unmoved.append(&numbered_batch(n), 0).unwrap();
     }
     assert_eq!(
         log.dir(),
@@ -207,8 +207,8 @@ fn a_replica_moves_between_log_dirs_while_it_takes_appends() {
         "the replica lives in the new dir"
     );
     for n in 6_000..6_100 {
-        log.append(&mut numbered_batch(n), 0).unwrap();
-        unmoved.append(&mut numbered_batch(n), 0).unwrap();
+        log.append(&numbered_batch(n), 0).unwrap();
+        unmoved.append(&numbered_batch(n), 0).unwrap();
     }
     assert_eq!(log.log_end_offset(), 6_100);
     assert!(
@@ -305,7 +305,7 @@ fn maintenance_during_a_move_between_log_dirs_is_not_lost() {
         };
         for n in 0..2_000 {
             both(&|l| {
-                l.append(&mut numbered_batch(n), 0).unwrap();
+                l.append(&numbered_batch(n), 0).unwrap();
             });
         }
         let to = dirs
@@ -322,7 +322,7 @@ fn maintenance_during_a_move_between_log_dirs_is_not_lost() {
         });
         for n in 1_800..2_500 {
             both(&|l| {
-                l.append(&mut numbered_batch(n), 0).unwrap();
+                l.append(&numbered_batch(n), 0).unwrap();
             });
         }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);

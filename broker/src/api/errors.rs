@@ -30,6 +30,7 @@ pub const OFFSET_OUT_OF_RANGE: i16 = ResponseError::OffsetOutOfRange.code();
 pub const REQUEST_TIMED_OUT: i16 = ResponseError::RequestTimedOut.code();
 pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 =
     ResponseError::TransactionalIdAuthorizationFailed.code();
+pub const UNKNOWN_SERVER_ERROR: i16 = ResponseError::UnknownServerError.code();
 pub const UNKNOWN_TOPIC_ID: i16 = ResponseError::UnknownTopicId.code();
 pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = ResponseError::UnknownTopicOrPartition.code();
 pub const UNSUPPORTED_VERSION: i16 = ResponseError::UnsupportedVersion.code();

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use super::lookup::{leader_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RequestContext, errors};
 use crate::replication::{CommitWait, Partition};
+use crate::state::BrokerState;
 use crate::storage::validator::{RecordError, RecordRules, Validated, validate_records};
 use crate::storage::{AppendInfo, TopicPartition};
 
@@ -36,21 +37,50 @@ impl Api for ProduceApi {
             let acks = request.acks;
             let deadline = Instant::now()
                 + Duration::from_millis(u64::try_from(request.timeout_ms).unwrap_or(0));
-            // Append everything first, then wait (acks=all) for all of it at once.
-            let mut appended = Vec::with_capacity(request.topic_data.len());
+            // Append everything first, then wait (acks=all) for all of it at once. The
+            // appends (validation, writes, fsyncs under flush.messages/flush.ms) run on a
+            // blocking-pool thread: a write the kernel holds up (dirty-page throttling,
+            // a slow disk) stalls this connection, whose requests are answered in order
+            // anyway, and never the reactor threads that serve every other client.
+            let mut topics = Vec::with_capacity(request.topic_data.len());
+            let mut work = Vec::new();
             for topic in request.topic_data {
                 let name = topic_name(context.broker, &topic.name.0, &topic.topic_id);
-                let mut partitions = Vec::with_capacity(topic.partition_data.len());
+                let mut indexes = Vec::with_capacity(topic.partition_data.len());
                 for partition in topic.partition_data {
-                    let outcome = match &name {
-                        Some(name) => {
-                            append(context, name, partition.index, partition.records, acks)
-                        }
-                        None => Err(Refusal::code(errors::UNKNOWN_TOPIC_ID)),
-                    };
-                    partitions.push((partition.index, outcome));
+                    indexes.push(partition.index);
+                    work.push((name.clone(), partition.index, partition.records));
                 }
-                appended.push((topic.name, topic.topic_id, partitions));
+                topics.push((topic.name, topic.topic_id, indexes));
+            }
+            let broker = Arc::clone(context.broker);
+            let outcomes = tokio::task::spawn_blocking(move || {
+                work.into_iter()
+                    .map(|(name, index, records)| match name {
+                        Some(name) => append(&broker, &name, index, records, acks),
+                        None => Err(Refusal::code(errors::UNKNOWN_TOPIC_ID)),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .unwrap_or_else(|error| {
+                // A bug, not the client's doing: every partition gets UNKNOWN_SERVER_ERROR.
+                tracing::error!(%error, "Produce: the append task failed");
+                Vec::new()
+            });
+            let mut outcomes = outcomes.into_iter();
+            let mut appended = Vec::with_capacity(topics.len());
+            for (name, topic_id, indexes) in topics {
+                let partitions: Vec<_> = indexes
+                    .into_iter()
+                    .map(|index| {
+                        let outcome = outcomes
+                            .next()
+                            .unwrap_or_else(|| Err(Refusal::code(errors::UNKNOWN_SERVER_ERROR)));
+                        (index, outcome)
+                    })
+                    .collect();
+                appended.push((name, topic_id, partitions));
             }
             let mut responses = Vec::with_capacity(appended.len());
             for (name, topic_id, partitions) in appended {
@@ -191,13 +221,12 @@ async fn committed(
 }
 
 fn append(
-    context: &RequestContext<'_>,
+    broker: &BrokerState,
     topic: &str,
     partition: i32,
     records: Option<Bytes>,
     acks: i16,
 ) -> Result<Appended, ProduceError> {
-    let broker = context.broker;
     if !matches!(acks, -1..=1) {
         return Err(Refusal::code(errors::INVALID_REQUIRED_ACKS));
     }
@@ -210,9 +239,14 @@ fn append(
     let log = replica.log();
     let config = log.config();
     let rules = RecordRules::new(&config, &tp, log.now_ms());
-    let mut owned = match validate_records(&records, &rules) {
-        Ok(Validated::AsProduced) => records.to_vec(),
-        Ok(Validated::ReEncoded(bytes)) => bytes,
+    // Batches kept as produced are appended straight from the request's buffer.
+    let re_encoded;
+    let stored: &[u8] = match validate_records(&records, &rules) {
+        Ok(Validated::AsProduced) => &records,
+        Ok(Validated::ReEncoded(bytes)) => {
+            re_encoded = bytes;
+            &re_encoded
+        }
         Err(error) => {
             tracing::info!(topic_partition = %tp, %error, "Produce refused");
             let code = errors::validation_error(&error);
@@ -230,7 +264,7 @@ fn append(
             });
         }
     };
-    match replica.append_as_leader(&mut owned, acks) {
+    match replica.append_as_leader(stored, acks) {
         Ok(info) => {
             if !info.duplicate {
                 broker

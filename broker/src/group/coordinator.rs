@@ -270,10 +270,12 @@ impl GroupCoordinator {
         }
         let partition = records::partition_for(group, self.config.offsets_partitions);
         let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-        let mut batch = build_batch(records, Compression::None, ProducerFields::default())
-            .map_err(|e| GroupError::BuildBatch {
-                partition: tp.clone(),
-                reason: e.to_string(),
+        let batch =
+            build_batch(records, Compression::None, ProducerFields::default()).map_err(|e| {
+                GroupError::BuildBatch {
+                    partition: tp.clone(),
+                    reason: e.to_string(),
+                }
             })?;
         if let Some(replicas) = self.replicas.read().clone() {
             let replica = replicas
@@ -281,7 +283,7 @@ impl GroupCoordinator {
                 .filter(|p| p.is_leader())
                 .ok_or(GroupError::NotCoordinator)?;
             return replica
-                .append_as_leader(&mut batch, 1)
+                .append_as_leader(&batch, 1)
                 .map(|_| ())
                 .map_err(|error| {
                     tracing::warn!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
@@ -298,7 +300,7 @@ impl GroupCoordinator {
             .logs
             .get(&tp)
             .ok_or(GroupError::CoordinatorNotAvailable)?;
-        log.append(&mut batch, 0).map_err(|error| {
+        log.append(&batch, 0).map_err(|error| {
             tracing::error!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
             GroupError::Append {
                 partition: tp.clone(),

@@ -292,7 +292,7 @@ async fn fetch_once(
     let response = peer
         .call(&request, FETCH_VERSION, wait + Duration::from_secs(10))
         .await?;
-    let mut progress = false;
+    let mut applying = Vec::new();
     for topic in response.responses {
         for data in topic.partitions {
             let tp = TopicPartition::new(topic.topic.0.to_string(), data.partition_index);
@@ -308,10 +308,26 @@ async fn fetch_once(
             if let Ok(mark) = u64::try_from(data.high_watermark) {
                 leader_marks.insert(tp.clone(), mark);
             }
-            progress |= handle_partition(following, &tp, data);
+            applying.push((following.clone(), tp, data));
         }
     }
-    Ok(progress)
+    // Off the reactor, as the leader's appends: a write the kernel holds up stalls this
+    // fetcher only, not the clients served by the same threads.
+    let applied = tokio::task::spawn_blocking(move || {
+        let mut progress = false;
+        for (following, tp, data) in applying {
+            progress |= handle_partition(&following, &tp, data);
+        }
+        progress
+    })
+    .await;
+    match applied {
+        Ok(progress) => Ok(progress),
+        Err(error) => {
+            tracing::error!(%error, "Replication: applying a fetch response failed");
+            Ok(false)
+        }
+    }
 }
 
 /// Applies one partition's answer. Returns whether it was answered without error.

@@ -250,11 +250,7 @@ impl Partition {
 
     /// The leader's append of a produce request. `acks=all` with fewer in-sync replicas
     /// than `min.insync.replicas` is refused before anything is written.
-    pub fn append_as_leader(
-        &self,
-        records: &mut [u8],
-        acks: i16,
-    ) -> Result<AppendInfo, AppendError> {
+    pub fn append_as_leader(&self, records: &[u8], acks: i16) -> Result<AppendInfo, AppendError> {
         let role = self.role.read();
         if role.leader != self.node_id {
             return Err(AppendError::NotLeader(self.topic_partition.clone()));

@@ -93,10 +93,39 @@ pub async fn write(
                 Part::File(r) => r.length,
             })
             .sum::<u64>();
-    let mut pending = BytesMut::with_capacity(4 + response.header.len() + 256);
+    // A response with file regions goes out as several writes (the encoded bytes before
+    // each region, then its sendfile): corked, the kernel packs them into full segments
+    // instead of sending each partition's few header bytes as a packet of its own.
+    let corked = sendfile && parts.iter().any(|p| matches!(p, Part::File(_)));
+    if corked {
+        set_cork(stream, true);
+    }
+    let written = write_parts(stream, &response.header, parts, total, sendfile).await;
+    if corked {
+        set_cork(stream, false);
+    }
+    written
+}
+
+/// TCP_CORK on or off; failing to set it only costs packets, so it is logged, not fatal.
+fn set_cork(stream: &OwnedWriteHalf, cork: bool) {
+    let socket: &tokio::net::TcpStream = stream.as_ref();
+    if let Err(error) = socket2::SockRef::from(socket).set_tcp_cork(cork) {
+        tracing::debug!(%error, cork, "Cannot set TCP_CORK");
+    }
+}
+
+async fn write_parts(
+    stream: &mut OwnedWriteHalf,
+    header: &[u8],
+    parts: Vec<Part>,
+    total: u64,
+    sendfile: bool,
+) -> std::io::Result<()> {
+    let mut pending = BytesMut::with_capacity(4 + header.len() + 256);
     let mut copied = Vec::new();
     pending.put_u32(u32::try_from(total).map_err(|_| std::io::Error::other("response too large"))?);
-    pending.extend_from_slice(&response.header);
+    pending.extend_from_slice(header);
     for part in parts {
         match part {
             Part::Bytes(bytes) => pending.extend_from_slice(&bytes),

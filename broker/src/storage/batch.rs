@@ -251,27 +251,38 @@ pub fn validate_record_set(
     Ok(batches)
 }
 
-/// Writes the fields the broker owns into a validated batch: base offset and leader
-/// epoch, and with LogAppendTime the timestamp type, max timestamp and a fresh CRC.
-pub fn stamp_batch(
-    bytes: &mut [u8],
+/// The broker's copy of a validated batch's header with the fields it owns written in:
+/// base offset and leader epoch, and with LogAppendTime the timestamp type, max timestamp
+/// and a fresh CRC (over the patched header and the untouched `body`). The produced bytes
+/// are never written to: the segment gets this header and the body in one vectored write.
+pub fn stamped_header(
+    batch: &[u8],
     base_offset: i64,
     partition_leader_epoch: i32,
     log_append_time: Option<i64>,
-) {
-    write_bytes(bytes, 0, &base_offset.to_be_bytes());
+) -> [u8; BATCH_HEADER_SIZE] {
+    let mut header = [0u8; BATCH_HEADER_SIZE];
+    if let Some(produced) = batch.get(..BATCH_HEADER_SIZE) {
+        header.copy_from_slice(produced);
+    }
+    write_bytes(&mut header, 0, &base_offset.to_be_bytes());
     write_bytes(
-        bytes,
+        &mut header,
         PARTITION_LEADER_EPOCH_AT,
         &partition_leader_epoch.to_be_bytes(),
     );
     if let Some(now) = log_append_time {
-        let attributes = read_i16(bytes, ATTRIBUTES_AT) | TIMESTAMP_TYPE_LOG_APPEND;
-        write_bytes(bytes, ATTRIBUTES_AT, &attributes.to_be_bytes());
-        write_bytes(bytes, MAX_TIMESTAMP_AT, &now.to_be_bytes());
-        let crc = crc32c::crc32c(bytes.get(ATTRIBUTES_AT..).unwrap_or_default());
-        write_bytes(bytes, CRC_AT, &crc.to_be_bytes());
+        let attributes = read_i16(&header, ATTRIBUTES_AT) | TIMESTAMP_TYPE_LOG_APPEND;
+        write_bytes(&mut header, ATTRIBUTES_AT, &attributes.to_be_bytes());
+        write_bytes(&mut header, MAX_TIMESTAMP_AT, &now.to_be_bytes());
+        let body = batch.get(BATCH_HEADER_SIZE..).unwrap_or_default();
+        let crc = crc32c::crc32c_append(
+            crc32c::crc32c(header.get(ATTRIBUTES_AT..).unwrap_or_default()),
+            body,
+        );
+        write_bytes(&mut header, CRC_AT, &crc.to_be_bytes());
     }
+    header
 }
 
 fn write_bytes(bytes: &mut [u8], at: usize, value: &[u8]) {

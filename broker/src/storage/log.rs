@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
-use super::batch::{BatchError, stamp_batch, validate_record_set};
+use super::batch::{BATCH_HEADER_SIZE, BatchError, stamped_header, validate_record_set};
 use super::checkpoint::{CheckpointError, PartitionCheckpoint};
 use super::clock::Clock;
 use super::leader_epochs::{LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCache};
@@ -374,8 +374,9 @@ impl Log {
 
     /// Validates every batch of a produce request's record set, then appends them all
     /// (or nothing): assigns offsets, stamps the leader epoch and, with LogAppendTime,
-    /// the broker's timestamp. `records` is modified in place and written as is.
-    pub fn append(&self, records: &mut [u8], leader_epoch: i32) -> Result<AppendInfo, LogError> {
+    /// the broker's timestamp. `records` is not copied or changed: each batch is written
+    /// as the broker's stamped copy of its 61-byte header followed by its produced body.
+    pub fn append(&self, records: &[u8], leader_epoch: i32) -> Result<AppendInfo, LogError> {
         self.check_usable()?;
         let config = self.config();
         let batches =
@@ -398,7 +399,7 @@ impl Log {
         let mut next_offset = base_offset;
         let mut record_count = 0u64;
         for (start, end, header) in batches {
-            let Some(bytes) = records.get_mut(start..end) else {
+            let Some(bytes) = records.get(start..end) else {
                 continue;
             };
             let last_offset = next_offset + header.last_offset_delta as u64;
@@ -408,7 +409,8 @@ impl Log {
             {
                 self.roll_locked(&mut writer, next_offset)?;
             }
-            stamp_batch(bytes, next_offset as i64, leader_epoch, log_append_time);
+            let head = stamped_header(bytes, next_offset as i64, leader_epoch, log_append_time);
+            let body = bytes.get(BATCH_HEADER_SIZE..).unwrap_or_default();
             let mut stamped = header;
             stamped.base_offset = next_offset as i64;
             if let Some(time) = log_append_time {
@@ -416,7 +418,7 @@ impl Log {
             }
             writer
                 .active
-                .append(bytes, &stamped, config.index_interval_bytes, now)
+                .append(&[&head, body], &stamped, config.index_interval_bytes, now)
                 .map_err(|e| self.fail(e))?;
             writer.producers.record(&stamped);
             next_offset = last_offset + 1;
@@ -600,7 +602,7 @@ impl Log {
             self.note_epoch_start(header.partition_leader_epoch, next_offset)?;
             writer
                 .active
-                .append(bytes, &header, config.index_interval_bytes, now)
+                .append(&[bytes], &header, config.index_interval_bytes, now)
                 .map_err(|e| self.fail(e))?;
             writer.producers.record(&header);
             next_offset = last_offset + 1;

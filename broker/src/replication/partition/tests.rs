@@ -59,7 +59,7 @@ fn high_watermark_is_the_smallest_end_across_the_isr() {
             was_leader: false
         }
     );
-    leader.append_as_leader(&mut batch(5), -1).unwrap();
+    leader.append_as_leader(&batch(5), -1).unwrap();
     assert_eq!(leader.log().log_end_offset(), 5);
     assert_eq!(leader.log().high_watermark(), 0, "no follower has it yet");
     assert_eq!(leader.record_follower_fetch(2, 5, 10).unwrap(), None);
@@ -83,7 +83,7 @@ fn laggards_leave_and_caught_up_followers_rejoin_through_proposals() {
     let dir = tempfile::tempdir().unwrap();
     let leader = Partition::new(TopicPartition::new("t", 0), 1, log(dir.path(), 1));
     leader.apply(&state(1, 0, 0, &[1, 2, 3]), 0).unwrap();
-    leader.append_as_leader(&mut batch(2), 1).unwrap();
+    leader.append_as_leader(&batch(2), 1).unwrap();
     leader.record_follower_fetch(2, 2, 100).unwrap();
     assert_eq!(leader.check_lagging(20_000, 30_000), None);
     let shrink = leader
@@ -129,7 +129,7 @@ fn acks_all_is_refused_below_min_insync_replicas() {
     let leader = Partition::new(TopicPartition::new("t", 0), 1, log(dir.path(), 2));
     leader.apply(&state(1, 0, 0, &[1]), 0).unwrap();
     assert!(matches!(
-        leader.append_as_leader(&mut batch(1), -1),
+        leader.append_as_leader(&batch(1), -1),
         Err(AppendError::NotEnoughReplicas {
             in_sync: 1,
             required: 2,
@@ -137,7 +137,7 @@ fn acks_all_is_refused_below_min_insync_replicas() {
         })
     ));
     assert_eq!(leader.log().log_end_offset(), 0, "nothing appended");
-    leader.append_as_leader(&mut batch(1), 1).unwrap();
+    leader.append_as_leader(&batch(1), 1).unwrap();
     assert_eq!(
         leader.log().log_end_offset(),
         1,
@@ -159,7 +159,7 @@ fn followers_keep_the_leaders_offsets_and_epochs_and_truncate_divergence() {
             epoch: 3
         }
     );
-    leader.append_as_leader(&mut batch(4), 1).unwrap();
+    leader.append_as_leader(&batch(4), 1).unwrap();
     let read = leader
         .log()
         .read_with_limit(0, 1 << 20, crate::storage::ReadLimit::LogEnd)
@@ -178,9 +178,9 @@ fn followers_keep_the_leaders_offsets_and_epochs_and_truncate_divergence() {
     assert_eq!(copy, bytes, "byte-identical replica");
     // The follower takes over in epoch 4 and writes; the old leader's epoch-3 suffix
     // beyond what the new leader has must go when it follows again.
-    leader.append_as_leader(&mut batch(2), 1).unwrap();
+    leader.append_as_leader(&batch(2), 1).unwrap();
     follower.apply(&state(2, 4, 1, &[2]), 0).unwrap();
-    follower.append_as_leader(&mut batch(1), 1).unwrap();
+    follower.append_as_leader(&batch(1), 1).unwrap();
     assert_eq!(follower.log().end_offset_for_epoch(3), Some((3, 4)));
     leader.apply(&state(2, 4, 1, &[2]), 0).unwrap();
     let truncated = leader.truncate_to(4).unwrap();

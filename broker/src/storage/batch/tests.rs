@@ -111,13 +111,23 @@ fn record_sets_split_into_batches_and_fail_as_a_whole() {
 
 #[test]
 fn stamping_keeps_the_crc_valid() {
-    let mut bytes = sample(2);
-    stamp_batch(&mut bytes, 42, 7, None);
+    let produced = sample(2);
+    let restamped = |header: [u8; BATCH_HEADER_SIZE]| {
+        let mut bytes = header.to_vec();
+        bytes.extend_from_slice(&produced[BATCH_HEADER_SIZE..]);
+        bytes
+    };
+    let bytes = restamped(stamped_header(&produced, 42, 7, None));
     let header = validate_batch(&bytes, 1 << 20).unwrap();
     assert_eq!((header.base_offset, header.partition_leader_epoch), (42, 7));
-    stamp_batch(&mut bytes, 43, 7, Some(99_000));
+    let bytes = restamped(stamped_header(&bytes, 43, 7, Some(99_000)));
     let header = validate_batch(&bytes, 1 << 20).unwrap();
     assert!(header.is_log_append_time());
     assert_eq!(header.max_timestamp, 99_000);
     assert_eq!(header.base_offset, 43);
+    assert_eq!(
+        produced,
+        sample(2),
+        "the produced bytes are left as they came"
+    );
 }

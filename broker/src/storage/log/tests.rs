@@ -10,12 +10,12 @@ fn appends_assign_offsets_and_read_back_byte_identical() {
     let t = test_log(LogConfig::default());
     let first = batch(3, 10, START_MS);
     let second = batch(2, 10, START_MS + 5);
-    let info = t.log.append(&mut first.clone(), 4).unwrap();
+    let info = t.log.append(&first, 4).unwrap();
     assert_eq!(
         (info.base_offset, info.last_offset, info.record_count),
         (0, 2, 3)
     );
-    let info = t.log.append(&mut second.clone(), 4).unwrap();
+    let info = t.log.append(&second, 4).unwrap();
     assert_eq!((info.base_offset, info.last_offset), (3, 4));
     assert_eq!(t.log.log_end_offset(), 5);
     assert_eq!(t.log.high_watermark(), 5);
@@ -45,7 +45,7 @@ fn rejected_batches_leave_the_log_untouched() {
         max_message_bytes: 200,
         ..LogConfig::default()
     });
-    t.log.append(&mut batch(1, 10, START_MS), 0).unwrap();
+    t.log.append(&batch(1, 10, START_MS), 0).unwrap();
     let before = t.log.read(0, 1 << 20).unwrap().read_to_vec().unwrap();
     let mut set = batch(1, 10, START_MS);
     let mut corrupt = batch(1, 10, START_MS);
@@ -53,14 +53,14 @@ fn rejected_batches_leave_the_log_untouched() {
     corrupt[last] ^= 1;
     set.extend_from_slice(&corrupt);
     assert!(matches!(
-        t.log.append(&mut set, 0),
+        t.log.append(&set, 0),
         Err(LogError::InvalidBatch {
             source: BatchError::CrcMismatch { .. },
             ..
         })
     ));
     assert!(matches!(
-        t.log.append(&mut batch(1, 500, START_MS), 0),
+        t.log.append(&batch(1, 500, START_MS), 0),
         Err(LogError::InvalidBatch {
             source: BatchError::TooLarge { .. },
             ..
@@ -79,7 +79,7 @@ fn log_append_time_is_stamped() {
         message_timestamp_type: TimestampType::LogAppendTime,
         ..LogConfig::default()
     });
-    let info = t.log.append(&mut batch(2, 10, 5), 0).unwrap();
+    let info = t.log.append(&batch(2, 10, 5), 0).unwrap();
     assert_eq!(info.log_append_time, Some(START_MS));
     let bytes = t.log.read(0, 1 << 20).unwrap().read_to_vec().unwrap();
     let header = crate::storage::batch::validate_batch(&bytes, usize::MAX).unwrap();
@@ -94,12 +94,12 @@ fn segments_roll_on_size_and_age_and_reads_span_them() {
         ..small_config()
     });
     for i in 0..20 {
-        t.log.append(&mut batch(2, 300, START_MS + i), 0).unwrap();
+        t.log.append(&batch(2, 300, START_MS + i), 0).unwrap();
     }
     let by_size = t.log.segment_count();
     assert!(by_size > 3, "expected several segments, got {by_size}");
     t.clock.advance(1001);
-    t.log.append(&mut batch(1, 10, START_MS + 100), 0).unwrap();
+    t.log.append(&batch(1, 10, START_MS + 100), 0).unwrap();
     assert_eq!(t.log.segment_count(), by_size + 1, "segment.ms should roll");
     let all = all_records(&t.log, 0);
     assert_eq!(all.len(), 41);
@@ -115,10 +115,10 @@ fn segments_roll_on_size_and_age_and_reads_span_them() {
 #[test]
 fn a_batch_that_does_not_fit_ends_the_read_instead_of_being_skipped() {
     let t = test_log(LogConfig::default());
-    t.log.append(&mut batch(1, 100, START_MS), 0).unwrap();
-    t.log.append(&mut batch(1, 5000, START_MS), 0).unwrap();
+    t.log.append(&batch(1, 100, START_MS), 0).unwrap();
+    t.log.append(&batch(1, 5000, START_MS), 0).unwrap();
     t.log.roll().unwrap();
-    t.log.append(&mut batch(1, 100, START_MS), 0).unwrap();
+    t.log.append(&batch(1, 100, START_MS), 0).unwrap();
     // Room for the first batch, not the second: the read stops before the second (a
     // reader must not jump to the next segment and miss offset 1).
     let read = t.log.read(0, 1000).unwrap();
@@ -132,8 +132,8 @@ fn a_batch_that_does_not_fit_ends_the_read_instead_of_being_skipped() {
 #[test]
 fn first_batch_is_returned_whole_even_above_max_bytes() {
     let t = test_log(LogConfig::default());
-    t.log.append(&mut batch(1, 1000, START_MS), 0).unwrap();
-    t.log.append(&mut batch(1, 1000, START_MS), 0).unwrap();
+    t.log.append(&batch(1, 1000, START_MS), 0).unwrap();
+    t.log.append(&batch(1, 1000, START_MS), 0).unwrap();
     let read = t.log.read(0, 10).unwrap();
     assert_eq!(read.regions.len(), 1);
     assert_eq!(read.next_offset, 1);
@@ -146,7 +146,7 @@ fn offsets_by_timestamp_and_max_timestamp() {
     // Timestamps go up, with one batch out of order.
     let stamps = [100, 200, 150, 400, 300, 500];
     for (i, ts) in stamps.iter().enumerate() {
-        t.log.append(&mut batch(3, 200, START_MS + ts), 0).unwrap();
+        t.log.append(&batch(3, 200, START_MS + ts), 0).unwrap();
         if i == 2 {
             t.log.roll().unwrap();
         }
@@ -182,7 +182,7 @@ fn retention_deletes_old_sealed_segments_only() {
         ..small_config()
     });
     for i in 0..30 {
-        t.log.append(&mut batch(1, 500, START_MS + i), 0).unwrap();
+        t.log.append(&batch(1, 500, START_MS + i), 0).unwrap();
     }
     let segments = t.log.segment_count();
     assert!(segments > 2);
@@ -211,7 +211,7 @@ fn retention_by_bytes_keeps_the_newest_within_the_limit() {
         ..small_config()
     });
     for i in 0..40 {
-        t.log.append(&mut batch(1, 500, START_MS + i), 0).unwrap();
+        t.log.append(&batch(1, 500, START_MS + i), 0).unwrap();
     }
     t.log.apply_retention().unwrap();
     let size = t.log.size_bytes();
@@ -230,7 +230,7 @@ fn retention_by_bytes_keeps_the_newest_within_the_limit() {
 fn delete_records_moves_log_start_and_drops_whole_segments() {
     let t = test_log(small_config());
     for i in 0..20 {
-        t.log.append(&mut batch(1, 500, START_MS + i), 0).unwrap();
+        t.log.append(&batch(1, 500, START_MS + i), 0).unwrap();
     }
     let before = t.log.segment_count();
     assert_eq!(t.log.advance_log_start_offset(12).unwrap(), 12);
@@ -260,7 +260,7 @@ fn delete_records_moves_log_start_and_drops_whole_segments() {
 fn truncate_to_removes_the_tail_across_segments() {
     let t = test_log(small_config());
     for i in 0..20 {
-        t.log.append(&mut batch(2, 400, START_MS + i), 0).unwrap();
+        t.log.append(&batch(2, 400, START_MS + i), 0).unwrap();
     }
     assert_eq!(
         t.log.truncate_to(15).unwrap(),
@@ -269,7 +269,7 @@ fn truncate_to_removes_the_tail_across_segments() {
     );
     assert_eq!(t.log.log_end_offset(), 14);
     assert_eq!(t.log.high_watermark(), 14);
-    t.log.append(&mut batch(2, 400, START_MS), 0).unwrap();
+    t.log.append(&batch(2, 400, START_MS), 0).unwrap();
     let all = all_records(&t.log, 0);
     assert_eq!(all.len(), 16);
     assert!(all.iter().enumerate().all(|(i, r)| r.0 == i as u64));
@@ -287,20 +287,20 @@ fn compaction_keeps_the_newest_value_per_key_and_expires_tombstones() {
     let ts = START_MS;
     t.log
         .append(
-            &mut keyed_batch(&[("a", Some("1")), ("b", Some("1")), ("c", Some("1"))], ts),
+            &keyed_batch(&[("a", Some("1")), ("b", Some("1")), ("c", Some("1"))], ts),
             0,
         )
         .unwrap();
     t.log
-        .append(&mut keyed_batch(&[("a", Some("2")), ("b", None)], ts), 0)
+        .append(&keyed_batch(&[("a", Some("2")), ("b", None)], ts), 0)
         .unwrap();
     t.log.roll().unwrap();
     t.log
-        .append(&mut keyed_batch(&[("a", Some("3"))], ts), 0)
+        .append(&keyed_batch(&[("a", Some("3"))], ts), 0)
         .unwrap();
     t.log.roll().unwrap();
     t.log
-        .append(&mut keyed_batch(&[("c", Some("active"))], ts), 0)
+        .append(&keyed_batch(&[("c", Some("active"))], ts), 0)
         .unwrap();
 
     let report = t.log.compact().unwrap();
@@ -340,7 +340,7 @@ fn compaction_keeps_the_newest_value_per_key_and_expires_tombstones() {
 fn clean_reopen_trusts_segments_and_unclean_reopen_scans_only_the_active_one() {
     let t = test_log(small_config());
     for i in 0..30 {
-        t.log.append(&mut batch(1, 500, START_MS + i), 0).unwrap();
+        t.log.append(&batch(1, 500, START_MS + i), 0).unwrap();
     }
     t.log.flush_sealed().unwrap();
     let segments = t.log.segment_count();
@@ -355,7 +355,7 @@ fn clean_reopen_trusts_segments_and_unclean_reopen_scans_only_the_active_one() {
     let (t, report) = t.reopen(true);
     assert_eq!(report.recovered_segments, 0);
     assert_eq!(all_records(&t.log, 0).len(), 30);
-    t.log.append(&mut batch(1, 10, START_MS), 0).unwrap();
+    t.log.append(&batch(1, 10, START_MS), 0).unwrap();
     assert_eq!(t.log.log_end_offset(), 31);
 }
 
@@ -365,9 +365,9 @@ fn flush_messages_moves_the_recovery_point() {
         flush_messages: 3,
         ..LogConfig::default()
     });
-    t.log.append(&mut batch(2, 10, START_MS), 0).unwrap();
+    t.log.append(&batch(2, 10, START_MS), 0).unwrap();
     assert_eq!(t.log.recovery_point(), 0);
-    t.log.append(&mut batch(1, 10, START_MS), 0).unwrap();
+    t.log.append(&batch(1, 10, START_MS), 0).unwrap();
     assert_eq!(t.log.recovery_point(), 3);
 }
 
@@ -384,7 +384,7 @@ proptest! {
         let t = test_log(small_config());
         let mut expected_offset = 0u64;
         for produced in &batches {
-            let info = t.log.append(&mut produced.clone(), 1).unwrap();
+            let info = t.log.append(produced, 1).unwrap();
             prop_assert_eq!(info.base_offset, expected_offset);
             expected_offset = info.last_offset + 1;
         }
@@ -406,7 +406,7 @@ proptest! {
         let t = test_log(LogConfig { segment_bytes: 1 << 20, index_interval_bytes: 300, ..LogConfig::default() });
         let mut spans = Vec::new();
         for produced in &batches {
-            let info = t.log.append(&mut produced.clone(), 0).unwrap();
+            let info = t.log.append(produced, 0).unwrap();
             let header = BatchHeader::parse(produced).unwrap();
             spans.push((info.base_offset, info.last_offset, header.max_timestamp));
         }
@@ -431,7 +431,7 @@ proptest! {
         let mut newest = std::collections::BTreeMap::new();
         for (i, key) in keys.iter().enumerate() {
             let name = format!("k{key}");
-            t.log.append(&mut keyed_batch(&[(name.as_str(), Some("v"))], START_MS), 0).unwrap();
+            t.log.append(&keyed_batch(&[(name.as_str(), Some("v"))], START_MS), 0).unwrap();
             newest.insert(name, i as u64);
             if i == retention_after {
                 t.log.compact().unwrap();

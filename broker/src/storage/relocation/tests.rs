@@ -23,9 +23,9 @@ fn move_around(change: impl Fn(&Log)) {
     let moving = test_log(small_config());
     let reference = test_log(small_config());
     for n in 0..300 {
-        let mut bytes = batch(1, 100, START_MS + n);
-        moving.log.append(&mut bytes.clone(), 0).unwrap();
-        reference.log.append(&mut bytes, 0).unwrap();
+        let bytes = batch(1, 100, START_MS + n);
+        moving.log.append(&bytes, 0).unwrap();
+        reference.log.append(&bytes, 0).unwrap();
     }
     assert!(moving.log.segment_count() > 5);
     let target_dir = tempfile::tempdir().unwrap();
@@ -71,7 +71,7 @@ fn move_around(change: impl Fn(&Log)) {
 fn appends_after_the_bulk_copy_are_carried_over() {
     move_around(|log| {
         for n in 300..400 {
-            log.append(&mut batch(1, 100, START_MS + n), 0).unwrap();
+            log.append(&batch(1, 100, START_MS + n), 0).unwrap();
         }
     });
 }
@@ -88,8 +88,7 @@ fn a_truncation_after_the_bulk_copy_is_carried_over() {
     move_around(|log| {
         log.truncate_to(120).unwrap();
         for n in 0..50 {
-            log.append(&mut batch(1, 100, START_MS + 1_000 + n), 0)
-                .unwrap();
+            log.append(&batch(1, 100, START_MS + 1_000 + n), 0).unwrap();
         }
     });
 }
