@@ -3,7 +3,8 @@
 //! bounds), uncompressed and lz4 (both kept as produced: the zero-copy path, no
 //! allocation), a compacted topic (lz4 inflated to read keys) and compression.type=zstd
 //! (the lz4 batch re-encoded: the copy path). `append_only` and `validate_then_append` are
-//! the produce path before and after validation existed.
+//! the produce path without and with validation; both append the request's bytes as they
+//! are (stamped header + body in one `pwritev`), as Produce does.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
