@@ -149,7 +149,7 @@ if k8s_local; then
     || fail "broker process $pid: $(grep -E '^(Uid|CapEff)' "/proc/$pid/status" | tr '\n' ' ')"
   awk '$5 == "/" { split($6, o, ","); if (o[1] == "ro") found = 1 } END { exit !found }' "/proc/$pid/mountinfo" \
     || fail "broker process $pid: its root is not mounted read-only"
-  ok "from images: $(tr '\n' ',' <<<"$brokers$operators" | sed 's/,$//; s/,/, /g'); the broker runs as uid 65532 with no capabilities on a read-only root"
+  ok "from images: $(printf '%s\n%s\n' "$brokers" "$operators" | paste -sd, | sed 's/,/, /g'); the broker runs as uid 65532 with no capabilities on a read-only root"
 
   # An image the testbed does not hold: the pod waits as on a node that cannot pull it, and
   # nothing runs (no fallback to a host binary).

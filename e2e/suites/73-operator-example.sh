@@ -78,7 +78,7 @@ kubectl -n "$NS" wait --for=condition=Ready topic/orders --timeout=120s >/dev/nu
 ok "Topic orders Ready: $(kubectl -n "$NS" get topic orders -o jsonpath='{.status.assignment}')"
 from_images="$(k8s_pods_from_images "$NS" app.kubernetes.io/name=oxbow && k8s_pods_from_images "$NS" app.kubernetes.io/name=oxbow-operator)" \
   || fail "pods from images: $from_images"
-ok "every broker and operator container ran from its image: $(tr '\n' ',' <<<"$from_images" | sed 's/,$//; s/,/, /g')"
+ok "every broker and operator container ran from its image: $(paste -sd, <<<"$from_images" | sed 's/,/, /g')"
 
 # --- one quorum ---------------------------------------------------------------------------------
 metrics_port="$(kubectl -n "$NS" get sts events -o jsonpath='{.spec.template.spec.containers[0].ports[?(@.name=="metrics")].containerPort}')"
