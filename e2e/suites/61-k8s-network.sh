@@ -35,7 +35,8 @@ k8s_cluster_up
 . "$OXBOW_K8S_STATE/env"
 k8s_namespace "$A"
 k8s_namespace "$B"
-k8s_pod_runner --selector app=net-echo
+# Its image (python:3-slim) cannot be had here: the command runs on the host (named opt-in).
+k8s_pod_runner --selector app=net-echo --host-processes
 kubectl -n "$A" apply -f "$K8S/smoke/network.yaml" >/dev/null
 kubectl -n "$B" create configmap echo-server \
   --from-literal=server.py="$(kubectl -n "$A" get configmap echo-server -o jsonpath='{.data.server\.py}')" >/dev/null

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The operator end to end on the e2e Kubernetes control plane (e2e/k8s: real API server,
 # controller manager and scheduler; kwok nodes in three zones; the pod runner, a stand-in
-# for the kubelet, runs the real `oxbow-operator` and `oxbow` processes of the pods).
+# for the kubelet, runs the pods' containers from the images e2e/images/build makes, with
+# podman: the chart as shipped, no image overrides).
 #   helm install (2 operator replicas, Lease leader election, RBAC held to the chart) ->
 #   Cluster from manifests/cluster.yaml (1 broker until the broker forms clusters) -> Ready ->
 #   Topic from manifests/topic.yaml -> produce and consume with a real client (kafka-python)
@@ -35,9 +36,7 @@ fail() {
   exit 1
 }
 
-cargo build -p oxbow-operator -p oxbow-broker --locked --quiet
-export OXBOW_OPERATOR_BIN="$CARGO_TARGET_DIR/debug/oxbow-operator" OXBOW_BIN="$CARGO_TARGET_DIR/debug/oxbow"
-
+k8s_images
 k8s_cluster_up
 k8s_namespace "$SYS"
 k8s_namespace "$NS"
@@ -116,12 +115,19 @@ kubectl get clusterrolebinding "oxbow-rack-$RACK_NS-events" >/dev/null || fail "
 rack_node="$(kubectl -n "$RACK_NS" get pod events-0 -o jsonpath='{.spec.nodeName}')"
 rack_zone="$(kubectl get node "$rack_node" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}')"
 cp "$KUBECONFIG" "$OXBOW_K8S_STATE/rack-kubeconfig"
+mkdir -p "$OXBOW_K8S_STATE/rack" && chown 65532 "$OXBOW_K8S_STATE/rack"   # the emptyDir it writes
 ( export KUBECONFIG="$OXBOW_K8S_STATE/rack-kubeconfig"
   kubectl config set-credentials rack-init --token="$(kubectl -n "$RACK_NS" create token events-broker)" >/dev/null
   kubectl config set-context --current --user=rack-init >/dev/null
-  "$OXBOW_OPERATOR_BIN" rack-init --node "$rack_node" --out "$OXBOW_K8S_STATE/rack.yaml" 2>/dev/null
+  # CA and token inline, readable by the image's user
+  kubectl config view --raw --flatten --minify >"$OXBOW_K8S_STATE/rack-kubeconfig.flat"
+  chmod 0644 "$OXBOW_K8S_STATE/rack-kubeconfig.flat"
+  podman run --rm --network host --read-only --user 65532 --cap-drop ALL \
+    -v "$OXBOW_K8S_STATE/rack-kubeconfig.flat:/kubeconfig:ro" -e KUBECONFIG=/kubeconfig \
+    -v "$OXBOW_K8S_STATE/rack:/var/run/oxbow" "$K8S_OPERATOR_IMAGE" \
+    rack-init --node "$rack_node" --out /var/run/oxbow/rack.yaml >/dev/null 2>&1
   ! kubectl get nodes >/dev/null 2>&1 ) || fail "rack-init with the broker token (or the token may list nodes)"
-grep -qx "broker.rack: \"$rack_zone\"" "$OXBOW_K8S_STATE/rack.yaml" || fail "rack file: $(cat "$OXBOW_K8S_STATE/rack.yaml")"
+grep -qx "broker.rack: \"$rack_zone\"" "$OXBOW_K8S_STATE/rack/rack.yaml" || fail "rack file: $(cat "$OXBOW_K8S_STATE/rack/rack.yaml")"
 ok "rack-init with the broker ServiceAccount token wrote broker.rack: $rack_zone for node $rack_node (and the token cannot list nodes)"
 kubectl -n "$RACK_NS" delete cluster events --wait=true --timeout=60s >/dev/null || fail "deleting the rack-aware Cluster"
 gone_binding() { ! kubectl get clusterrolebinding "oxbow-rack-$RACK_NS-events" >/dev/null 2>&1; }
@@ -130,7 +136,40 @@ ok "deleting a Cluster removes its cluster-scoped rack binding (finalizer)"
 
 listening() { python3 -c "import socket,sys; socket.create_connection(('$pod_ip', 9092), timeout=1)" 2>/dev/null; }
 until_true 60 listening || fail "the broker does not listen on $bootstrap"
-ok "the pod runner started the real broker: listening on $bootstrap"
+ok "the broker listens on $bootstrap"
+if k8s_local; then
+  # The containers ran from the chart's images (podman's ids), as the chart's securityContext
+  # and the StatefulSet's ask: uid 65532, no capabilities, read-only root.
+  [ "$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.spec.containers[0].image}')" = "$K8S_BROKER_IMAGE" ] \
+    || fail "events-0 does not name $K8S_BROKER_IMAGE"
+  brokers="$(k8s_pods_from_images "$NS" app.kubernetes.io/name=oxbow)" || fail "broker pods from images: $brokers"
+  operators="$(k8s_pods_from_images "$SYS" app.kubernetes.io/name=oxbow-operator)" || fail "operator pods from images: $operators"
+  pid="$(cat "$OXBOW_K8S_STATE"/pods/"$NS".events-0.*/broker.log.pid)"
+  grep -q "^Uid:[[:space:]]*65532[[:space:]]" "/proc/$pid/status" && grep -q "^CapEff:[[:space:]]*0*$" "/proc/$pid/status" \
+    || fail "broker process $pid: $(grep -E '^(Uid|CapEff)' "/proc/$pid/status" | tr '\n' ' ')"
+  awk '$5 == "/" { split($6, o, ","); if (o[1] == "ro") found = 1 } END { exit !found }' "/proc/$pid/mountinfo" \
+    || fail "broker process $pid: its root is not mounted read-only"
+  ok "from images: $(printf '%s\n%s\n' "$brokers" "$operators" | paste -sd, | sed 's/,/, /g'); the broker runs as uid 65532 with no capabilities on a read-only root"
+
+  # An image the testbed does not hold: the pod waits as on a node that cannot pull it, and
+  # nothing runs (no fallback to a host binary).
+  kubectl -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: absent-image, labels: {app.kubernetes.io/name: oxbow}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: broker, image: "${K8S_BROKER_IMAGE%:*}:0.0.0-absent", command: [oxbow]}
+EOF
+  waiting() { [ "$(kubectl -n "$NS" get pod absent-image -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}')" = ImagePullBackOff ]; }
+  until_true 60 waiting || fail "a pod with an absent image: $(kubectl -n "$NS" get pod absent-image -o jsonpath='{.status}')"
+  [ -z "$(podman ps -a -q --filter "label=dev.oxbow.k8s.pod=$NS/absent-image")" ] || fail "a container runs for absent-image"
+  [ "$(kubectl -n "$NS" get pod absent-image -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = False ] \
+    || fail "absent-image is Ready"
+  ok "a pod whose image the testbed does not hold waits in ImagePullBackOff, nothing started"
+  kubectl -n "$NS" delete pod absent-image --wait=false >/dev/null
+fi
 if [ "$rack" = true ] && k8s_local; then
   rack_file="$(ls "$OXBOW_K8S_STATE"/pods/"$NS".events-0.*/volumes/rack/rack.yaml 2>/dev/null | head -n 1)"
   grep -qx "broker.rack: \"$node_zone\"" "$rack_file" 2>/dev/null || fail "rack-init of events-0 wrote: $(cat "$rack_file" 2>&1)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real Prometheus (e2e/k8s/prometheus: Kubernetes service discovery against the testbed's API
-# server, scrape jobs from the cluster's ServiceMonitors as the Prometheus Operator writes
+# server; brokers and operator run from their images by the pod runner; scrape jobs from the cluster's ServiceMonitors as the Prometheus Operator writes
 # them) scraping the brokers and the operator the way the chart's and the operator's
 # ServiceMonitors say, on the e2e testbed:
 #   ServiceMonitor CRD -> helm install with the chart's ServiceMonitor -> the example Cluster
@@ -35,15 +35,15 @@ fail() {
 }
 k8s_local || suite_skip "Prometheus on the testbed (e2e/k8s/prometheus) with clients in a pod: OXBOW_K8S_EXTERNAL=1"
 
-cargo build -p oxbow-operator -p oxbow-broker --locked --quiet
-export OXBOW_OPERATOR_BIN="$CARGO_TARGET_DIR/debug/oxbow-operator" OXBOW_BIN="$CARGO_TARGET_DIR/debug/oxbow"
-
+k8s_images
 k8s_cluster_up
 kubectl apply --server-side -f "$OXBOW_CACHE/k8s/bin/servicemonitor-crd.yaml" >/dev/null
 kubectl wait --for=condition=Established crd/servicemonitors.monitoring.coreos.com --timeout=60s >/dev/null
 k8s_pod_runner --selector app.kubernetes.io/name=oxbow-operator --namespace "$NS"
 k8s_pod_runner --selector app.kubernetes.io/name=oxbow --namespace "$NS"
-k8s_pod_runner --selector app=oxbow-e2e-client --namespace "$NS"
+# The clients' pod: kafka-python and kcat of the host, in the pod's network namespace (no
+# client image can be had here), hence the named opt-in.
+k8s_pod_runner --selector app=oxbow-e2e-client --namespace "$NS" --host-processes
 kubectl -n "$NS" apply -f - >/dev/null <<'EOF'
 apiVersion: v1
 kind: Pod

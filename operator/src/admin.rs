@@ -437,13 +437,7 @@ impl AdminClient {
 
     /// Grows a topic to `count` partitions.
     pub async fn create_partitions(&mut self, topic: &str, count: i32) -> Result<(), AdminError> {
-        let request = CreatePartitionsRequest::default()
-            .with_topics(vec![
-                CreatePartitionsTopic::default()
-                    .with_name(topic_name(topic))
-                    .with_count(count),
-            ])
-            .with_timeout_ms(OPERATION_TIMEOUT_MS);
+        let request = create_partitions_request(topic, count);
         let response = self.call(&request).await?;
         for result in &response.results {
             check(
@@ -558,5 +552,32 @@ fn api_name(key: i16) -> &'static str {
         Ok(ApiKey::DescribeConfigs) => "DescribeConfigs",
         Ok(ApiKey::IncrementalAlterConfigs) => "IncrementalAlterConfigs",
         _ => "Kafka",
+    }
+}
+
+/// Grows `topic` to `count` partitions and lets the cluster place the new replicas. The
+/// assignments must be null, not the generated default (an empty list): Kafka, and Oxbow with
+/// it, refuse an empty list as "0 assignment(s) given for N new partition(s)".
+fn create_partitions_request(topic: &str, count: i32) -> CreatePartitionsRequest {
+    CreatePartitionsRequest::default()
+        .with_topics(vec![
+            CreatePartitionsTopic::default()
+                .with_name(topic_name(topic))
+                .with_count(count)
+                .with_assignments(None),
+        ])
+        .with_timeout_ms(OPERATION_TIMEOUT_MS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_partitions_leaves_the_assignment_to_the_cluster() {
+        let request = create_partitions_request("orders", 6);
+        assert_eq!(request.topics.len(), 1);
+        assert_eq!(request.topics[0].count, 6);
+        assert_eq!(request.topics[0].assignments, None);
     }
 }

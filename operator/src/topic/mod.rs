@@ -398,7 +398,11 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
                 reason: impossible.reason,
                 message: impossible.message.clone(),
             },
-            REQUEUE_IMPOSSIBLE,
+            if impossible.waits_for_brokers() {
+                REQUEUE_WAITING
+            } else {
+                REQUEUE_IMPOSSIBLE
+            },
         ),
         None if view.topic.is_none() => (
             Outcome {

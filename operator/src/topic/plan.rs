@@ -21,6 +21,15 @@ pub struct Impossible {
     pub message: String,
 }
 
+impl Impossible {
+    /// Whether the cluster resolves this by itself, soon: brokers register as they start, so
+    /// a Cluster applied together with its Topics (the shipped example) briefly has fewer
+    /// brokers than the replication factor asks.
+    pub fn waits_for_brokers(&self) -> bool {
+        self.reason == "ReplicationFactorTooLarge"
+    }
+}
+
 /// Changes to make, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Plan {

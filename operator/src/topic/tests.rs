@@ -92,6 +92,8 @@ fn replication_factor_above_broker_count_is_impossible() {
     );
     assert_eq!(p.create, None);
     assert_eq!(p.impossible[0].reason, "ReplicationFactorTooLarge");
+    // brokers still registering: re-checked at the waiting cadence, not after minutes
+    assert!(p.impossible[0].waits_for_brokers());
 }
 
 #[test]
@@ -111,6 +113,7 @@ fn partitions_grow_but_never_shrink() {
     );
     assert_eq!(shrink.grow_partitions, None);
     assert_eq!(shrink.impossible[0].reason, "PartitionsCannotShrink");
+    assert!(!shrink.impossible[0].waits_for_brokers());
 }
 
 #[test]
