@@ -85,6 +85,12 @@ fn main() {
 }
 
 async fn run(config: BrokerConfig) -> anyhow::Result<()> {
+    // First of all: as process 1 of a container the kernel drops a signal that has no
+    // handler, so a SIGTERM during start-up (log recovery, waiting for the quorum) would be
+    // lost and the stop would wait out the pod's whole grace period.
+    let mut terminate =
+        signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let defaults = config.log_defaults.clone();
     let (logs, report) = LogManager::open(
         &config.log_dirs,
@@ -179,6 +185,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let mut stopped_early = false;
     let listener = if config.is_broker {
         tracing::info!(
             node_id = config.node_id,
@@ -191,12 +198,24 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             Some(ended) = controller_tasks.join_next() => {
                 anyhow::bail!("cannot join the cluster: {}", task_end(ended));
             }
+            _ = terminate.recv() => {
+                tracing::info!("SIGTERM received before joining the cluster; shutting down");
+                stopped_early = true;
+            }
+            _ = interrupt.recv() => {
+                tracing::info!("SIGINT received before joining the cluster; shutting down");
+                stopped_early = true;
+            }
         }
-        Some(
-            tokio::net::TcpListener::bind(config.listener)
-                .await
-                .with_context(|| format!("binding the Kafka listener {}", config.listener))?,
-        )
+        if stopped_early {
+            None
+        } else {
+            Some(
+                tokio::net::TcpListener::bind(config.listener)
+                    .await
+                    .with_context(|| format!("binding the Kafka listener {}", config.listener))?,
+            )
+        }
     } else {
         None
     };
@@ -215,17 +234,19 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         Arc::clone(&controller),
         Arc::clone(&replicas),
     ));
-    tracing::info!(
-        listener = %config.listener,
-        controller_listener = ?config.controller_listener,
-        advertised = %format!("{}:{}", config.advertised_host, config.advertised_port),
-        node_id = config.node_id,
-        roles = %format!("{}{}", if config.is_broker { "broker " } else { "" }, if config.is_controller { "controller" } else { "" }),
-        voters = ?config.voters,
-        log_dirs = ?config.log_dirs,
-        partitions = logs.all().len(),
-        "Oxbow node started"
-    );
+    if !stopped_early {
+        tracing::info!(
+            listener = %config.listener,
+            controller_listener = ?config.controller_listener,
+            advertised = %format!("{}:{}", config.advertised_host, config.advertised_port),
+            node_id = config.node_id,
+            roles = %format!("{}{}", if config.is_broker { "broker " } else { "" }, if config.is_controller { "controller" } else { "" }),
+            voters = ?config.voters,
+            log_dirs = ?config.log_dirs,
+            partitions = logs.all().len(),
+            "Oxbow node started"
+        );
+    }
     let routes = Arc::new(api::routes());
     let server = listener.map(|listener| {
         tokio::spawn(server::run(
@@ -236,20 +257,19 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         ))
     });
 
-    let mut terminate =
-        signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut failure = None;
-    tokio::select! {
-        _ = terminate.recv() => tracing::info!("SIGTERM received; shutting down"),
-        _ = interrupt.recv() => tracing::info!("SIGINT received; shutting down"),
-        Some(ended) = controller_tasks.join_next() => {
-            let reason = task_end(ended);
-            tracing::error!(%reason, "Stopping the node");
-            failure = Some(reason);
+    if !stopped_early {
+        tokio::select! {
+            _ = terminate.recv() => tracing::info!("SIGTERM received; shutting down"),
+            _ = interrupt.recv() => tracing::info!("SIGINT received; shutting down"),
+            Some(ended) = controller_tasks.join_next() => {
+                let reason = task_end(ended);
+                tracing::error!(%reason, "Stopping the node");
+                failure = Some(reason);
+            }
         }
     }
-    if failure.is_none() && config.is_broker {
+    if failure.is_none() && config.is_broker && !stopped_early {
         controlled_shutdown(&controller).await;
     }
     let _ = shutdown_tx.send(true);

@@ -211,3 +211,42 @@ fn snapshots_bound_the_log_and_bring_a_far_behind_voter_up_to_date() {
     );
     assert_eq!(cluster.metadata(behind).topics.len(), 60);
 }
+
+#[test]
+fn sigterm_while_waiting_for_the_quorum_stops_cleanly() {
+    // A node that cannot join (its two fellow voters are gone) still obeys SIGTERM at once,
+    // with a clean shutdown: as process 1 of a container, a SIGTERM it did not handle yet
+    // would be dropped and the stop would wait out the pod's grace period.
+    let mut cluster = Cluster::start(3, 0, &[]);
+    cluster.wait_ready(&[1, 2, 3]);
+    for id in [1, 2, 3] {
+        cluster.kill(id);
+    }
+    cluster.launch(1);
+    // The log file is appended to across starts: the second start's line is the one.
+    cluster.wait_for("node 1 waiting to join", TIMEOUT, || {
+        cluster
+            .logs(1)
+            .matches("Waiting to register with the controller quorum")
+            .count()
+            >= 2
+    });
+    let sent = Instant::now();
+    cluster.signal(1, "TERM");
+    let status = cluster.wait_exit(1, Duration::from_secs(20));
+    assert!(status.success(), "exit status {status}");
+    let logs = cluster.logs(1);
+    assert!(
+        logs.contains("SIGTERM received before joining the cluster"),
+        "{logs}"
+    );
+    assert!(logs.contains("Clean shutdown complete"), "{logs}");
+    assert!(
+        cluster.nodes[&1]
+            .data
+            .join(".oxbow-clean-shutdown")
+            .exists(),
+        "clean-shutdown marker written"
+    );
+    eprintln!("stopped {} ms after SIGTERM", sent.elapsed().as_millis());
+}
