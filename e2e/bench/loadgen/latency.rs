@@ -21,7 +21,7 @@ use crate::client::{consumer_config, producer_config};
 use crate::consume::assign_from;
 use crate::delivery::DeliveryContext;
 use crate::histogram::Latencies;
-use crate::payload;
+use crate::payload::Payloads;
 use crate::produce::{describe, send};
 use crate::report::Report;
 
@@ -100,7 +100,9 @@ fn produce_paced(
     let producer: BaseProducer<DeliveryContext> = producer_config(args, settings)?
         .create_with_context(DeliveryContext::new(shared.start, total))
         .context("creating the producer")?;
-    let mut payload = payload::letters(settings.size);
+    let mut payloads = Payloads::new(settings.payload, settings.size);
+    // The stamp is written into a copy: the pool's messages stay as generated.
+    let mut payload = payloads.next_message().to_vec();
 
     stamp(&mut payload, WARM_UP);
     let warm_up_deadline = Instant::now() + WARM_UP_TIMEOUT;
@@ -130,6 +132,7 @@ fn produce_paced(
             }
             producer.poll(due - now);
         }
+        payload.copy_from_slice(payloads.next_message());
         let stamp_nanos = producer.context().send_stamp();
         stamp(&mut payload, stamp_nanos as u64);
         send(&producer, &args.topic, &payload, stamp_nanos)?;
