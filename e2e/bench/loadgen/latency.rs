@@ -124,13 +124,22 @@ fn produce_paced(
     let begin = Instant::now();
     for i in 0..total {
         let due = begin + interval.mul_f64(i as f64);
-        // Serve delivery reports while waiting for the next send slot.
+        // Serve delivery reports while waiting for the next send slot. librdkafka's poll
+        // timeout is whole milliseconds, so polling through a shorter wait spun a core (at
+        // 20,000 msg/s every wait is 50 us), which on a small machine the broker needs:
+        // sleep the sub-millisecond rest instead.
         loop {
             let now = Instant::now();
             if now >= due {
                 break;
             }
-            producer.poll(due - now);
+            let wait = due - now;
+            if wait >= Duration::from_millis(1) {
+                producer.poll(wait);
+            } else {
+                producer.poll(Duration::ZERO);
+                thread::sleep(wait);
+            }
         }
         payload.copy_from_slice(payloads.next_message());
         let stamp_nanos = producer.context().send_stamp();
