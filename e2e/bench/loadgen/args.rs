@@ -1,6 +1,10 @@
 //! The command line: common connection and topic options, then one mode.
 
+use std::path::PathBuf;
+
 use clap::{Args as ClapArgs, Parser, Subcommand, ValueEnum};
+
+use crate::payload::PayloadKind;
 
 /// Load generator for Kafka-compatible brokers (Oxbow and Apache Kafka), on librdkafka.
 #[derive(Debug, Parser)]
@@ -41,6 +45,9 @@ pub enum Mode {
     Consume(ConsumeArgs),
     /// End-to-end latency at a fixed rate: send time travels in the payload.
     Latency(LatencyArgs),
+    /// Write messages of a payload kind to a file, one per line, for
+    /// kafka-producer-perf-test's --payload-file.
+    PayloadFile(PayloadFileArgs),
 }
 
 /// Producer settings shared by the produce and latency modes.
@@ -61,6 +68,10 @@ pub struct ProducerSettings {
     /// compression.type.
     #[arg(long, value_enum, default_value_t = Compression::None)]
     pub compression: Compression,
+    /// What the messages hold: letters (one message of random A-Z repeated, as Kafka's
+    /// ProducerPerformance), random (incompressible bytes) or text (JSON-ish, ~3-5x lz4).
+    #[arg(long, value_enum, default_value_t = PayloadKind::Letters)]
+    pub payload: PayloadKind,
 }
 
 #[derive(Debug, ClapArgs)]
@@ -95,6 +106,21 @@ pub struct LatencyArgs {
     pub duration_s: u64,
     #[command(flatten)]
     pub producer: ProducerSettings,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct PayloadFileArgs {
+    /// Payload kind (random is written as printable ASCII: the perf tool reads text).
+    #[arg(long, value_enum)]
+    pub payload: PayloadKind,
+    /// Message size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    pub size: usize,
+    /// Messages to write.
+    #[arg(long, default_value_t = 10_000)]
+    pub count: u64,
+    /// The file to write.
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -21,7 +21,7 @@ use crate::client::{consumer_config, producer_config};
 use crate::consume::assign_from;
 use crate::delivery::DeliveryContext;
 use crate::histogram::Latencies;
-use crate::payload;
+use crate::payload::Payloads;
 use crate::produce::{describe, send};
 use crate::report::Report;
 
@@ -100,7 +100,9 @@ fn produce_paced(
     let producer: BaseProducer<DeliveryContext> = producer_config(args, settings)?
         .create_with_context(DeliveryContext::new(shared.start, total))
         .context("creating the producer")?;
-    let mut payload = payload::letters(settings.size);
+    let mut payloads = Payloads::new(settings.payload, settings.size);
+    // The stamp is written into a copy: the pool's messages stay as generated.
+    let mut payload = payloads.next_message().to_vec();
 
     stamp(&mut payload, WARM_UP);
     let warm_up_deadline = Instant::now() + WARM_UP_TIMEOUT;
@@ -122,14 +124,24 @@ fn produce_paced(
     let begin = Instant::now();
     for i in 0..total {
         let due = begin + interval.mul_f64(i as f64);
-        // Serve delivery reports while waiting for the next send slot.
+        // Serve delivery reports while waiting for the next send slot. librdkafka's poll
+        // timeout is whole milliseconds, so polling through a shorter wait spun a core (at
+        // 20,000 msg/s every wait is 50 us), which on a small machine the broker needs:
+        // sleep the sub-millisecond rest instead.
         loop {
             let now = Instant::now();
             if now >= due {
                 break;
             }
-            producer.poll(due - now);
+            let wait = due - now;
+            if wait >= Duration::from_millis(1) {
+                producer.poll(wait);
+            } else {
+                producer.poll(Duration::ZERO);
+                thread::sleep(wait);
+            }
         }
+        payload.copy_from_slice(payloads.next_message());
         let stamp_nanos = producer.context().send_stamp();
         stamp(&mut payload, stamp_nanos as u64);
         send(&producer, &args.topic, &payload, stamp_nanos)?;

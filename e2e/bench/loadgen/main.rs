@@ -11,7 +11,8 @@
 //!
 //! Modules: [`args`] (command line), [`client`] (librdkafka configs, topic creation),
 //! [`produce`], [`consume`], [`latency`] (the three modes), [`delivery`] (ack timing),
-//! [`payload`], [`histogram`] (latency percentiles), [`report`] (table and JSON).
+//! [`payload`] (message contents, and files of them for Kafka's perf tool), [`histogram`]
+//! (latency percentiles), [`report`] (table and JSON).
 
 mod args;
 mod client;
@@ -35,6 +36,7 @@ fn main() -> Result<()> {
     }
     let report = match &args.mode {
         Mode::Create => return Ok(()),
+        Mode::PayloadFile(file) => return payload::write_payload_file(file),
         Mode::Produce(produce) => produce::run(&args, produce)?,
         Mode::Consume(consume) => consume::run(&args, consume)?,
         Mode::Latency(latency) => latency::run(&args, latency)?,

@@ -12,7 +12,7 @@ use crate::args::{Args, ProduceArgs, ProducerSettings};
 use crate::client::producer_config;
 use crate::delivery::{DeliveryContext, DeliveryStats};
 use crate::histogram::Latencies;
-use crate::payload;
+use crate::payload::Payloads;
 use crate::report::Report;
 
 /// How often (in messages) the send loop serves delivery callbacks.
@@ -76,6 +76,7 @@ pub fn describe(report: &mut Report, args: &Args, settings: &ProducerSettings) {
     report.param("linger.ms", settings.linger_ms);
     report.param("batch.size", settings.batch_size);
     report.param("compression", settings.compression.as_config());
+    report.param("payload", settings.payload.as_str());
     report.param("partitions", args.partitions);
 }
 
@@ -88,10 +89,10 @@ fn produce_messages(
     let producer: BaseProducer<DeliveryContext> = producer_config(args, settings)?
         .create_with_context(DeliveryContext::new(start, count))
         .context("creating the producer")?;
-    let payload = payload::letters(settings.size);
+    let mut payloads = Payloads::new(settings.payload, settings.size);
     for i in 0..count {
         let stamp = producer.context().send_stamp();
-        send(&producer, &args.topic, &payload, stamp)?;
+        send(&producer, &args.topic, payloads.next_message(), stamp)?;
         if i % POLL_EVERY == 0 {
             producer.poll(Duration::ZERO);
         }
