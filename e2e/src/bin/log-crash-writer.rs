@@ -40,8 +40,8 @@ fn main() -> anyhow::Result<()> {
                 headers: vec![],
             })
             .collect();
-        let mut batch = build_batch(&records, Compression::None, ProducerFields::default())?;
-        let info = log.append(&mut batch, 0)?;
+        let batch = build_batch(&records, Compression::None, ProducerFields::default())?;
+        let info = log.append(&batch, 0)?;
         anyhow::ensure!(
             info.base_offset == next,
             "offsets jumped from {next} to {}",
