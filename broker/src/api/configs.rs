@@ -30,6 +30,7 @@ const TYPE_STRING: i8 = 2;
 const TYPE_INT: i8 = 3;
 const TYPE_SHORT: i8 = 4;
 pub const TYPE_LONG: i8 = 5;
+const TYPE_DOUBLE: i8 = 6;
 pub const TYPE_LIST: i8 = 7;
 
 /// The resource a config request names.
@@ -165,16 +166,19 @@ pub fn broker_sets(broker: &BrokerState, key: &str) -> bool {
     }
 }
 
-/// Topic configs without a broker-wide default (Kafka's: empty unless set on the topic).
-pub const TOPIC_ONLY_KEYS: &[&str] = &[
-    "follower.replication.throttled.replicas",
-    "leader.replication.throttled.replicas",
+/// Topic configs without a broker-wide default, with their types.
+pub const TOPIC_ONLY_KEYS: &[(&str, i8)] = &[
+    ("follower.replication.throttled.replicas", TYPE_LIST),
+    ("leader.replication.throttled.replicas", TYPE_LIST),
+    ("remote.log.copy.disable", TYPE_BOOLEAN),
+    ("remote.log.delete.on.disable", TYPE_BOOLEAN),
+    ("remote.storage.enable", TYPE_BOOLEAN),
 ];
 
 /// The type of a topic config key, as Kafka declares it.
 pub fn topic_config_type(key: &str) -> i8 {
-    if TOPIC_ONLY_KEYS.contains(&key) {
-        return TYPE_LIST;
+    if let Some((_, config_type)) = TOPIC_ONLY_KEYS.iter().find(|(k, _)| *k == key) {
+        return *config_type;
     }
     broker_synonym(key).map_or(TYPE_UNKNOWN, broker_config_type)
 }
@@ -198,9 +202,15 @@ pub fn broker_config_type(key: &str) -> i8 {
         | "log.flush.interval.ms"
         | "log.retention.check.interval.ms"
         | "log.message.timestamp.after.max.ms"
+        | "log.segment.delete.delay.ms"
+        | "log.cleaner.min.compaction.lag.ms"
+        | "log.roll.jitter.ms"
+        | "log.local.retention.ms"
+        | "log.local.retention.bytes"
         | "connections.max.idle.ms"
         | "queued.max.request.bytes" => TYPE_LONG,
         "default.replication.factor" => TYPE_SHORT,
+        "log.cleaner.min.cleanable.ratio" => TYPE_DOUBLE,
         _ => match broker_default(key) {
             None => TYPE_UNKNOWN,
             Some("true" | "false") => TYPE_BOOLEAN,
@@ -219,8 +229,8 @@ mod tests {
     #[test]
     fn every_topic_config_has_a_documented_broker_synonym_and_a_type() {
         for key in TOPIC_CONFIG_KEYS {
-            if TOPIC_ONLY_KEYS.contains(key) {
-                assert_eq!(topic_config_type(key), TYPE_LIST, "{key}");
+            if TOPIC_ONLY_KEYS.iter().any(|(k, _)| k == key) {
+                assert_ne!(topic_config_type(key), TYPE_UNKNOWN, "{key}");
                 continue;
             }
             let synonym = broker_synonym(key).unwrap_or_else(|| panic!("{key} has no synonym"));
@@ -235,5 +245,10 @@ mod tests {
         assert_eq!(broker_config_type("broker.rack"), TYPE_STRING);
         assert_eq!(topic_config_type("cleanup.policy"), TYPE_LIST);
         assert_eq!(topic_config_type("retention.ms"), TYPE_LONG);
+        assert_eq!(topic_config_type("min.compaction.lag.ms"), TYPE_LONG);
+        assert_eq!(topic_config_type("segment.jitter.ms"), TYPE_LONG);
+        assert_eq!(topic_config_type("min.cleanable.dirty.ratio"), TYPE_DOUBLE);
+        assert_eq!(topic_config_type("preallocate"), TYPE_BOOLEAN);
+        assert_eq!(topic_config_type("remote.storage.enable"), TYPE_BOOLEAN);
     }
 }

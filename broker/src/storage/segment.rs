@@ -28,6 +28,9 @@ use super::mapped_entries::IndexFileError;
 use super::offset_index::OffsetIndex;
 use super::time_index::TimeIndex;
 
+/// Suffix of a segment file waiting out `file.delete.delay.ms`; removed on load.
+pub const DELETED_SUFFIX: &str = ".deleted";
+
 /// No timestamp seen yet.
 pub const NO_TIMESTAMP: i64 = -1;
 
@@ -155,6 +158,9 @@ impl LogSegment {
                 source,
             })?
             .len();
+        if preallocate && config.preallocate && log_size == 0 {
+            reserve(&file, &log_path, config.segment_bytes);
+        }
         let index_path = sibling(&log_path, "index");
         let time_index_path = sibling(&log_path, "timeindex");
         let offset_entries = OffsetIndex::entries_in_trimmed_file(&index_path);
@@ -351,6 +357,27 @@ impl LogSegment {
 
     /// Removes the segment's files. Readers holding the segment keep working on the
     /// unlinked files until they drop it.
+    /// Renames the segment's files to `<name>.deleted` (open readers keep reading) and
+    /// returns the new paths, for deletion after `file.delete.delay.ms`.
+    pub fn rename_to_deleted(&self) -> Result<Vec<PathBuf>, SegmentError> {
+        let mut renamed = Vec::new();
+        for path in [
+            self.log_path.clone(),
+            sibling(&self.log_path, "index"),
+            sibling(&self.log_path, "timeindex"),
+        ] {
+            let mut target = path.clone().into_os_string();
+            target.push(DELETED_SUFFIX);
+            let target = PathBuf::from(target);
+            match std::fs::rename(&path, &target) {
+                Ok(()) => renamed.push(target),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(SegmentError::Delete { path, source }),
+            }
+        }
+        Ok(renamed)
+    }
+
     pub fn delete_files(&self) -> Result<(), SegmentError> {
         for path in [
             self.log_path.clone(),
@@ -552,7 +579,8 @@ impl ActiveSegment {
         let first = segment.first_append_ms();
         segment.size() + batch_bytes > config.segment_bytes
             || segment.size() + batch_bytes > u64::from(u32::MAX)
-            || (first != NO_TIMESTAMP && now_ms.saturating_sub(first) > config.segment_ms)
+            || (first != NO_TIMESTAMP
+                && now_ms.saturating_sub(first) > config.roll_ms(segment.base_offset))
             || segment.offset_index.is_full()
             || segment.time_index.is_full()
             || last_offset - segment.base_offset > u64::from(u32::MAX)
@@ -604,6 +632,27 @@ impl ActiveSegment {
         }
         segment.offset_index.trim()?;
         segment.time_index.trim()?;
+        // Gives back disk reserved by `preallocate` beyond the data (Linux frees blocks
+        // past the end on a truncate to the same size); a no-op otherwise.
+        segment
+            .file
+            .set_len(segment.size())
+            .map_err(|source| SegmentError::Write {
+                path: segment.log_path.clone(),
+                position: segment.size(),
+                source,
+            })?;
         Ok(segment)
+    }
+}
+
+/// Reserves `bytes` of disk for a new segment file (`preallocate`) without changing its
+/// length, so recovery still finds the end of the data at the end of the file. A file
+/// system that cannot reserve is logged and the segment used as is, as its data is safe.
+fn reserve(file: &File, path: &Path, bytes: u64) {
+    use nix::fcntl::{FallocateFlags, fallocate};
+    let length = i64::try_from(bytes).unwrap_or(i64::MAX);
+    if let Err(error) = fallocate(file, FallocateFlags::FALLOC_FL_KEEP_SIZE, 0, length) {
+        tracing::warn!(path = %path.display(), %error, "Cannot preallocate a segment file");
     }
 }
