@@ -5,8 +5,8 @@
 //! A topic config's value is the topic's own setting (source TOPIC_CONFIG) or else the
 //! broker key it falls back to (`segment.bytes` → `log.segment.bytes`, see
 //! [`LOG_CONFIG_SYNONYMS`]): STATIC_BROKER_CONFIG when the broker's configuration sets
-//! it, DEFAULT_CONFIG otherwise. Broker configs are static: none can be altered at run
-//! time, so they are described read-only and alterations are refused.
+//! it, DEFAULT_CONFIG otherwise — unless a dynamic broker config (this broker's, then
+//! the cluster-wide default) sets that broker key, which comes first.
 
 use crate::config::{KEYS, LOG_CONFIG_SYNONYMS};
 use crate::controller::image::TopicImage;
@@ -20,6 +20,8 @@ pub const RESOURCE_BROKER: i8 = 4;
 
 /// Kafka's `ConfigSource` ids.
 pub const SOURCE_TOPIC_CONFIG: i8 = 1;
+pub const SOURCE_DYNAMIC_BROKER_CONFIG: i8 = 2;
+pub const SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
 pub const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
 pub const SOURCE_DEFAULT_CONFIG: i8 = 5;
 
@@ -39,7 +41,7 @@ pub enum ConfigResource {
     Topic(TopicImage),
     /// This broker (named by its id).
     Broker,
-    /// The cluster-wide dynamic broker defaults (the empty broker name): there are none.
+    /// The cluster-wide dynamic broker defaults (the empty broker name).
     BrokerDefaults,
 }
 
@@ -80,9 +82,9 @@ pub fn broker_node(broker: &BrokerState, target: &ConfigResource) -> i32 {
     }
 }
 
-/// Replaces the dynamic configs of a broker resource with `configs`: only the
-/// replication throttle rates can change while a broker runs; every other broker config is
-/// static (set in the broker's configuration and read at start) and refused.
+/// Replaces the dynamic configs of a broker resource with `configs` (see
+/// [`crate::controller::dynamic_configs`] for which keys are dynamic); the rest are
+/// static (read at start) and refused.
 pub async fn alter_broker(
     broker: &BrokerState,
     target: &ConfigResource,
@@ -92,7 +94,7 @@ pub async fn alter_broker(
     let fixed: Vec<&str> = configs
         .keys()
         .map(String::as_str)
-        .filter(|k| !crate::replication::throttle::DYNAMIC_BROKER_KEYS.contains(k))
+        .filter(|k| !crate::controller::dynamic_configs::is_dynamic(k))
         .collect();
     if !fixed.is_empty() {
         return Err(AdminError::NotDynamic(fixed.join(", ")));
@@ -208,7 +210,9 @@ pub fn broker_config_type(key: &str) -> i8 {
         | "log.local.retention.ms"
         | "log.local.retention.bytes"
         | "connections.max.idle.ms"
-        | "queued.max.request.bytes" => TYPE_LONG,
+        | "queued.max.request.bytes"
+        | "leader.replication.throttled.rate"
+        | "follower.replication.throttled.rate" => TYPE_LONG,
         "default.replication.factor" => TYPE_SHORT,
         "log.cleaner.min.cleanable.ratio" => TYPE_DOUBLE,
         _ => match broker_default(key) {
