@@ -491,6 +491,9 @@ pub struct BrokerConfig {
     pub replication: ReplicationConfig,
     /// Every key with its effective value (DescribeConfigs on the broker resource).
     pub raw: BTreeMap<String, String>,
+    /// The keys a file, the environment or a flag set (Kafka's STATIC_BROKER_CONFIG),
+    /// whatever their value.
+    pub explicit: std::collections::BTreeSet<String>,
 }
 
 /// How followers fetch and when they leave the ISR (`replica.*`).
@@ -515,10 +518,12 @@ impl BrokerConfig {
             .iter()
             .map(|k| (k.name.to_string(), k.default.to_string()))
             .collect();
+        let mut explicit = std::collections::BTreeSet::new();
         let mut set = |key: &str, value: String, source_name: &str| -> Result<(), ConfigError> {
             match raw.get_mut(key) {
                 Some(slot) => {
                     *slot = value;
+                    explicit.insert(key.to_string());
                     Ok(())
                 }
                 None => Err(ConfigError::UnknownKey {
@@ -574,7 +579,9 @@ impl BrokerConfig {
                 .ok_or_else(|| ConfigError::OverrideSyntax(item.clone()))?;
             set(key.trim(), value.trim().to_string(), "--override")?;
         }
-        Self::from_raw(raw)
+        let mut config = Self::from_raw(raw)?;
+        config.explicit = explicit;
+        Ok(config)
     }
 
     fn from_raw(raw: BTreeMap<String, String>) -> Result<Self, ConfigError> {
@@ -826,6 +833,7 @@ impl BrokerConfig {
                 )? as u64,
             },
             raw,
+            explicit: Default::default(),
         })
     }
 

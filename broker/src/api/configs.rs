@@ -160,12 +160,31 @@ pub fn broker_doc(key: &str) -> Option<&'static str> {
     KEYS.iter().find(|k| k.name == key).map(|k| k.doc)
 }
 
-/// Whether the broker's configuration sets `key` (to something other than its default).
+/// Whether the broker's configuration (file, environment, flag) sets `key`.
 pub fn broker_sets(broker: &BrokerState, key: &str) -> bool {
-    match (broker.config.raw.get(key), broker_default(key)) {
-        (Some(value), Some(default)) => value != default,
-        _ => false,
-    }
+    broker.config.explicit.contains(key)
+}
+
+/// The documentation of a topic config without a broker synonym.
+pub fn topic_only_doc(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "follower.replication.throttled.replicas" => {
+            "Replicas (partition:broker, or *) whose follower fetches are throttled by follower.replication.throttled.rate."
+        }
+        "leader.replication.throttled.replicas" => {
+            "Replicas (partition:broker, or *) the leader serves under leader.replication.throttled.rate."
+        }
+        "remote.storage.enable" => {
+            "Tiered storage for the topic; the broker has no remote log storage, so only false is accepted."
+        }
+        "remote.log.copy.disable" => {
+            "Stop copying segments to remote storage (tiered storage only; no effect without it)."
+        }
+        "remote.log.delete.on.disable" => {
+            "Delete remote data when tiered storage is turned off (tiered storage only; no effect without it)."
+        }
+        _ => return None,
+    })
 }
 
 /// Topic configs without a broker-wide default, with their types.

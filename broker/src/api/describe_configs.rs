@@ -16,6 +16,7 @@ use super::configs::{
     ConfigResource, SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_BROKER_CONFIG,
     SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, SOURCE_STATIC_BROKER_CONFIG, SOURCE_TOPIC_CONFIG,
     broker_config_type, broker_default, broker_doc, broker_sets, broker_synonym, topic_config_type,
+    topic_only_doc,
 };
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::dynamic_configs::{CLUSTER_DEFAULT, dynamic_keys, is_dynamic};
@@ -69,7 +70,8 @@ struct Options {
 /// One config before it is put on the wire.
 struct Entry {
     name: String,
-    value: String,
+    /// `None`: Kafka's null (a key whose default comes from a coarser key).
+    value: Option<String>,
     source: i8,
     read_only: bool,
     config_type: i8,
@@ -123,7 +125,7 @@ fn describe(
             };
             DescribeConfigsResourceResult::default()
                 .with_name(StrBytes::from_string(entry.name))
-                .with_value(Some(StrBytes::from_string(entry.value)))
+                .with_value(entry.value.map(StrBytes::from_string))
                 .with_read_only(entry.read_only)
                 .with_config_source(entry.source)
                 .with_is_sensitive(false)
@@ -155,37 +157,38 @@ fn topic_entries(broker: &BrokerState, topic: &TopicImage) -> Result<Vec<Entry>,
                 synonyms.push((key.to_string(), value.clone(), SOURCE_TOPIC_CONFIG));
             }
             if let Some(broker_key) = broker_key {
-                synonyms.extend(dynamic_synonyms(broker, broker_key, broker.config.node_id));
-                synonyms.extend(broker_synonyms(broker, broker_key).into_iter().filter(
-                    |(_, _, source)| {
-                        *source != SOURCE_DEFAULT_CONFIG
-                            || !NO_DEFAULT_SYNONYM.contains(&broker_key)
-                    },
-                ));
+                let dynamic = dynamic_synonyms(broker, broker_key, broker.config.node_id);
+                let after_dynamic = !dynamic.is_empty() || !synonyms.is_empty();
+                synonyms.extend(dynamic);
+                synonyms.extend(broker_synonyms_after(broker, broker_key, after_dynamic));
             }
             let source = synonyms
                 .first()
                 .map_or(SOURCE_DEFAULT_CONFIG, |(_, _, source)| *source);
             Entry {
                 name: key.to_string(),
-                value,
+                value: Some(value),
                 source,
                 read_only: false,
                 config_type: topic_config_type(key),
-                documentation: broker_key.and_then(broker_doc),
+                documentation: broker_key
+                    .and_then(broker_doc)
+                    .or_else(|| topic_only_doc(key)),
                 synonyms,
             }
         })
         .collect())
 }
 
-/// Broker keys whose Kafka default is null (the value comes from a coarser key such as
-/// `log.retention.hours`): Kafka lists no default synonym for their topic configs.
-const NO_DEFAULT_SYNONYM: &[&str] = &[
-    "log.roll.ms",
-    "log.retention.ms",
-    "log.flush.interval.ms",
-    "log.roll.jitter.ms",
+/// Broker keys whose Kafka default is null, the value coming from a coarser key (the
+/// second, with its default; `None`: no default at all). Kafka lists that coarser
+/// default as the last synonym only below a setting of the key itself, and describes
+/// the unset key on a broker with a null value.
+const NULL_DEFAULTS: &[(&str, Option<(&str, &str)>)] = &[
+    ("log.roll.ms", Some(("log.roll.hours", "168"))),
+    ("log.retention.ms", Some(("log.retention.hours", "168"))),
+    ("log.roll.jitter.ms", Some(("log.roll.jitter.hours", "0"))),
+    ("log.flush.interval.ms", None),
 ];
 
 /// Every broker config with its effective value: a dynamic setting (this broker's, then
@@ -198,11 +201,17 @@ fn broker_entries(broker: &BrokerState) -> Vec<Entry> {
         .iter()
         .map(|(key, value)| {
             let mut synonyms = dynamic_synonyms(broker, key, node_id);
-            synonyms.extend(broker_synonyms(broker, key));
-            let (value, source) = synonyms.first().map_or_else(
-                || (value.clone(), SOURCE_DEFAULT_CONFIG),
-                |(_, value, source)| (value.clone(), *source),
-            );
+            let dynamic = !synonyms.is_empty();
+            synonyms.extend(broker_synonyms_after(broker, key, dynamic));
+            // A null-default key left unset has no value, as in Kafka.
+            let null_default = NULL_DEFAULTS.iter().any(|(k, _)| k == key);
+            let (value, source) = match synonyms.first() {
+                Some((_, value, source)) if !null_default || *source != SOURCE_DEFAULT_CONFIG => {
+                    (Some(value.clone()), *source)
+                }
+                _ if null_default => (None, SOURCE_DEFAULT_CONFIG),
+                _ => (Some(value.clone()), SOURCE_DEFAULT_CONFIG),
+            };
             Entry {
                 name: key.clone(),
                 value,
@@ -248,7 +257,7 @@ fn dynamic_entries(broker: &BrokerState, node_id: i32) -> impl Iterator<Item = E
         let (_, value, source) = synonyms.first()?.clone();
         Some(Entry {
             name: key.to_string(),
-            value,
+            value: Some(value),
             source,
             read_only: false,
             config_type: broker_config_type(key),
@@ -261,16 +270,33 @@ fn dynamic_entries(broker: &BrokerState, node_id: i32) -> impl Iterator<Item = E
 }
 
 /// A broker key's static settings, highest precedence first: the broker's configuration
-/// (when it sets the key), then the default.
-fn broker_synonyms(broker: &BrokerState, key: &str) -> Vec<(String, String, i8)> {
+/// (when it sets the key), then the default (see [`NULL_DEFAULTS`] for the keys Kafka
+/// leaves null). `after_setting` says whether a setting precedes these.
+fn broker_synonyms_after(
+    broker: &BrokerState,
+    key: &str,
+    after_setting: bool,
+) -> Vec<(String, String, i8)> {
     let mut synonyms = Vec::new();
     if broker_sets(broker, key)
         && let Some(value) = broker.config.raw.get(key)
     {
         synonyms.push((key.to_string(), value.clone(), SOURCE_STATIC_BROKER_CONFIG));
     }
-    if let Some(default) = broker_default(key) {
-        synonyms.push((key.to_string(), default.to_string(), SOURCE_DEFAULT_CONFIG));
+    match NULL_DEFAULTS.iter().find(|(k, _)| *k == key) {
+        Some((_, Some((coarse, default)))) if after_setting || !synonyms.is_empty() => {
+            synonyms.push((
+                coarse.to_string(),
+                default.to_string(),
+                SOURCE_DEFAULT_CONFIG,
+            ));
+        }
+        Some(_) => {}
+        None => {
+            if let Some(default) = broker_default(key) {
+                synonyms.push((key.to_string(), default.to_string(), SOURCE_DEFAULT_CONFIG));
+            }
+        }
     }
     synonyms
 }
