@@ -11,8 +11,9 @@
 //! after a batch is completely written: a reader never sees a half-written batch and
 //! never waits for the writer.
 //!
-//! Crash behaviour: the log file is written with positioned writes and never
-//! preallocated, so after an unclean stop its tail may hold a torn batch; recovery
+//! Crash behaviour: the log file is written with positioned writes and never extended
+//! past its data (`preallocate` reserves disk without changing the length), so after an
+//! unclean stop its tail may hold a torn batch; recovery
 //! (see [`LogSegment::recover`]) scans batches, verifies each CRC and truncates at the
 //! first bad one, rebuilding both indexes as it goes.
 
