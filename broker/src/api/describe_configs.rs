@@ -158,7 +158,9 @@ fn topic_entries(broker: &BrokerState, topic: &TopicImage) -> Result<Vec<Entry>,
             }
             if let Some(broker_key) = broker_key {
                 let dynamic = dynamic_synonyms(broker, broker_key, broker.config.node_id);
-                let after_dynamic = !dynamic.is_empty() || !synonyms.is_empty();
+                // Kafka lists the coarser default below dynamic settings only, not
+                // below the topic's own.
+                let after_dynamic = !dynamic.is_empty();
                 synonyms.extend(dynamic);
                 synonyms.extend(broker_synonyms_after(broker, broker_key, after_dynamic));
             }
