@@ -191,6 +191,8 @@ const NULL_DEFAULTS: &[(&str, Option<(&str, &str)>)] = &[
     ("log.retention.ms", Some(("log.retention.hours", "168"))),
     ("log.roll.jitter.ms", Some(("log.roll.jitter.hours", "0"))),
     ("log.flush.interval.ms", None),
+    // Required in Kafka (no default); Oxbow's default 0 is listed nowhere either.
+    ("node.id", None),
 ];
 
 /// Every broker config with its effective value: a dynamic setting (this broker's, then
