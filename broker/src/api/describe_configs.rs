@@ -191,7 +191,7 @@ const NULL_DEFAULTS: &[(&str, Option<(&str, &str)>)] = &[
     ("log.retention.ms", Some(("log.retention.hours", "168"))),
     ("log.roll.jitter.ms", Some(("log.roll.jitter.hours", "0"))),
     ("log.flush.interval.ms", None),
-    // Required in Kafka (no default); Oxbow's default 0 is listed nowhere either.
+    // Required in Kafka, so it has no default synonym there.
     ("node.id", None),
 ];
 
@@ -208,7 +208,8 @@ fn broker_entries(broker: &BrokerState) -> Vec<Entry> {
             let dynamic = !synonyms.is_empty();
             synonyms.extend(broker_synonyms_after(broker, key, dynamic));
             // A null-default key left unset has no value, as in Kafka.
-            let null_default = NULL_DEFAULTS.iter().any(|(k, _)| k == key);
+            // node.id keeps its value: Oxbow defaults it where Kafka requires it.
+            let null_default = key != "node.id" && NULL_DEFAULTS.iter().any(|(k, _)| k == key);
             let (value, source) = match synonyms.first() {
                 Some((_, value, source)) if !null_default || *source != SOURCE_DEFAULT_CONFIG => {
                     (Some(value.clone()), *source)
