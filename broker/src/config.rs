@@ -139,6 +139,46 @@ pub const KEYS: &[KeySpec] = &[
         "How long compaction keeps tombstones (delete.retention.ms).",
     ),
     key(
+        "log.segment.delete.delay.ms",
+        "60000",
+        "How long a deleted segment's files stay, renamed .deleted, for reads under way (file.delete.delay.ms).",
+    ),
+    key(
+        "log.cleaner.min.cleanable.ratio",
+        "0.5",
+        "Share of a compacted log's cleanable bytes that must be dirty before it is cleaned (min.cleanable.dirty.ratio).",
+    ),
+    key(
+        "log.cleaner.min.compaction.lag.ms",
+        "0",
+        "Records stay uncompacted at least this long (min.compaction.lag.ms).",
+    ),
+    key(
+        "log.cleaner.max.compaction.lag.ms",
+        "9223372036854775807",
+        "Records are compacted at most this long after they are written (max.compaction.lag.ms).",
+    ),
+    key(
+        "log.preallocate",
+        "false",
+        "Reserve segment.bytes of disk when a segment is created (preallocate).",
+    ),
+    key(
+        "log.roll.jitter.ms",
+        "0",
+        "Segments roll up to this much before segment.ms, spreading rolls out (segment.jitter.ms).",
+    ),
+    key(
+        "log.local.retention.ms",
+        "-2",
+        "Tiered storage only (not enabled here): local retention time; -2 follows retention.ms (local.retention.ms).",
+    ),
+    key(
+        "log.local.retention.bytes",
+        "-2",
+        "Tiered storage only (not enabled here): local retention size; -2 follows retention.bytes (local.retention.bytes).",
+    ),
+    key(
         "log.flush.interval.messages",
         "9223372036854775807",
         "fsync after this many messages (flush.messages).",
@@ -371,6 +411,17 @@ pub const LOG_CONFIG_SYNONYMS: &[(&str, &str)] = &[
     ("compression.lz4.level", "compression.lz4.level"),
     ("compression.zstd.level", "compression.zstd.level"),
     ("min.insync.replicas", "min.insync.replicas"),
+    ("file.delete.delay.ms", "log.segment.delete.delay.ms"),
+    (
+        "min.cleanable.dirty.ratio",
+        "log.cleaner.min.cleanable.ratio",
+    ),
+    ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
+    ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
+    ("preallocate", "log.preallocate"),
+    ("segment.jitter.ms", "log.roll.jitter.ms"),
+    ("local.retention.ms", "log.local.retention.ms"),
+    ("local.retention.bytes", "log.local.retention.bytes"),
     ("max.message.bytes", "message.max.bytes"),
     (
         "unclean.leader.election.enable",
@@ -440,6 +491,9 @@ pub struct BrokerConfig {
     pub replication: ReplicationConfig,
     /// Every key with its effective value (DescribeConfigs on the broker resource).
     pub raw: BTreeMap<String, String>,
+    /// The keys a file, the environment or a flag set (Kafka's STATIC_BROKER_CONFIG),
+    /// whatever their value.
+    pub explicit: std::collections::BTreeSet<String>,
 }
 
 /// How followers fetch and when they leave the ISR (`replica.*`).
@@ -464,10 +518,12 @@ impl BrokerConfig {
             .iter()
             .map(|k| (k.name.to_string(), k.default.to_string()))
             .collect();
+        let mut explicit = std::collections::BTreeSet::new();
         let mut set = |key: &str, value: String, source_name: &str| -> Result<(), ConfigError> {
             match raw.get_mut(key) {
                 Some(slot) => {
                     *slot = value;
+                    explicit.insert(key.to_string());
                     Ok(())
                 }
                 None => Err(ConfigError::UnknownKey {
@@ -523,7 +579,9 @@ impl BrokerConfig {
                 .ok_or_else(|| ConfigError::OverrideSyntax(item.clone()))?;
             set(key.trim(), value.trim().to_string(), "--override")?;
         }
-        Self::from_raw(raw)
+        let mut config = Self::from_raw(raw)?;
+        config.explicit = explicit;
+        Ok(config)
     }
 
     fn from_raw(raw: BTreeMap<String, String>) -> Result<Self, ConfigError> {
@@ -631,6 +689,7 @@ impl BrokerConfig {
                 .map_err(|error| match error {
                     LogConfigError::InvalidValue { reason, .. } => invalid(broker_key, &reason),
                     LogConfigError::UnknownKey { .. } => invalid(broker_key, "unknown"),
+                    other => invalid(broker_key, &other.to_string()),
                 })?;
         }
         let optional = |key: &str| Some(get(key).trim().to_string()).filter(|s| !s.is_empty());
@@ -774,6 +833,7 @@ impl BrokerConfig {
                 )? as u64,
             },
             raw,
+            explicit: Default::default(),
         })
     }
 

@@ -213,8 +213,9 @@ def describe_topic_configs(broker, admin):
     assert retention.value == "123456" and retention.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
     assert not retention.is_default and not retention.is_read_only
     synonyms = [(s.name, s.value, s.source) for s in retention.synonyms.values()]
-    assert ("retention.ms", "123456", ConfigSource.DYNAMIC_TOPIC_CONFIG.value) in synonyms, synonyms
-    assert ("log.retention.ms", "604800000", ConfigSource.DEFAULT_CONFIG.value) in synonyms, synonyms
+    # Kafka 4.1: log.retention.ms has no default of its own (log.retention.hours gives it),
+    # so below the topic's setting no broker synonym is listed.
+    assert synonyms == [("retention.ms", "123456", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)], synonyms
     bytes_ = configs["retention.bytes"]
     assert bytes_.value == "-1" and bytes_.source == ConfigSource.DEFAULT_CONFIG.value and bytes_.is_default
     # The broker was started with log.roll.ms set: its topics inherit it as a static config.
@@ -242,18 +243,29 @@ def invalid_topic_names(broker, admin):
                  KafkaError.TOPIC_EXCEPTION, "create an invalid name")
 
 
-@check("DescribeConfigs: broker resource, static configs read-only")
+@check("DescribeConfigs: broker resource, static configs read-only, dynamic ones alterable")
 def describe_broker_configs(broker, admin):
-    configs = result_of(only(admin.describe_configs([ConfigResource(ResourceType.BROKER, "0")])))
+    def broker_configs():
+        return result_of(only(admin.describe_configs([ConfigResource(ResourceType.BROKER, "0")])))
+    configs = broker_configs()
     assert configs["num.partitions"].value == "1"
     assert configs["num.partitions"].source == ConfigSource.DEFAULT_CONFIG.value
     assert configs["log.dirs"].value == broker.data
     assert configs["log.dirs"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert configs["log.dirs"].is_read_only and configs["node.id"].is_read_only
+    # As in Kafka, the log defaults topics fall back to are dynamic broker configs.
     assert configs["log.roll.ms"].value == "3600000"
-    assert all(entry.is_read_only for entry in configs.values())
-    expect_error(incremental(admin, "0", op("log.retention.ms", "1000", AlterConfigOpType.SET),
+    assert not configs["log.roll.ms"].is_read_only
+    expect_error(incremental(admin, "0", op("node.id", "7", AlterConfigOpType.SET),
                              resource_type=ResourceType.BROKER),
                  KafkaError.INVALID_REQUEST, "altering a static broker config")
+    result_of(incremental(admin, "0", op("log.retention.ms", "1000", AlterConfigOpType.SET),
+                          resource_type=ResourceType.BROKER))
+    retention = broker_configs()["log.retention.ms"]
+    assert retention.value == "1000" and retention.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    result_of(incremental(admin, "0", op("log.retention.ms", None, AlterConfigOpType.DELETE),
+                          resource_type=ResourceType.BROKER))
+    assert broker_configs()["log.retention.ms"].source != ConfigSource.DYNAMIC_BROKER_CONFIG.value
 
 
 @check("IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT and validate_only")

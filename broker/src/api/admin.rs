@@ -44,7 +44,7 @@ pub enum AdminError {
         "unexpected broker id, expected {expected} or an empty string, but received {received}"
     )]
     UnexpectedBrokerId { expected: i32, received: i32 },
-    #[error("cannot update these configs dynamically: {0}")]
+    #[error("Cannot update these configs dynamically: Set({0})")]
     NotDynamic(String),
     #[error("a null value is not supported for config `{0}`")]
     NullValue(String),

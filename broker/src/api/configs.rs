@@ -5,8 +5,8 @@
 //! A topic config's value is the topic's own setting (source TOPIC_CONFIG) or else the
 //! broker key it falls back to (`segment.bytes` → `log.segment.bytes`, see
 //! [`LOG_CONFIG_SYNONYMS`]): STATIC_BROKER_CONFIG when the broker's configuration sets
-//! it, DEFAULT_CONFIG otherwise. Broker configs are static: none can be altered at run
-//! time, so they are described read-only and alterations are refused.
+//! it, DEFAULT_CONFIG otherwise — unless a dynamic broker config (this broker's, then
+//! the cluster-wide default) sets that broker key, which comes first.
 
 use crate::config::{KEYS, LOG_CONFIG_SYNONYMS};
 use crate::controller::image::TopicImage;
@@ -20,6 +20,8 @@ pub const RESOURCE_BROKER: i8 = 4;
 
 /// Kafka's `ConfigSource` ids.
 pub const SOURCE_TOPIC_CONFIG: i8 = 1;
+pub const SOURCE_DYNAMIC_BROKER_CONFIG: i8 = 2;
+pub const SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
 pub const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
 pub const SOURCE_DEFAULT_CONFIG: i8 = 5;
 
@@ -30,6 +32,7 @@ const TYPE_STRING: i8 = 2;
 const TYPE_INT: i8 = 3;
 const TYPE_SHORT: i8 = 4;
 pub const TYPE_LONG: i8 = 5;
+const TYPE_DOUBLE: i8 = 6;
 pub const TYPE_LIST: i8 = 7;
 
 /// The resource a config request names.
@@ -38,7 +41,7 @@ pub enum ConfigResource {
     Topic(TopicImage),
     /// This broker (named by its id).
     Broker,
-    /// The cluster-wide dynamic broker defaults (the empty broker name): there are none.
+    /// The cluster-wide dynamic broker defaults (the empty broker name).
     BrokerDefaults,
 }
 
@@ -79,9 +82,9 @@ pub fn broker_node(broker: &BrokerState, target: &ConfigResource) -> i32 {
     }
 }
 
-/// Replaces the dynamic configs of a broker resource with `configs`: only the
-/// replication throttle rates can change while a broker runs; every other broker config is
-/// static (set in the broker's configuration and read at start) and refused.
+/// Replaces the dynamic configs of a broker resource with `configs` (see
+/// [`crate::controller::dynamic_configs`] for which keys are dynamic); the rest are
+/// static (read at start) and refused.
 pub async fn alter_broker(
     broker: &BrokerState,
     target: &ConfigResource,
@@ -91,7 +94,7 @@ pub async fn alter_broker(
     let fixed: Vec<&str> = configs
         .keys()
         .map(String::as_str)
-        .filter(|k| !crate::replication::throttle::DYNAMIC_BROKER_KEYS.contains(k))
+        .filter(|k| !crate::controller::dynamic_configs::is_dynamic(k))
         .collect();
     if !fixed.is_empty() {
         return Err(AdminError::NotDynamic(fixed.join(", ")));
@@ -157,24 +160,46 @@ pub fn broker_doc(key: &str) -> Option<&'static str> {
     KEYS.iter().find(|k| k.name == key).map(|k| k.doc)
 }
 
-/// Whether the broker's configuration sets `key` (to something other than its default).
+/// Whether the broker's configuration (file, environment, flag) sets `key`.
 pub fn broker_sets(broker: &BrokerState, key: &str) -> bool {
-    match (broker.config.raw.get(key), broker_default(key)) {
-        (Some(value), Some(default)) => value != default,
-        _ => false,
-    }
+    broker.config.explicit.contains(key)
 }
 
-/// Topic configs without a broker-wide default (Kafka's: empty unless set on the topic).
-pub const TOPIC_ONLY_KEYS: &[&str] = &[
-    "follower.replication.throttled.replicas",
-    "leader.replication.throttled.replicas",
+/// The documentation of a topic config without a broker synonym.
+pub fn topic_only_doc(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "follower.replication.throttled.replicas" => {
+            "Replicas (partition:broker, or *) whose follower fetches are throttled by follower.replication.throttled.rate."
+        }
+        "leader.replication.throttled.replicas" => {
+            "Replicas (partition:broker, or *) the leader serves under leader.replication.throttled.rate."
+        }
+        "remote.storage.enable" => {
+            "Tiered storage for the topic; the broker has no remote log storage, so only false is accepted."
+        }
+        "remote.log.copy.disable" => {
+            "Stop copying segments to remote storage (tiered storage only; no effect without it)."
+        }
+        "remote.log.delete.on.disable" => {
+            "Delete remote data when tiered storage is turned off (tiered storage only; no effect without it)."
+        }
+        _ => return None,
+    })
+}
+
+/// Topic configs without a broker-wide default, with their types.
+pub const TOPIC_ONLY_KEYS: &[(&str, i8)] = &[
+    ("follower.replication.throttled.replicas", TYPE_LIST),
+    ("leader.replication.throttled.replicas", TYPE_LIST),
+    ("remote.log.copy.disable", TYPE_BOOLEAN),
+    ("remote.log.delete.on.disable", TYPE_BOOLEAN),
+    ("remote.storage.enable", TYPE_BOOLEAN),
 ];
 
 /// The type of a topic config key, as Kafka declares it.
 pub fn topic_config_type(key: &str) -> i8 {
-    if TOPIC_ONLY_KEYS.contains(&key) {
-        return TYPE_LIST;
+    if let Some((_, config_type)) = TOPIC_ONLY_KEYS.iter().find(|(k, _)| *k == key) {
+        return *config_type;
     }
     broker_synonym(key).map_or(TYPE_UNKNOWN, broker_config_type)
 }
@@ -198,9 +223,17 @@ pub fn broker_config_type(key: &str) -> i8 {
         | "log.flush.interval.ms"
         | "log.retention.check.interval.ms"
         | "log.message.timestamp.after.max.ms"
+        | "log.segment.delete.delay.ms"
+        | "log.cleaner.min.compaction.lag.ms"
+        | "log.roll.jitter.ms"
+        | "log.local.retention.ms"
+        | "log.local.retention.bytes"
         | "connections.max.idle.ms"
-        | "queued.max.request.bytes" => TYPE_LONG,
+        | "queued.max.request.bytes"
+        | "leader.replication.throttled.rate"
+        | "follower.replication.throttled.rate" => TYPE_LONG,
         "default.replication.factor" => TYPE_SHORT,
+        "log.cleaner.min.cleanable.ratio" => TYPE_DOUBLE,
         _ => match broker_default(key) {
             None => TYPE_UNKNOWN,
             Some("true" | "false") => TYPE_BOOLEAN,
@@ -219,8 +252,8 @@ mod tests {
     #[test]
     fn every_topic_config_has_a_documented_broker_synonym_and_a_type() {
         for key in TOPIC_CONFIG_KEYS {
-            if TOPIC_ONLY_KEYS.contains(key) {
-                assert_eq!(topic_config_type(key), TYPE_LIST, "{key}");
+            if TOPIC_ONLY_KEYS.iter().any(|(k, _)| k == key) {
+                assert_ne!(topic_config_type(key), TYPE_UNKNOWN, "{key}");
                 continue;
             }
             let synonym = broker_synonym(key).unwrap_or_else(|| panic!("{key} has no synonym"));
@@ -235,5 +268,10 @@ mod tests {
         assert_eq!(broker_config_type("broker.rack"), TYPE_STRING);
         assert_eq!(topic_config_type("cleanup.policy"), TYPE_LIST);
         assert_eq!(topic_config_type("retention.ms"), TYPE_LONG);
+        assert_eq!(topic_config_type("min.compaction.lag.ms"), TYPE_LONG);
+        assert_eq!(topic_config_type("segment.jitter.ms"), TYPE_LONG);
+        assert_eq!(topic_config_type("min.cleanable.dirty.ratio"), TYPE_DOUBLE);
+        assert_eq!(topic_config_type("preallocate"), TYPE_BOOLEAN);
+        assert_eq!(topic_config_type("remote.storage.enable"), TYPE_BOOLEAN);
     }
 }

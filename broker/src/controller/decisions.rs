@@ -431,9 +431,21 @@ pub fn decide(
             configs,
             validate_only,
         } => {
+            let fixed: Vec<&str> = configs
+                .keys()
+                .map(String::as_str)
+                .filter(|key| !super::dynamic_configs::is_dynamic(key))
+                .collect();
+            if !fixed.is_empty() {
+                return Err(ControllerError::InvalidRequest(format!(
+                    "Cannot update these configs dynamically: Set({})",
+                    fixed.join(", ")
+                )));
+            }
+            // Kafka answers INVALID_REQUEST (not INVALID_CONFIG) for a bad broker value.
             for (key, value) in configs {
-                crate::replication::throttle::validate_dynamic_broker_config(key, value)
-                    .map_err(ControllerError::InvalidConfig)?;
+                super::dynamic_configs::validate(key, value)
+                    .map_err(ControllerError::InvalidRequest)?;
             }
             let unchanged = image
                 .broker_configs
@@ -451,9 +463,25 @@ pub fn decide(
         }
         ControllerCommand::IdentifyCluster { cluster_id } => {
             let records = if image.cluster_id.is_none() {
-                vec![MetadataRecord::ClusterIdentified {
-                    cluster_id: cluster_id.clone(),
-                }]
+                // Kafka 4 formats a cluster with `min.insync.replicas` as a cluster-wide
+                // dynamic default (for eligible leader replicas); tools see it as one.
+                let mut defaults = image
+                    .broker_configs
+                    .get(&super::dynamic_configs::CLUSTER_DEFAULT)
+                    .cloned()
+                    .unwrap_or_default();
+                defaults
+                    .entry("min.insync.replicas".to_string())
+                    .or_insert_with(|| inputs.log_defaults.min_insync_replicas.to_string());
+                vec![
+                    MetadataRecord::ClusterIdentified {
+                        cluster_id: cluster_id.clone(),
+                    },
+                    MetadataRecord::BrokerConfigChanged {
+                        node_id: super::dynamic_configs::CLUSTER_DEFAULT,
+                        configs: defaults,
+                    },
+                ]
             } else {
                 Vec::new()
             };
@@ -756,10 +784,16 @@ fn elect(state: &PartitionState, live: &dyn Fn(i32) -> bool, unclean: bool) -> O
 }
 
 /// `unclean.leader.election.enable` of the topic, or the broker default.
-fn unclean_allowed(topic: &TopicImage, defaults: &LogConfig) -> bool {
-    defaults
-        .with_topic_configs(topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .is_ok_and(|config| config.unclean_leader_election)
+/// Whether a topic allows unclean elections: its own config, else the cluster-wide
+/// dynamic default, else the static one.
+fn unclean_allowed(image: &ClusterImage, topic: &TopicImage, defaults: &LogConfig) -> bool {
+    super::dynamic_configs::log_defaults(
+        defaults,
+        &image.broker_configs,
+        super::dynamic_configs::CLUSTER_DEFAULT,
+    )
+    .with_topic_configs(topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    .is_ok_and(|config| config.unclean_leader_election)
 }
 
 /// Fences `node_id`: it leaves every ISR it is in (but the last member stays, so the data
@@ -789,7 +823,7 @@ pub fn fence(
                 next.in_sync_replicas.retain(|r| *r != node_id);
             }
             if state.leader == node_id {
-                let unclean = unclean_allowed(topic, inputs.log_defaults);
+                let unclean = unclean_allowed(image, topic, inputs.log_defaults);
                 next.leader = elect(&next, &live, unclean).unwrap_or(-1);
                 if next.leader != -1 && !next.in_sync_replicas.contains(&next.leader) {
                     // Unclean: the new leader's log is the truth from now on.

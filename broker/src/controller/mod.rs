@@ -24,6 +24,7 @@
 pub mod active;
 pub mod client;
 pub mod decisions;
+pub mod dynamic_configs;
 pub mod feed;
 pub mod image;
 pub mod lifecycle;
@@ -428,10 +429,15 @@ impl Controller {
         &self.log_defaults
     }
 
-    /// The broker defaults with a topic's configs on top.
+    /// The broker defaults in effect here (static, then dynamic) with a topic's configs
+    /// on top.
     pub fn log_config_for(&self, topic: &TopicImage) -> Result<LogConfig, LogConfigError> {
-        self.log_defaults
-            .with_topic_configs(topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        dynamic_configs::log_defaults(
+            &self.log_defaults,
+            &self.image().broker_configs,
+            self.settings.node_id,
+        )
+        .with_topic_configs(topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
     async fn send(

@@ -92,14 +92,19 @@ impl Publisher {
     }
 
     fn config_for(&self, image: &ClusterImage, topic: &str) -> LogConfig {
+        let defaults = super::dynamic_configs::log_defaults(
+            &self.log_defaults,
+            &image.broker_configs,
+            self.node_id,
+        );
         let Some(topic) = image.topics.get(topic) else {
-            return self.log_defaults.clone();
+            return defaults;
         };
-        self.log_defaults
+        defaults
             .with_topic_configs(topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .unwrap_or_else(|error| {
                 tracing::error!(topic = %topic.name, %error, "Topic configs in the metadata are invalid here; using broker defaults");
-                self.log_defaults.clone()
+                defaults.clone()
             })
     }
 
@@ -121,9 +126,12 @@ impl Publisher {
     fn apply(&mut self, previous: &ClusterImage, image: &ClusterImage, caught_up: bool) {
         let hosted = self.hosted(image);
         let hosted_before = self.hosted(previous);
+        // A dynamic broker config can change the defaults of every topic.
+        let changed_defaults = previous.broker_configs != image.broker_configs;
         for tp in &hosted {
-            let changed_configs = previous.topics.get(&tp.topic).map(|t| &t.configs)
-                != image.topics.get(&tp.topic).map(|t| &t.configs);
+            let changed_configs = changed_defaults
+                || previous.topics.get(&tp.topic).map(|t| &t.configs)
+                    != image.topics.get(&tp.topic).map(|t| &t.configs);
             let recreated = matches!(
                 (previous.topics.get(&tp.topic), image.topics.get(&tp.topic)),
                 (Some(before), Some(now)) if before.topic_id != now.topic_id

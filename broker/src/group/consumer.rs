@@ -99,6 +99,10 @@ pub struct ConsumerGroup {
     pub rebalances: u64,
     pub session_timeout_ms: i32,
     pub heartbeat_interval_ms: i32,
+    /// The topic names the members' regexes were last resolved against: they are
+    /// resolved again only when these change (or a member's regex does), not on every
+    /// heartbeat, which would cost members × topics matches each time.
+    regex_resolved_against: Vec<String>,
 }
 
 impl ConsumerMember {
@@ -175,6 +179,7 @@ impl ConsumerGroup {
             rebalances: 0,
             session_timeout_ms: 45_000,
             heartbeat_interval_ms: 5_000,
+            regex_resolved_against: Vec::new(),
         }
     }
 
@@ -365,12 +370,17 @@ impl ConsumerGroup {
             if member.subscribed_topic_regex != pattern {
                 member.subscribed_topic_regex = pattern;
                 member.compiled_regex = regex.map(|(_, compiled)| compiled);
+                changed |= member.resolve_regex(topics);
             }
         }
-        // Every member's regex against the topics as they are now: a topic created or
-        // deleted since the last heartbeat changes what they subscribe to.
-        for member in self.members.values_mut() {
-            changed |= member.resolve_regex(topics);
+        // A topic created or deleted since the regexes were last resolved changes what
+        // they subscribe to: every member's regex against the topics as they are now.
+        let topics_moved = !self.regex_resolved_against.iter().eq(topics.keys());
+        if topics_moved && self.members.values().any(|m| m.compiled_regex.is_some()) {
+            for member in self.members.values_mut() {
+                changed |= member.resolve_regex(topics);
+            }
+            self.regex_resolved_against = topics.keys().cloned().collect();
         }
         if changed || self.metadata_changed(topics) {
             self.bump_epoch(topics, now);

@@ -7,9 +7,12 @@
 //!       batch with nothing left           → dropped
 //! ```
 //!
-//! Only sealed segments are cleaned and only keys seen in sealed segments count (as in
-//! Kafka, the active segment is the "dirty" head that the next pass picks up after a
-//! roll). Tombstones (null values) are kept for `delete.retention.ms` after their
+//! Only sealed segments are cleaned and only keys seen in them count (as in Kafka, the
+//! active segment is the head that the next pass picks up after a roll), and of those
+//! only segments whose records are all older than `min.compaction.lag.ms`. A pass runs
+//! when the bytes written since the last one (the dirty part) are at least
+//! `min.cleanable.dirty.ratio` of the cleanable bytes, or when a dirty record is older
+//! than `max.compaction.lag.ms` (which also caps how long a segment stays active). Tombstones (null values) are kept for `delete.retention.ms` after their
 //! batch's timestamp so that consumers catching up see the delete. Records without a
 //! key are kept. Offsets never change: a compacted log has gaps, never renumbering.
 //!
@@ -27,7 +30,18 @@ use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEnc
 
 use super::batch::BatchHeader;
 use super::log::{Log, LogError};
+use super::log_config::LogConfig;
 use super::segment::{LogSegment, SegmentError};
+
+/// The cleaner's position in one log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CleanerState {
+    /// Offsets below this are clean (compacted); the rest is dirty.
+    pub first_dirty_offset: u64,
+    /// When the oldest tombstone the last pass kept passes `delete.retention.ms`: a pass
+    /// is due then even with nothing dirty, so the tombstone goes.
+    pub tombstone_expiry_ms: Option<i64>,
+}
 
 /// What one compaction pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,10 +50,13 @@ pub struct CompactionReport {
     pub records_removed: u64,
     pub bytes_before: u64,
     pub bytes_after: u64,
+    /// Largest timestamp of the oldest batch holding a tombstone that was kept.
+    pub oldest_kept_tombstone_ms: Option<i64>,
 }
 
 impl Log {
-    /// Compacts the sealed segments once (no-op unless the policy includes `compact`).
+    /// Compacts the cleanable segments once when the cleaner's rules say they are due
+    /// (no-op unless the policy includes `compact`).
     pub fn compact(&self) -> Result<CompactionReport, LogError> {
         self.check_usable()?;
         let config = self.config();
@@ -48,9 +65,20 @@ impl Log {
             return Ok(report);
         }
         let _maintenance = self.maintenance.lock();
-        let sealed = self.sealed_segments();
+        let now = self.clock.now_ms();
+        let cleanable = self.cleanable_segments(&config, now);
+        let Some(last) = cleanable.last() else {
+            return Ok(report);
+        };
+        let state = *self.cleaner.lock();
+        let first_dirty = state.first_dirty_offset.max(self.log_start_offset());
+        let tombstones_expire = state.tombstone_expiry_ms.is_some_and(|at| at <= now);
+        if !tombstones_expire && !self.cleaning_due(&config, &cleanable, first_dirty, now)? {
+            return Ok(report);
+        }
+        let end = last.next_offset();
         let mut newest: HashMap<Bytes, u64> = HashMap::new();
-        for segment in &sealed {
+        for segment in &cleanable {
             for_each_batch(self, segment, |_, header, records| {
                 if header.is_control() {
                     return;
@@ -62,21 +90,73 @@ impl Log {
                 }
             })?;
         }
-        let tombstone_horizon = self
-            .clock
-            .now_ms()
-            .saturating_sub(config.delete_retention_ms);
-        for segment in sealed {
+        let tombstone_horizon = now.saturating_sub(config.delete_retention_ms);
+        for segment in cleanable {
             let cleaned = self.clean_segment(&segment, &newest, tombstone_horizon, &mut report)?;
             if let Some(cleaned) = cleaned {
                 self.segments.write().insert(cleaned.base_offset(), cleaned);
                 report.segments_cleaned += 1;
             }
         }
+        *self.cleaner.lock() = CleanerState {
+            first_dirty_offset: end,
+            tombstone_expiry_ms: report
+                .oldest_kept_tombstone_ms
+                .map(|at| at.saturating_add(config.delete_retention_ms)),
+        };
         if report.segments_cleaned > 0 {
             tracing::info!(topic_partition = %self.topic_partition, removed = report.records_removed, before = report.bytes_before, after = report.bytes_after, "Compacted sealed segments");
         }
         Ok(report)
+    }
+
+    /// The sealed segments the cleaner may rewrite: oldest first, up to the first one
+    /// holding a record younger than `min.compaction.lag.ms` (Kafka's first uncleanable
+    /// offset).
+    fn cleanable_segments(&self, config: &LogConfig, now: i64) -> Vec<Arc<LogSegment>> {
+        let youngest_cleanable = now.saturating_sub(config.min_compaction_lag_ms);
+        self.sealed_segments()
+            .into_iter()
+            .take_while(|segment| {
+                config.min_compaction_lag_ms == 0 || segment.max_timestamp() <= youngest_cleanable
+            })
+            .collect()
+    }
+
+    /// Whether the cleanable part is dirty enough (`min.cleanable.dirty.ratio`), or holds
+    /// a dirty record older than `max.compaction.lag.ms`, to be cleaned now.
+    fn cleaning_due(
+        &self,
+        config: &LogConfig,
+        cleanable: &[Arc<LogSegment>],
+        first_dirty: u64,
+        now: i64,
+    ) -> Result<bool, LogError> {
+        let (mut clean_bytes, mut dirty_bytes) = (0u64, 0u64);
+        let mut first_dirty_segment = None;
+        for segment in cleanable {
+            if segment.next_offset() <= first_dirty {
+                clean_bytes += segment.size();
+            } else {
+                dirty_bytes += segment.size();
+                first_dirty_segment.get_or_insert(segment);
+            }
+        }
+        let Some(first_dirty_segment) = first_dirty_segment else {
+            return Ok(false);
+        };
+        let ratio = dirty_bytes as f64 / (clean_bytes + dirty_bytes) as f64;
+        if ratio >= config.min_cleanable_dirty_ratio.0 {
+            return Ok(true);
+        }
+        // Kafka dates a segment by its first batch's largest timestamp.
+        let first_batch = first_dirty_segment
+            .header_at(0)
+            .map_err(|e| self.fail(e))?
+            .map(|header| header.max_timestamp);
+        Ok(first_batch.is_some_and(|timestamp| {
+            timestamp >= 0 && now.saturating_sub(timestamp) > config.max_compaction_lag_ms
+        }))
     }
 
     /// Rewrites one segment without its superseded records; `None` when nothing changes.
@@ -106,6 +186,10 @@ impl Log {
                 })
                 .collect();
             removed += (records.len() - survivors.len()) as u64;
+            if survivors.iter().any(|record| record.value.is_none()) {
+                let oldest = report.oldest_kept_tombstone_ms.get_or_insert(i64::MAX);
+                *oldest = (*oldest).min(header.max_timestamp);
+            }
             if survivors.len() == records.len() {
                 output.extend_from_slice(raw);
             } else if !survivors.is_empty()
@@ -239,3 +323,6 @@ fn encode_survivors(
     output.extend_from_slice(&buffer);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -145,6 +145,11 @@ pub struct Log {
     /// Until replication exists the high watermark follows the log end offset.
     high_watermark_follows_log_end: AtomicBool,
     closed: AtomicBool,
+    /// Files of deleted segments and when they may go (`file.delete.delay.ms`).
+    pub(super) pending_deletes: Mutex<Vec<(i64, PathBuf)>>,
+    /// Where the cleaner stands (kept in memory: after a restart the whole log counts
+    /// as dirty once).
+    pub(super) cleaner: Mutex<super::compaction::CleanerState>,
 }
 
 /// What loading a partition found.
@@ -279,6 +284,8 @@ impl Log {
             recovery_point: AtomicU64::new(checkpoint.recovery_point.min(log_end_offset)),
             high_watermark_follows_log_end: AtomicBool::new(true),
             closed: AtomicBool::new(false),
+            pending_deletes: Mutex::new(Vec::new()),
+            cleaner: Mutex::new(Default::default()),
         };
         if report.recovered_segments > 0 {
             log.flush()?;
@@ -923,7 +930,10 @@ fn list_segment_bases(dir: &Path) -> Result<Vec<u64>, LogError> {
         })?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if name.ends_with(".cleaned") || name.ends_with(".tmp") {
+        if name.ends_with(".cleaned")
+            || name.ends_with(".tmp")
+            || name.ends_with(super::segment::DELETED_SUFFIX)
+        {
             let _ = std::fs::remove_file(entry.path());
             continue;
         }

@@ -25,6 +25,13 @@ pub const DEFAULT_TIMESTAMP_AFTER_MAX_MS: i64 = 60 * 60 * 1000;
 pub const DEFAULT_GZIP_LEVEL: i32 = -1;
 pub const DEFAULT_LZ4_LEVEL: i32 = 9;
 pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
+/// Kafka's `log.segment.delete.delay.ms`: a deleted segment's files stay (renamed
+/// `.deleted`) this long, so reads already under way finish.
+pub const DEFAULT_FILE_DELETE_DELAY_MS: i64 = 60_000;
+/// Kafka's `log.cleaner.min.cleanable.ratio`.
+pub const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: DirtyRatio = DirtyRatio(0.5);
+/// Kafka's `log.local.retention.*` default: follow `retention.*` (-2).
+pub const LOCAL_RETENTION_FOLLOWS_RETENTION: i64 = -2;
 /// Smallest segment Kafka accepts for `segment.bytes`.
 pub const MIN_SEGMENT_BYTES: u64 = 14;
 
@@ -121,6 +128,25 @@ impl CompressionType {
     }
 }
 
+/// `min.cleanable.dirty.ratio`: the share of a compacted log that must be dirty (not
+/// yet cleaned) before the cleaner rewrites it, 0 to 1 (Kafka's DOUBLE).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DirtyRatio(pub f64);
+
+// The ratio is parsed from text and checked to lie in 0..=1, so it is never NaN.
+impl Eq for DirtyRatio {}
+
+impl DirtyRatio {
+    /// As Java's `Double.toString` spells it (`1.0`, not `1`), so describes match Kafka.
+    pub fn as_kafka_value(&self) -> String {
+        if self.0.fract() == 0.0 {
+            format!("{:.1}", self.0)
+        } else {
+            self.0.to_string()
+        }
+    }
+}
+
 /// Whose clock stamps record timestamps: the producer's or the broker's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimestampType {
@@ -211,6 +237,25 @@ pub struct LogConfig {
     pub leader_throttled_replicas: ThrottledReplicas,
     /// Replicas this broker, following, fetches under `follower.replication.throttled.rate`.
     pub follower_throttled_replicas: ThrottledReplicas,
+    /// How long a segment deleted by retention keeps its files (renamed `.deleted`).
+    pub file_delete_delay_ms: i64,
+    /// The cleaner compacts a log once this share of its cleanable bytes is dirty.
+    pub min_cleanable_dirty_ratio: DirtyRatio,
+    /// A record stays uncompacted at least this long after its timestamp.
+    pub min_compaction_lag_ms: i64,
+    /// A record is compacted at most this long after its timestamp, whatever the ratio.
+    pub max_compaction_lag_ms: i64,
+    /// Reserve `segment.bytes` of disk for a new segment when it is created.
+    pub preallocate: bool,
+    /// Segments roll up to this much earlier than `segment.ms`, so logs created together
+    /// do not all roll together.
+    pub segment_jitter_ms: i64,
+    /// Tiered storage (KIP-405) settings: accepted and reported as Kafka does with
+    /// `remote.log.storage.system.enable=false`, where they have no effect.
+    pub local_retention_ms: i64,
+    pub local_retention_bytes: i64,
+    pub remote_log_copy_disable: bool,
+    pub remote_log_delete_on_disable: bool,
 }
 
 impl Default for LogConfig {
@@ -238,6 +283,16 @@ impl Default for LogConfig {
             unclean_leader_election: false,
             leader_throttled_replicas: ThrottledReplicas::None,
             follower_throttled_replicas: ThrottledReplicas::None,
+            file_delete_delay_ms: DEFAULT_FILE_DELETE_DELAY_MS,
+            min_cleanable_dirty_ratio: DEFAULT_MIN_CLEANABLE_DIRTY_RATIO,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            preallocate: false,
+            segment_jitter_ms: 0,
+            local_retention_ms: LOCAL_RETENTION_FOLLOWS_RETENTION,
+            local_retention_bytes: LOCAL_RETENTION_FOLLOWS_RETENTION,
+            remote_log_copy_disable: false,
+            remote_log_delete_on_disable: false,
         }
     }
 }
@@ -254,6 +309,10 @@ pub enum LogConfigError {
         value: String,
         reason: String,
     },
+    #[error(
+        "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+    )]
+    TieredStorageDisabled,
 }
 
 /// Every topic-level config key the log understands, in Kafka's spelling.
@@ -264,20 +323,31 @@ pub const TOPIC_CONFIG_KEYS: &[&str] = &[
     "compression.type",
     "compression.zstd.level",
     "delete.retention.ms",
+    "file.delete.delay.ms",
     "flush.messages",
     "flush.ms",
     "follower.replication.throttled.replicas",
     "index.interval.bytes",
     "leader.replication.throttled.replicas",
+    "local.retention.bytes",
+    "local.retention.ms",
+    "max.compaction.lag.ms",
     "max.message.bytes",
     "message.timestamp.after.max.ms",
     "message.timestamp.before.max.ms",
     "message.timestamp.type",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
     "min.insync.replicas",
+    "preallocate",
+    "remote.log.copy.disable",
+    "remote.log.delete.on.disable",
+    "remote.storage.enable",
     "retention.bytes",
     "retention.ms",
     "segment.bytes",
     "segment.index.bytes",
+    "segment.jitter.ms",
     "segment.ms",
     "unclean.leader.election.enable",
 ];
@@ -319,6 +389,13 @@ impl LogConfig {
             }
             long(min)
         };
+        let boolean = || -> Result<bool, LogConfigError> {
+            match value.trim().to_ascii_lowercase().as_str() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(invalid("Expected value to be either true or false")),
+            }
+        };
         match key {
             "segment.bytes" => self.segment_bytes = int(MIN_SEGMENT_BYTES as i64)? as u64,
             "segment.ms" => self.segment_ms = long(1)?,
@@ -337,12 +414,36 @@ impl LogConfig {
                 self.min_insync_replicas =
                     i32::try_from(parsed).map_err(|_| invalid("Not a number of type INT"))?;
             }
-            "unclean.leader.election.enable" => {
-                self.unclean_leader_election = match value.trim().to_ascii_lowercase().as_str() {
-                    "true" => true,
-                    "false" => false,
-                    _ => return Err(invalid("expected true or false")),
-                };
+            "unclean.leader.election.enable" => self.unclean_leader_election = boolean()?,
+            "file.delete.delay.ms" => self.file_delete_delay_ms = long(0)?,
+            "min.cleanable.dirty.ratio" => {
+                let ratio: f64 = value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|r: &f64| !r.is_nan())
+                    .ok_or_else(|| invalid("Not a number of type DOUBLE"))?;
+                if ratio < 0.0 {
+                    return Err(invalid("Value must be at least 0"));
+                }
+                if ratio > 1.0 {
+                    return Err(invalid("Value must be no more than 1"));
+                }
+                self.min_cleanable_dirty_ratio = DirtyRatio(ratio);
+            }
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms = long(0)?,
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms = long(1)?,
+            "preallocate" => self.preallocate = boolean()?,
+            "segment.jitter.ms" => self.segment_jitter_ms = long(0)?,
+            "local.retention.ms" => self.local_retention_ms = long(-2)?,
+            "local.retention.bytes" => self.local_retention_bytes = long(-2)?,
+            "remote.log.copy.disable" => self.remote_log_copy_disable = boolean()?,
+            "remote.log.delete.on.disable" => self.remote_log_delete_on_disable = boolean()?,
+            // No remote log storage exists here, so as Kafka without one: false only.
+            "remote.storage.enable" => {
+                if boolean()? {
+                    return Err(LogConfigError::TieredStorageDisabled);
+                }
             }
             "leader.replication.throttled.replicas" | "follower.replication.throttled.replicas" => {
                 let parsed = ThrottledReplicas::parse(value)
@@ -422,6 +523,38 @@ impl LogConfig {
                 self.compression_zstd_level.to_string(),
             ),
             ("delete.retention.ms", self.delete_retention_ms.to_string()),
+            (
+                "file.delete.delay.ms",
+                self.file_delete_delay_ms.to_string(),
+            ),
+            (
+                "local.retention.bytes",
+                self.local_retention_bytes.to_string(),
+            ),
+            ("local.retention.ms", self.local_retention_ms.to_string()),
+            (
+                "max.compaction.lag.ms",
+                self.max_compaction_lag_ms.to_string(),
+            ),
+            (
+                "min.cleanable.dirty.ratio",
+                self.min_cleanable_dirty_ratio.as_kafka_value(),
+            ),
+            (
+                "min.compaction.lag.ms",
+                self.min_compaction_lag_ms.to_string(),
+            ),
+            ("preallocate", self.preallocate.to_string()),
+            (
+                "remote.log.copy.disable",
+                self.remote_log_copy_disable.to_string(),
+            ),
+            (
+                "remote.log.delete.on.disable",
+                self.remote_log_delete_on_disable.to_string(),
+            ),
+            ("remote.storage.enable", "false".to_string()),
+            ("segment.jitter.ms", self.segment_jitter_ms.to_string()),
             ("flush.messages", self.flush_messages.to_string()),
             ("flush.ms", self.flush_ms.to_string()),
             (
@@ -467,6 +600,36 @@ impl LogConfig {
     }
 }
 
+impl LogConfig {
+    /// How long the active segment of the log based at `base_offset` may stay open:
+    /// `segment.ms`, capped by `max.compaction.lag.ms` on a compacted log (its newest
+    /// records can only be cleaned once sealed), less this segment's jitter.
+    pub fn roll_ms(&self, base_offset: u64) -> i64 {
+        let limit = if self.cleanup_policy.compact {
+            self.segment_ms.min(self.max_compaction_lag_ms)
+        } else {
+            self.segment_ms
+        };
+        limit.saturating_sub(self.roll_jitter_ms(base_offset, limit))
+    }
+
+    /// This segment's share of `segment.jitter.ms`, below both the jitter and `limit`.
+    /// Kafka draws it at random; a hash of the base offset spreads segments as well and
+    /// replays the same in a test.
+    fn roll_jitter_ms(&self, base_offset: u64, limit: i64) -> i64 {
+        let bound = self.segment_jitter_ms.min(limit);
+        if bound <= 0 {
+            return 0;
+        }
+        // splitmix64's finaliser: neighbouring base offsets land far apart.
+        let mut z = base_offset.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z % bound as u64) as i64
+    }
+}
+
 /// `value` (already checked against its minimum) as an INT no larger than `max`.
 fn bounded_int(
     value: i64,
@@ -483,78 +646,4 @@ fn bounded_int(
 const OFFSET_INDEX_MIN_BYTES: i64 = 12;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn topic_configs_override_defaults_and_reject_bad_values() {
-        let config = LogConfig::default()
-            .with_topic_configs([
-                ("retention.ms", "1000"),
-                ("cleanup.policy", "compact,delete"),
-                ("compression.type", "zstd"),
-                ("compression.zstd.level", "-5"),
-                ("compression.gzip.level", "-1"),
-                ("message.timestamp.after.max.ms", "0"),
-            ])
-            .unwrap();
-        assert_eq!(config.retention_ms, 1000);
-        assert_eq!(config.compression_type, CompressionType::Zstd);
-        assert_eq!(config.compression_zstd_level, -5);
-        assert_eq!(config.message_timestamp_after_max_ms, 0);
-        assert_eq!(
-            config.cleanup_policy,
-            CleanupPolicy {
-                delete: true,
-                compact: true
-            }
-        );
-        assert!(matches!(
-            LogConfig::default().with_topic_configs([("segment.bytes", "-5")]),
-            Err(LogConfigError::InvalidValue { .. })
-        ));
-        assert!(matches!(
-            LogConfig::default().with_topic_configs([("no.such.key", "1")]),
-            Err(LogConfigError::UnknownKey { .. })
-        ));
-        assert!(
-            LogConfig::default()
-                .with_topic_configs([("cleanup.policy", "shred")])
-                .is_err()
-        );
-        for (key, absurd) in [
-            ("segment.bytes", "99999999999"),
-            ("max.message.bytes", "2147483648"),
-            ("retention.ms", "99999999999999999999"),
-            ("retention.bytes", "-2"),
-            ("min.insync.replicas", "0"),
-            ("compression.type", "ZSTD"),
-            ("compression.type", "none"),
-            ("compression.gzip.level", "0"),
-            ("compression.gzip.level", "10"),
-            ("compression.lz4.level", "18"),
-            ("compression.zstd.level", "23"),
-            ("compression.zstd.level", "-131073"),
-            ("message.timestamp.after.max.ms", "-1"),
-            ("message.timestamp.before.max.ms", "-1"),
-        ] {
-            assert!(
-                matches!(
-                    LogConfig::default().with_topic_configs([(key, absurd)]),
-                    Err(LogConfigError::InvalidValue { .. })
-                ),
-                "{key}={absurd}"
-            );
-        }
-        let round_trip = LogConfig::default()
-            .with_topic_configs(
-                config
-                    .to_topic_configs()
-                    .iter()
-                    .map(|(k, v)| (*k, v.as_str()))
-                    .collect::<Vec<_>>(),
-            )
-            .unwrap();
-        assert_eq!(round_trip, config);
-    }
-}
+mod tests;

@@ -2,11 +2,16 @@
 //! (`retention.bytes`) and below the log start offset (DeleteRecords). The active
 //! segment is never deleted; only a prefix of the log ever is, so offsets stay dense
 //! from the log start offset to the log end.
+//!
+//! A deleted segment leaves the log at once but its files are only renamed `.deleted`
+//! and removed `file.delete.delay.ms` later (by a later retention pass), so a fetch
+//! already reading them finishes; files left by a stop are removed when the log loads.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::log::{Log, LogError};
-use super::segment::LogSegment;
+use super::segment::{LogSegment, SegmentError};
 
 /// What a retention pass deleted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,6 +27,7 @@ impl Log {
         let _maintenance = self.maintenance.lock();
         let config = self.config();
         let now = self.clock.now_ms();
+        self.remove_deleted_files_due(now)?;
         let log_start = self.log_start_offset();
         let sealed = self.sealed_segments();
         let mut total: i64 = self.size_bytes() as i64;
@@ -79,12 +85,48 @@ impl Log {
         }
         self.set_log_start_offset_at_least(new_start);
         self.write_checkpoint()?;
+        let delay = self.config().file_delete_delay_ms;
+        let due = self.clock.now_ms().saturating_add(delay);
         for segment in doomed {
             report.deleted_segments += 1;
             report.deleted_bytes += segment.size();
-            segment.delete_files().map_err(|e| self.fail(e))?;
+            if delay == 0 {
+                segment.delete_files().map_err(|e| self.fail(e))?;
+            } else {
+                let renamed = segment.rename_to_deleted().map_err(|e| self.fail(e))?;
+                self.pending_deletes
+                    .lock()
+                    .extend(renamed.into_iter().map(|path| (due, path)));
+            }
         }
         tracing::info!(topic_partition = %self.topic_partition, segments = report.deleted_segments, bytes = report.deleted_bytes, log_start_offset = self.log_start_offset(), "Deleted old segments");
         Ok(report)
     }
+
+    /// Removes the files of deleted segments whose `file.delete.delay.ms` has passed.
+    pub(super) fn remove_deleted_files_due(&self, now: i64) -> Result<usize, LogError> {
+        let due: Vec<PathBuf> = {
+            let mut pending = self.pending_deletes.lock();
+            let (due, waiting) = pending.drain(..).partition(|(at, _)| *at <= now);
+            *pending = waiting;
+            due.into_iter().map(|(_, path)| path).collect()
+        };
+        for path in &due {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                // The log moved to another directory or was deleted meanwhile.
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(self.fail(SegmentError::Delete {
+                        path: path.clone(),
+                        source,
+                    }));
+                }
+            }
+        }
+        Ok(due.len())
+    }
 }
+
+#[cfg(test)]
+mod tests;

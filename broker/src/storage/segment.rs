@@ -11,8 +11,9 @@
 //! after a batch is completely written: a reader never sees a half-written batch and
 //! never waits for the writer.
 //!
-//! Crash behaviour: the log file is written with positioned writes and never
-//! preallocated, so after an unclean stop its tail may hold a torn batch; recovery
+//! Crash behaviour: the log file is written with positioned writes and never extended
+//! past its data (`preallocate` reserves disk without changing the length), so after an
+//! unclean stop its tail may hold a torn batch; recovery
 //! (see [`LogSegment::recover`]) scans batches, verifies each CRC and truncates at the
 //! first bad one, rebuilding both indexes as it goes.
 
@@ -28,6 +29,9 @@ use super::log_config::LogConfig;
 use super::mapped_entries::IndexFileError;
 use super::offset_index::OffsetIndex;
 use super::time_index::TimeIndex;
+
+/// Suffix of a segment file waiting out `file.delete.delay.ms`; removed on load.
+pub const DELETED_SUFFIX: &str = ".deleted";
 
 /// No timestamp seen yet.
 pub const NO_TIMESTAMP: i64 = -1;
@@ -156,6 +160,9 @@ impl LogSegment {
                 source,
             })?
             .len();
+        if preallocate && config.preallocate && log_size == 0 {
+            reserve(&file, &log_path, config.segment_bytes);
+        }
         let index_path = sibling(&log_path, "index");
         let time_index_path = sibling(&log_path, "timeindex");
         let offset_entries = OffsetIndex::entries_in_trimmed_file(&index_path);
@@ -352,6 +359,27 @@ impl LogSegment {
 
     /// Removes the segment's files. Readers holding the segment keep working on the
     /// unlinked files until they drop it.
+    /// Renames the segment's files to `<name>.deleted` (open readers keep reading) and
+    /// returns the new paths, for deletion after `file.delete.delay.ms`.
+    pub fn rename_to_deleted(&self) -> Result<Vec<PathBuf>, SegmentError> {
+        let mut renamed = Vec::new();
+        for path in [
+            self.log_path.clone(),
+            sibling(&self.log_path, "index"),
+            sibling(&self.log_path, "timeindex"),
+        ] {
+            let mut target = path.clone().into_os_string();
+            target.push(DELETED_SUFFIX);
+            let target = PathBuf::from(target);
+            match std::fs::rename(&path, &target) {
+                Ok(()) => renamed.push(target),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(SegmentError::Delete { path, source }),
+            }
+        }
+        Ok(renamed)
+    }
+
     pub fn delete_files(&self) -> Result<(), SegmentError> {
         for path in [
             self.log_path.clone(),
@@ -552,7 +580,8 @@ impl ActiveSegment {
         let first = segment.first_append_ms();
         segment.size() + batch_bytes > config.segment_bytes
             || segment.size() + batch_bytes > u64::from(u32::MAX)
-            || (first != NO_TIMESTAMP && now_ms.saturating_sub(first) > config.segment_ms)
+            || (first != NO_TIMESTAMP
+                && now_ms.saturating_sub(first) > config.roll_ms(segment.base_offset))
             || segment.offset_index.is_full()
             || segment.time_index.is_full()
             || last_offset - segment.base_offset > u64::from(u32::MAX)
@@ -604,6 +633,16 @@ impl ActiveSegment {
         }
         segment.offset_index.trim()?;
         segment.time_index.trim()?;
+        // Gives back disk reserved by `preallocate` beyond the data (Linux frees blocks
+        // past the end on a truncate to the same size); a no-op otherwise.
+        segment
+            .file
+            .set_len(segment.size())
+            .map_err(|source| SegmentError::Write {
+                path: segment.log_path.clone(),
+                position: segment.size(),
+                source,
+            })?;
         Ok(segment)
     }
 }
@@ -635,4 +674,15 @@ fn write_all_vectored_at(file: &File, parts: &[&[u8]], position: u64) -> std::io
         }
     }
     Ok(total as u64)
+}
+
+/// Reserves `bytes` of disk for a new segment file (`preallocate`) without changing its
+/// length, so recovery still finds the end of the data at the end of the file. A file
+/// system that cannot reserve is logged and the segment used as is, as its data is safe.
+fn reserve(file: &File, path: &Path, bytes: u64) {
+    use nix::fcntl::{FallocateFlags, fallocate};
+    let length = i64::try_from(bytes).unwrap_or(i64::MAX);
+    if let Err(error) = fallocate(file, FallocateFlags::FALLOC_FL_KEEP_SIZE, 0, length) {
+        tracing::warn!(path = %path.display(), %error, "Cannot preallocate a segment file");
+    }
 }

@@ -74,6 +74,9 @@ pub struct RecordRules<'a> {
     /// The codec batches are stored with (`None`: as produced) and its level.
     pub target_codec: Option<i16>,
     pub level: i32,
+    /// A LogAppendTime topic refuses batches that claim LogAppendTime themselves: only
+    /// the broker stamps that (Kafka 4.1; a CreateTime topic takes them as they are).
+    pub refuse_log_append_time: bool,
 }
 
 impl<'a> RecordRules<'a> {
@@ -89,6 +92,7 @@ impl<'a> RecordRules<'a> {
                     config.message_timestamp_after_max_ms,
                 )),
             target_codec,
+            refuse_log_append_time: config.message_timestamp_type == TimestampType::LogAppendTime,
             level: match target_codec {
                 Some(compression::CODEC_GZIP) => config.compression_gzip_level,
                 Some(compression::CODEC_LZ4) => config.compression_lz4_level,
@@ -143,8 +147,10 @@ pub fn validate_records(
         let codec = header.compression_codec();
         let recode = !header.is_control() && rules.target_codec.is_some_and(|c| c != codec);
         let check_keys = rules.compacted && !header.is_control();
+        let claims_log_append_time = rules.refuse_log_append_time && header.is_log_append_time();
         let scan = check_keys
             || recode
+            || claims_log_append_time
             || if codec == CODEC_NONE {
                 rules.timestamp_bounds.is_some()
             } else {
@@ -173,11 +179,10 @@ pub fn validate_records(
                 check_crc(batch)?;
             }
             checked?;
-            invalid_timestamp |= errors
-                .get(before..)
-                .unwrap_or_default()
-                .iter()
-                .any(|e| e.message.starts_with("Timestamp "));
+            invalid_timestamp |= errors.get(before..).unwrap_or_default().iter().any(|e| {
+                e.message.starts_with("Timestamp ")
+                    || e.message.starts_with("Invalid timestamp type")
+            });
             if let (true, Some(target)) = (recode, rules.target_codec) {
                 let out = rewritten
                     .get_or_insert_with(|| records.get(..position).unwrap_or_default().to_vec());
@@ -246,6 +251,9 @@ struct RecordView {
     timestamp_delta: i64,
     offset_delta: i32,
     has_key: bool,
+    /// Lengths as Kafka describes a record (a null key or value: 0).
+    key_bytes: usize,
+    value_bytes: usize,
 }
 
 /// Walks the records of an uncompressed records section without copying them:
@@ -286,6 +294,17 @@ fn check_records(
         let offset = header
             .base_offset
             .wrapping_add(i64::from(view.offset_delta));
+        if rules.refuse_log_append_time && header.is_log_append_time() {
+            // Kafka's words, with its DefaultRecord's description of the record.
+            errors.push(RecordError {
+                batch_index: index,
+                message: format!(
+                    "Invalid timestamp type in message DefaultRecord(offset={offset}, timestamp={timestamp}, key={} bytes, value={} bytes). Producer should not set timestamp type to LogAppendTime.",
+                    view.key_bytes, view.value_bytes
+                ),
+            });
+            continue;
+        }
         if let Some(message) = rules.timestamp_error(timestamp, offset) {
             errors.push(RecordError {
                 batch_index: index,
@@ -300,11 +319,15 @@ fn read_record(record: &[u8]) -> Option<RecordView> {
     let rest = record.get(1..)?; // attributes
     let (timestamp_delta, rest) = read_varint(rest)?;
     let (offset_delta, rest) = read_varint(rest)?;
-    let (key_length, _) = read_varint(rest)?;
+    let (key_length, rest) = read_varint(rest)?;
+    let key_bytes = usize::try_from(key_length).unwrap_or(0);
+    let (value_length, _) = read_varint(rest.get(key_bytes..)?)?;
     Some(RecordView {
         timestamp_delta,
         offset_delta: i32::try_from(offset_delta).ok()?,
         has_key: key_length >= 0,
+        key_bytes,
+        value_bytes: usize::try_from(value_length).unwrap_or(0),
     })
 }
 

@@ -399,6 +399,10 @@ func runScenario(ctx context.Context, bootstrap string) (Observations, error) {
 	// 12-13. Per-record validation errors (KIP-467) and the compression.type topic config.
 	step("record_errors", func() error { return recordErrorsStep(ctx, cl, adm, obs, create, suffix) })
 	step("compression", func() error { return compressionStep(ctx, bootstrap, cl, adm, obs, create, suffix) })
+	// 14-16. Every Kafka 4.1 topic config, dynamic broker configs, the LogAppendTime bit.
+	step("topic_configs", func() error { return topicConfigsStep(ctx, cl, adm, obs, create, suffix) })
+	step("broker_configs", func() error { return brokerConfigsStep(ctx, cl, obs, topic) })
+	step("log_append_time_bit", func() error { return logAppendTimeBitStep(ctx, cl, adm, obs, create, suffix) })
 
 	// 11. Metadata for an unknown topic, without auto-creation.
 	step("metadata_unknown_topic", func() error {

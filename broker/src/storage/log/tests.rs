@@ -453,3 +453,64 @@ proptest! {
         prop_assert_eq!(t.log.log_end_offset(), keys.len() as u64);
     }
 }
+
+#[test]
+fn preallocate_reserves_the_segment_on_disk_and_the_roll_gives_it_back() {
+    use std::os::unix::fs::MetadataExt;
+    let allocated = |t: &crate::storage::test_support::TestLog, base: u64| {
+        let path = t.log.dir().join(format!("{base:020}.log"));
+        let meta = std::fs::metadata(path).unwrap();
+        (meta.len(), meta.blocks() * 512)
+    };
+    let segment_bytes = 1 << 20;
+    let t = test_log(LogConfig {
+        preallocate: true,
+        segment_bytes,
+        ..LogConfig::default()
+    });
+    let (length, reserved) = allocated(&t, 0);
+    assert_eq!(length, 0, "the data ends where the file ends");
+    assert!(reserved >= segment_bytes, "reserved {reserved}");
+    t.log.append(&batch(1, 10, START_MS), 0).unwrap();
+    t.log.roll().unwrap();
+    let (length, reserved) = allocated(&t, 0);
+    assert!(reserved < segment_bytes / 2, "sealed, still {reserved}");
+    assert!(length > 0);
+
+    let plain = test_log(LogConfig {
+        segment_bytes,
+        ..LogConfig::default()
+    });
+    assert_eq!(allocated(&plain, 0).1, 0);
+}
+
+#[test]
+fn segment_jitter_rolls_segments_before_segment_ms_by_their_own_share() {
+    let config = LogConfig {
+        segment_ms: 100_000,
+        segment_jitter_ms: 50_000,
+        ..LogConfig::default()
+    };
+    let rolls: Vec<i64> = (0..64).map(|base| config.roll_ms(base * 1000)).collect();
+    assert!(rolls.iter().all(|ms| (50_001..=100_000).contains(ms)));
+    let distinct: std::collections::BTreeSet<_> = rolls.iter().collect();
+    assert!(distinct.len() > 32, "jitter barely varies: {distinct:?}");
+    assert_eq!(
+        LogConfig::default().roll_ms(7),
+        LogConfig::default().segment_ms
+    );
+
+    let t = test_log(config.clone());
+    t.log.append(&batch(1, 10, START_MS), 0).unwrap();
+    let due = config.roll_ms(0);
+    t.clock.advance(due);
+    t.log.append(&batch(1, 10, START_MS), 0).unwrap();
+    assert_eq!(t.log.segment_count(), 1);
+    t.clock.advance(1);
+    t.log.append(&batch(1, 10, START_MS), 0).unwrap();
+    assert_eq!(
+        t.log.segment_count(),
+        2,
+        "rolled after {due} ms, not 100000"
+    );
+}

@@ -269,3 +269,61 @@ fn damage_is_reported_as_damage_not_as_record_errors() {
         Validated::AsProduced
     );
 }
+
+/// `bytes` (one uncompressed batch) with the LogAppendTime bit set and the CRC redone.
+fn claiming_log_append_time(mut bytes: Vec<u8>) -> Vec<u8> {
+    bytes[22] |= 0x08;
+    let crc = crc32c::crc32c(&bytes[21..]);
+    bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+    bytes
+}
+
+#[test]
+fn a_log_append_time_topic_refuses_batches_claiming_log_append_time() {
+    let tp = tp();
+    let claimed = claiming_log_append_time(batch(
+        &[record(Some("ab"), "xyz", NOW), record(None, "v", NOW + 1)],
+        Compression::None,
+    ));
+    let log_append = LogConfig {
+        message_timestamp_type: TimestampType::LogAppendTime,
+        ..LogConfig::default()
+    };
+    match validate_records(&claimed, &rules(&log_append, &tp)) {
+        Err(ValidationError::RecordsRejected {
+            invalid_timestamp: true,
+            errors,
+            message,
+        }) => {
+            assert_eq!(
+                message,
+                "One or more records have been rejected due to invalid timestamp"
+            );
+            let messages: Vec<_> = errors.iter().map(|e| e.message.as_str()).collect();
+            assert_eq!(
+                messages,
+                vec![
+                    format!(
+                        "Invalid timestamp type in message DefaultRecord(offset=0, timestamp={NOW}, key=2 bytes, value=3 bytes). Producer should not set timestamp type to LogAppendTime."
+                    ),
+                    format!(
+                        "Invalid timestamp type in message DefaultRecord(offset=1, timestamp={}, key=0 bytes, value=1 bytes). Producer should not set timestamp type to LogAppendTime.",
+                        NOW + 1
+                    ),
+                ]
+            );
+        }
+        other => panic!("expected INVALID_TIMESTAMP, got {other:?}"),
+    }
+    // A CreateTime topic takes the batch as produced, as Kafka 4.1 does; so does a
+    // LogAppendTime topic a batch that does not claim it.
+    assert!(matches!(
+        validate_records(&claimed, &rules(&LogConfig::default(), &tp)),
+        Ok(Validated::AsProduced)
+    ));
+    let plain = batch(&[record(Some("a"), "1", NOW)], Compression::None);
+    assert!(matches!(
+        validate_records(&plain, &rules(&log_append, &tp)),
+        Ok(Validated::AsProduced)
+    ));
+}

@@ -1,0 +1,156 @@
+//! Dynamic broker configs, as Kafka's `kafka-configs --entity-type brokers` sets them:
+//! AlterConfigs / IncrementalAlterConfigs on one broker (`--entity-name N`) or on the
+//! cluster-wide default (`--entity-default`, node id -1) become a `BrokerConfigChanged`
+//! record of the metadata log, so every broker applies them and they survive restarts.
+//!
+//! ```text
+//!   value in effect = broker's own dynamic setting
+//!                   > cluster-wide dynamic default
+//!                   > the broker's static configuration (file, env, flags)
+//!                   > the documented default
+//! ```
+//!
+//! Dynamic here: the replication throttle rates, and every broker key a topic config
+//! falls back to (`log.retention.ms`, `min.insync.replicas`, `compression.type`, …), whose
+//! new values reach the logs of every topic that does not set the key itself. Other keys
+//! (listeners, ids, directories) are static, as most of them are in Kafka.
+
+use std::collections::BTreeMap;
+
+use crate::config::LOG_CONFIG_SYNONYMS;
+use crate::storage::{LogConfig, LogConfigError};
+
+/// The node id under which the cluster-wide defaults are stored.
+pub const CLUSTER_DEFAULT: i32 = -1;
+
+/// Dynamic configs by node id (`CLUSTER_DEFAULT` for the cluster-wide ones).
+pub type BrokerConfigs = BTreeMap<i32, BTreeMap<String, String>>;
+
+/// The topic config a dynamic broker key stands in for.
+pub fn topic_key_of(broker_key: &str) -> Option<&'static str> {
+    LOG_CONFIG_SYNONYMS
+        .iter()
+        .find(|(_, broker)| *broker == broker_key)
+        .map(|(topic, _)| *topic)
+}
+
+/// Whether `key` can be changed while brokers run.
+pub fn is_dynamic(key: &str) -> bool {
+    crate::replication::throttle::DYNAMIC_BROKER_KEYS.contains(&key) || topic_key_of(key).is_some()
+}
+
+/// Every dynamic key, in a stable order.
+pub fn dynamic_keys() -> impl Iterator<Item = &'static str> {
+    crate::replication::throttle::DYNAMIC_BROKER_KEYS
+        .iter()
+        .copied()
+        .chain(LOG_CONFIG_SYNONYMS.iter().map(|(_, broker)| *broker))
+}
+
+/// Checks one dynamic setting, in Kafka's wording.
+pub fn validate(key: &str, value: &str) -> Result<(), String> {
+    match topic_key_of(key) {
+        Some(topic_key) => {
+            LogConfig::default()
+                .set(topic_key, value)
+                .map_err(|error| match error {
+                    LogConfigError::InvalidValue { value, reason, .. } => {
+                        format!("Invalid value {value} for configuration {key}: {reason}")
+                    }
+                    other => other.to_string(),
+                })
+        }
+        None => {
+            crate::replication::throttle::validate_dynamic_broker_config(key, value).map(|_| ())
+        }
+    }
+}
+
+/// The log defaults in effect on `node_id`: the static ones with the cluster-wide and
+/// then the broker's own dynamic settings on top. A stored value this broker cannot
+/// apply (written by a newer version) is skipped with a warning.
+pub fn log_defaults(
+    static_defaults: &LogConfig,
+    configs: &BrokerConfigs,
+    node_id: i32,
+) -> LogConfig {
+    let mut defaults = static_defaults.clone();
+    let layers = [CLUSTER_DEFAULT, node_id];
+    for id in layers
+        .iter()
+        .take(if node_id == CLUSTER_DEFAULT { 1 } else { 2 })
+    {
+        for (key, value) in configs.get(id).into_iter().flatten() {
+            let Some(topic_key) = topic_key_of(key) else {
+                continue;
+            };
+            if let Err(error) = defaults.set(topic_key, value) {
+                tracing::warn!(node_id = id, key, %error, "Ignoring a dynamic broker config");
+            }
+        }
+    }
+    defaults
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_brokers_own_setting_beats_the_cluster_default_which_beats_the_static_one() {
+        let static_defaults = LogConfig {
+            retention_ms: 1,
+            segment_bytes: 1 << 20,
+            ..LogConfig::default()
+        };
+        let configs = BrokerConfigs::from([
+            (
+                CLUSTER_DEFAULT,
+                BTreeMap::from([
+                    ("log.retention.ms".to_string(), "2".to_string()),
+                    ("min.insync.replicas".to_string(), "2".to_string()),
+                ]),
+            ),
+            (
+                3,
+                BTreeMap::from([
+                    ("log.retention.ms".to_string(), "3".to_string()),
+                    (
+                        "leader.replication.throttled.rate".to_string(),
+                        "9".to_string(),
+                    ),
+                ]),
+            ),
+        ]);
+        let on_3 = log_defaults(&static_defaults, &configs, 3);
+        assert_eq!(on_3.retention_ms, 3);
+        assert_eq!(on_3.min_insync_replicas, 2);
+        assert_eq!(on_3.segment_bytes, 1 << 20);
+        let on_4 = log_defaults(&static_defaults, &configs, 4);
+        assert_eq!((on_4.retention_ms, on_4.min_insync_replicas), (2, 2));
+        let cluster = log_defaults(&static_defaults, &configs, CLUSTER_DEFAULT);
+        assert_eq!(cluster.retention_ms, 2);
+        assert_eq!(
+            log_defaults(&static_defaults, &BrokerConfigs::new(), 3),
+            static_defaults
+        );
+    }
+
+    #[test]
+    fn only_dynamic_keys_with_valid_values_are_accepted() {
+        assert!(is_dynamic("log.cleaner.min.cleanable.ratio"));
+        assert!(is_dynamic("follower.replication.throttled.rate"));
+        assert!(!is_dynamic("node.id"));
+        assert!(!is_dynamic("retention.ms"), "a topic key, not a broker key");
+        assert_eq!(validate("log.retention.ms", "5000"), Ok(()));
+        assert_eq!(
+            validate("log.retention.ms", "abc"),
+            Err(
+                "Invalid value abc for configuration log.retention.ms: Not a number of type LONG"
+                    .into()
+            )
+        );
+        assert!(validate("leader.replication.throttled.rate", "-1").is_err());
+        assert!(dynamic_keys().all(is_dynamic));
+    }
+}
