@@ -396,6 +396,59 @@ fn unsupported_version_of_another_api_closes_the_connection() {
 }
 
 #[test]
+fn produce_v0_to_v2_are_listed_and_refused_per_partition_as_kafka_4_does() {
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
+    let mut client = broker.client();
+    let produce = client
+        .api_versions(3)
+        .api_keys
+        .into_iter()
+        .find(|k| k.api_key == ApiKey::Produce as i16)
+        .unwrap();
+    // KAFKA-18659: librdkafka only compresses when the broker lists Produce v0.
+    assert_eq!(produce.min_version, 0);
+    let records = batch(&["never stored"], 0);
+    for version in 0..=2i16 {
+        let mut payload = BytesMut::new();
+        payload.put_i16(ApiKey::Produce as i16);
+        payload.put_i16(version);
+        payload.put_i32(70 + i32::from(version));
+        payload.put_i16(-1); // v1 header: null client id
+        payload.put_i16(1); // acks
+        payload.put_i32(5_000);
+        payload.put_i32(1);
+        payload.put_i16(STORED_TOPIC.len() as i16);
+        payload.put_slice(STORED_TOPIC.as_bytes());
+        payload.put_i32(1);
+        payload.put_i32(0);
+        payload.put_i32(records.len() as i32);
+        payload.put_slice(&records);
+        client.send_frame(&payload);
+        let mut body = client
+            .read_frame()
+            .expect("an answer, not a closed connection");
+        assert_eq!(body.get_i32(), 70 + i32::from(version));
+        assert_eq!(body.get_i32(), 1, "one topic");
+        let name_length = body.get_i16() as usize;
+        assert_eq!(&body.split_to(name_length)[..], STORED_TOPIC.as_bytes());
+        assert_eq!(body.get_i32(), 1, "one partition");
+        assert_eq!(body.get_i32(), 0);
+        assert_eq!(body.get_i16(), ResponseError::UnsupportedVersion.code());
+        assert_eq!(body.get_i64(), -1, "no base offset");
+        if version >= 2 {
+            assert_eq!(body.get_i64(), -1, "no log append time");
+        }
+        if version >= 1 {
+            assert_eq!(body.get_i32(), 0, "throttle time");
+        }
+        assert!(!body.has_remaining(), "v{version}: trailing bytes");
+    }
+    broker.wait_logged("Produce v0-2 refused with UNSUPPORTED_VERSION");
+    // Nothing was appended: the stored records are exactly as before.
+    broker.assert_serving_and_intact();
+}
+
+#[test]
 fn bad_input_on_one_connection_does_not_disturb_another() {
     let mut broker = BrokerProcess::start_with_known_records(&[]);
     let mut steady = broker.client();

@@ -116,7 +116,16 @@ fn every_advertised_version_of_every_api_is_answered() {
         let Ok(key) = ApiKey::try_from(range.api_key) else {
             panic!("ApiVersions lists unknown key {}", range.api_key);
         };
-        for version in range.min_version..=range.max_version {
+        // Produce v0–2 are listed as Kafka 4 lists them but refused per partition, in
+        // formats the protocol crate does not write: server_bad_input's
+        // produce_v0_to_v2_are_listed_and_refused_per_partition_as_kafka_4_does sends them.
+        let first = if key == ApiKey::Produce {
+            assert_eq!(range.min_version, 0, "Produce listed from v0, as Kafka 4.1");
+            3
+        } else {
+            range.min_version
+        };
+        for version in first..=range.max_version {
             let mut client = broker.client();
             match key {
                 ApiKey::ApiVersions => {

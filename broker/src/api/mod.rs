@@ -44,6 +44,7 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod produce_legacy;
 mod sync_group;
 mod unregister_broker;
 
@@ -147,6 +148,12 @@ pub trait Api: Send + Sync + std::fmt::Debug {
         self.key().valid_versions()
     }
 
+    /// Versions listed in ApiVersions and routed to the handler: the served ones, unless
+    /// Kafka lists more (Produce from v0, whose v0–2 requests are refused one by one).
+    fn advertised_versions(&self) -> VersionRange {
+        self.versions()
+    }
+
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a>;
 }
 
@@ -165,7 +172,10 @@ impl Routes {
     pub fn version_ranges(&self) -> Vec<(i16, i16, i16)> {
         self.apis
             .iter()
-            .map(|(key, api)| (*key, api.versions().min, api.versions().max))
+            .map(|(key, api)| {
+                let versions = api.advertised_versions();
+                (*key, versions.min, versions.max)
+            })
             .collect()
     }
 

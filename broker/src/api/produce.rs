@@ -13,11 +13,11 @@ use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{StrBytes, VersionRange};
 use tokio::time::Instant;
 
 use super::lookup::{leader_partition, topic_name};
-use super::{Api, ApiResponse, HandlerFuture, RequestContext, errors};
+use super::{Api, ApiError, ApiResponse, HandlerFuture, RequestContext, errors, produce_legacy};
 use crate::replication::{CommitWait, Partition};
 use crate::state::BrokerState;
 use crate::storage::validator::{RecordError, RecordRules, Validated, validate_records};
@@ -31,8 +31,18 @@ impl Api for ProduceApi {
         ApiKey::Produce
     }
 
+    fn advertised_versions(&self) -> VersionRange {
+        VersionRange {
+            min: 0,
+            max: self.versions().max,
+        }
+    }
+
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
+            if context.version <= produce_legacy::LAST_LEGACY_VERSION {
+                return refuse_legacy(context, body);
+            }
             let request: ProduceRequest = context.decode(body)?;
             let acks = request.acks;
             let deadline = Instant::now()
@@ -108,6 +118,33 @@ impl Api for ProduceApi {
             context.respond(&ProduceResponse::default().with_responses(responses))
         })
     }
+}
+
+/// Produce v0–2 (listed, as Kafka lists them, but removed): every partition is answered
+/// UNSUPPORTED_VERSION and nothing is appended; a body that does not parse closes the
+/// connection as any malformed request does.
+fn refuse_legacy(context: &RequestContext<'_>, body: Bytes) -> Result<ApiResponse, ApiError> {
+    let request =
+        produce_legacy::decode(context.version, body).map_err(|error| ApiError::Decode {
+            api: ApiKey::Produce,
+            version: context.version,
+            reason: error.to_string(),
+        })?;
+    let partitions: usize = request.topics.iter().map(|(_, p)| p.len()).sum();
+    tracing::info!(
+        version = context.version,
+        partitions,
+        client_id = context.header.client_id.as_deref().unwrap_or(""),
+        "Produce v0-2 refused with UNSUPPORTED_VERSION (removed in Kafka 4, KIP-896)"
+    );
+    context
+        .broker
+        .metrics
+        .request_errors
+        .with_label_values(&["Produce", &errors::UNSUPPORTED_VERSION.to_string()])
+        .inc_by(partitions as u64);
+    Ok(produce_legacy::refuse(context.version, &request)
+        .map_or(ApiResponse::None, ApiResponse::Encoded))
 }
 
 /// Why a partition's records were not appended: the error code, a message for people,

@@ -84,7 +84,7 @@ pub fn parse_request(frame: Bytes, routes: &Routes) -> Result<ParsedRequest, Req
         return Err(RequestError::UnknownApi { api_key });
     };
     let api = route.key();
-    let versions = route.versions();
+    let versions = route.advertised_versions();
     if version < versions.min || version > versions.max {
         if api == ApiKey::ApiVersions {
             return Ok(ParsedRequest::ApiVersionsUnsupported { correlation_id });
