@@ -425,7 +425,7 @@ impl Log {
             }
             writer
                 .active
-                .append(&[&head, body], &stamped, config.index_interval_bytes, now)
+                .append([&head, body], &stamped, config.index_interval_bytes, now)
                 .map_err(|e| self.fail(e))?;
             writer.producers.record(&stamped);
             next_offset = last_offset + 1;
@@ -609,7 +609,7 @@ impl Log {
             self.note_epoch_start(header.partition_leader_epoch, next_offset)?;
             writer
                 .active
-                .append(&[bytes], &header, config.index_interval_bytes, now)
+                .append([bytes, &[]], &header, config.index_interval_bytes, now)
                 .map_err(|e| self.fail(e))?;
             writer.producers.record(&header);
             next_offset = last_offset + 1;
