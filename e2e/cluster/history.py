@@ -10,15 +10,27 @@
 - `read_back`: every partition from the start to its high watermark.
 - `check_history`: every acknowledged record exactly once, at the offset it was acknowledged
   with; no value twice anywhere; each producer's values in sequence order per partition.
+  One kind of second copy is told apart, from the batch headers in the segment files and the
+  client's own log, and counted as `resent_after_bump` instead of failing: librdkafka's
+  idempotent producer, answered OUT_OF_ORDER_SEQUENCE_NUMBER on one partition (a request
+  that reached a new leader just before it knew it led, the next one just after: Apache
+  Kafka answers the same), bumps its epoch and restarts the sequences of every partition,
+  re-sending a possibly-persisted batch of another partition as new data under the new
+  epoch (confluentinc/librdkafka#4953). A broker cannot tell such a copy from new records;
+  a second copy under the same producer epoch, or under an epoch the client did not bump
+  for that reason, or from the Java client, stays a failure.
 - `compare_replicas`: the RecordBatch bytes below the high watermark in each node's segment
   files, byte for byte.
 """
 import bisect
 import collections
 import fcntl
+import logging
 import os
+import re
 import struct
 import subprocess
+import sys
 import threading
 import time
 from array import array
@@ -175,6 +187,61 @@ class JavaProducer:
         return out
 
 
+BUMPED = re.compile(r"bumped epoch to PID\{Id:(\d+),Epoch:(\d+)\}")
+BUMP_REASON = re.compile(r"epoch bump .*: ([^:]+)$")
+# What the out-of-order answer followed: the earlier request's error and librdkafka's actions.
+SKIP_CAUSE = re.compile(r"skipped sequence numbers .*caused by previous failed request \((\w+), actions ([\w,]*), base seq")
+# The reason librdkafka gives for the bump of confluentinc/librdkafka#4953.
+SKIPPED_SEQUENCES = "skipped sequence numbers"
+
+
+class ClientLog(logging.Handler):
+    """librdkafka's log lines (its `eos` debug context on): records each producer epoch bump
+    as (producer id, epoch) -> the reasons given for it and what the out-of-order answers
+    behind it followed, and passes lines at or above `echo_level` to stderr as librdkafka's
+    own logging would."""
+
+    def __init__(self, echo_level):
+        super().__init__(logging.DEBUG)
+        self.echo_level = echo_level
+        self.mutex = threading.Lock()  # not `lock`: logging.Handler keeps its own there
+        self.pending = collections.defaultdict(set)  # client name -> reasons and causes since its last bump
+        self.bumps = {}                              # (producer id, epoch) -> those
+
+    def emit(self, record):
+        try:
+            line = record.getMessage()
+        except Exception:  # a malformed record must not vanish inside librdkafka's poll
+            return
+        if record.levelno >= self.echo_level:
+            print(line, file=sys.stderr, flush=True)
+        # confluent-kafka logs ("%s [%s] %s", facility, client instance name, text).
+        args = record.args if isinstance(record.args, tuple) else ()
+        client = args[1] if len(args) >= 2 else record.name
+        reason = BUMP_REASON.search(line)
+        cause = SKIP_CAUSE.search(line)
+        bumped = BUMPED.search(line)
+        with self.mutex:
+            if reason:
+                self.pending[client].add(reason.group(1).strip())
+            if cause:
+                self.pending[client].add(("after", cause.group(1), frozenset(cause.group(2).split(","))))
+            if bumped:
+                key = (int(bumped.group(1)), int(bumped.group(2)))
+                self.bumps[key] = frozenset(self.pending.pop(client, ()))
+
+    def bumped_for_skipped_sequences(self, producer_id, epoch):
+        """Whether the client bumped to this epoch because a partition's requests were
+        answered out of order after an earlier one the broker said it had not appended (an
+        error with librdkafka's MsgNotPersisted action): the sequence of #4953, in which the
+        broker answered every request truthfully."""
+        with self.mutex:
+            seen = self.bumps.get((producer_id, epoch), ())
+        return SKIPPED_SEQUENCES in seen and any(
+            isinstance(item, tuple) and item[1] != "OUT_OF_ORDER_SEQUENCE_NUMBER" and "MsgNotPersisted" in item[2]
+            for item in seen)
+
+
 class Workload:
     def __init__(self, bootstrap, topic, tag, producers, rate, acks_all, partitions=PARTITIONS, java=0):
         self.bootstrap, self.topic, self.tag = bootstrap, topic, tag
@@ -196,6 +263,15 @@ class Workload:
         self.threads = []
         # (ack time, produce-to-ack seconds) of librdkafka deliveries, for latency reports.
         self.latencies = collections.deque(maxlen=2_000_000)
+        # librdkafka's log goes through Python logging (served by the producers' poll()):
+        # epoch bumps are recorded; critical lines reach stderr as before, more with
+        # OXBOW_RDKAFKA_ECHO=debug|info|warning|error.
+        echo = os.environ.get("OXBOW_RDKAFKA_ECHO", "critical").upper()
+        self.client_log = ClientLog(getattr(logging, echo, logging.CRITICAL))
+        self.logger = logging.getLogger(f"rdkafka.{topic}.{tag}")
+        self.logger.setLevel(logging.DEBUG)
+        self.logger.propagate = False
+        self.logger.addHandler(self.client_log)
 
     def config(self):
         config = {
@@ -213,7 +289,8 @@ class Workload:
             "reconnect.backoff.max.ms": 500,
             "socket.connection.setup.timeout.ms": 5000,
             "topic.metadata.refresh.interval.ms": 10000,
-            "log_level": 2,
+            "debug": "eos",
+            "logger": self.logger,
             "error_cb": self.on_error,
         }
         if self.acks_all:
@@ -463,13 +540,17 @@ def read_back(bootstrap, topic, partitions=PARTITIONS, deadline_s=300):
 KINDS = ("lost", "moved", "beyond_hw", "duplicated", "out_of_order", "foreign")
 
 
-def check_history(workload, logs):
+def check_history(workload, logs, identify=None):
     """Counts, and up to three examples, of each kind of wrong against what was read back:
     lost (acked, not in the log), moved (acked at one offset, found at another), beyond_hw
     (acked at an offset at or above the high watermark), duplicated (a value twice),
     out_of_order (a producer's values out of sequence in a partition), foreign (a value this
     workload never wrote). Each kind is also counted as `java_<kind>` for the Java
-    producers' records, and `java_acked`. Returns (counts, examples)."""
+    producers' records, and `java_acked`. With `identify(partition, offset)` -> (producer
+    id, producer epoch, base sequence) of the batch holding a record, a second copy that
+    librdkafka re-sent under an epoch it bumped for skipped sequence numbers is counted as
+    `resent_after_bump` (see the module's docstring), not as duplicated or out of order.
+    Returns (counts, examples)."""
     topic = workload.topic
     counts = collections.Counter(acked=workload.acked_count(), java_acked=workload.java_acked_count())
     examples = collections.defaultdict(list)
@@ -494,9 +575,17 @@ def check_history(workload, logs):
                 keys[p].append(-1)
                 continue
             keys[p].append(key)
+            resent = key in where and resent_after_bump(workload, identify, key, where[key], (p, offset))
+            if resent:
+                counts["resent_after_bump"] += 1
+                if len(examples["resent_after_bump"]) < 3:
+                    examples["resent_after_bump"].append(f"{workload.name(key)}: {resent}")
+                continue
             if key in where:
                 note("duplicated", f"{workload.name(key)} at {topic}-{where[key][0]}@{where[key][1]} "
                                    f"and {topic}-{p}@{offset}", key)
+                if len(examples["duplicated_at"]) < 3:
+                    examples["duplicated_at"].append((where[key], (p, offset)))
             else:
                 where[key] = (p, offset)
             producer, seq = key >> SEQ_BITS, key & ((1 << SEQ_BITS) - 1)
@@ -523,6 +612,63 @@ def check_history(workload, logs):
         else:
             note("lost", text, key)
     return counts, examples
+
+
+def resent_after_bump(workload, identify, key, first, second):
+    """Why the copy of `key` at `second` is librdkafka's re-send under a bumped epoch (text),
+    or None: both copies' batches are the same producer id, the second's epoch is later and
+    starts its sequences again, and the client logged bumping to exactly that epoch for
+    skipped sequence numbers. Never for the Java client's records."""
+    if identify is None or workload.is_java(key):
+        return None
+    one, two = identify(*first), identify(*second)
+    if one is None or two is None:
+        return None
+    (pid, epoch, _), (pid2, epoch2, sequence2) = one, two
+    if pid != pid2 or epoch2 <= epoch or sequence2 < 0:
+        return None
+    if not workload.client_log.bumped_for_skipped_sequences(pid2, epoch2):
+        return None
+    return (f"at {workload.topic}-{first[0]}@{first[1]} (producer {pid} epoch {epoch}) and again at "
+            f"{workload.topic}-{second[0]}@{second[1]} (epoch {epoch2}, sequence {sequence2}): the client bumped "
+            f"to epoch {epoch2} for {SKIPPED_SEQUENCES} and re-sent it as new data")
+
+
+class BatchIdentities:
+    """`identify(partition, offset)` for check_history from one node's segment files: the
+    (producer id, producer epoch, base sequence) of the batch holding the offset, or None.
+    Each partition directory is read once, when first asked."""
+
+    def __init__(self, data_dir, topic):
+        self.data_dir, self.topic = data_dir, topic
+        self.batches = {}
+
+    def __call__(self, partition, offset):
+        if partition not in self.batches:
+            found = []
+            for base, batch in segment_batches(os.path.join(self.data_dir, f"{self.topic}-{partition}"), 1 << 62):
+                last_delta, = struct.unpack_from(">i", batch, 23)
+                found.append((base, base + last_delta, struct.unpack_from(">qhi", batch, 43)))
+            self.batches[partition] = found
+        batches = self.batches[partition]
+        i = bisect.bisect_right([b[0] for b in batches], offset) - 1
+        if i >= 0 and batches[i][0] <= offset <= batches[i][1]:
+            return batches[i][2]
+        return None
+
+
+def identities(data_dirs, topic):
+    """check_history's `identify` from several nodes' segment files: the first that holds
+    the record answers (replicas move, and a node may lag)."""
+    nodes = [BatchIdentities(d, topic) for d in data_dirs]
+
+    def identify(partition, offset):
+        for node in nodes:
+            found = node(partition, offset)
+            if found is not None:
+                return found
+        return None
+    return identify
 
 
 # RecordBatch v2 header fields, to name where two replicas' bytes part.

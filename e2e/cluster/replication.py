@@ -30,7 +30,12 @@ a nemesis against three real `oxbow` processes.
 4. The checker: producers flushed; every partition read by a consumer from the start to
    its high watermark; every acknowledged record must be there exactly once, at the offset
    it was acknowledged with; no value may appear twice anywhere (idempotence across
-   failover); each producer's values appear in sequence order within a partition.
+   failover); each producer's values appear in sequence order within a partition. The one
+   second copy counted apart (printed, not failed) is librdkafka's own re-send of
+   confluentinc/librdkafka#4953, told by its batch header in the segment files (same
+   producer id, a later epoch) and the client's log (it bumped to that epoch for skipped
+   sequence numbers after a request the broker said it had not appended): the broker
+   answered each request as Apache Kafka does and cannot tell that copy from new data.
 5. acks=1 phase on `history-acks1` (no idempotence) with a few leader SIGKILLs: the
    acknowledged records that did not survive are counted and reported (allowed).
 6. Every broker stopped with SIGTERM (exit 0 required); the same history check against
@@ -64,8 +69,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from history import (KINDS, Workload, check_history, compare_replicas, outage, read_back,  # noqa: E402
-                     segment_records)
+from history import (KINDS, BatchIdentities, Workload, check_history, compare_replicas, identities,  # noqa: E402
+                     outage, read_back, segment_records)
 from nodes import NODES, Cluster, Network  # noqa: E402
 from oxbow_e2e import SKIP_EXIT, skip  # noqa: E402
 
@@ -342,13 +347,21 @@ def check(workload, cluster, violations, lossy):
     except RuntimeError as error:
         violations.add(str(error))
         return None, None
-    counts, examples = check_history(workload, logs)
+    counts, examples = check_history(workload, logs, identities([cluster.data_dir(n) for n in NODES], workload.topic))
+    report_resent(workload, "as a consumer reads it", counts, examples)
     if not lossy:
         for kind in KINDS:
             if counts[kind]:
                 violations.add(f"{workload.topic} as a consumer reads it: {counts[kind]} {kind.replace('_', ' ')} "
                                f"record(s), e.g. " + "; ".join(examples[kind]))
     return {p: logs[p][0] for p in logs}, counts
+
+
+def report_resent(workload, where, counts, examples):
+    if counts["resent_after_bump"]:
+        log(f"{workload.topic} {where}: {counts['resent_after_bump']} record(s) written twice because librdkafka "
+            f"bumped its epoch and re-sent them as new data (confluentinc/librdkafka#4953; Apache Kafka answers "
+            f"the same requests the same way), e.g. " + "; ".join(examples["resent_after_bump"]))
 
 
 def check_on_disk(workload, cluster, node, marks, violations, lossy, fetched):
@@ -360,12 +373,17 @@ def check_on_disk(workload, cluster, node, marks, violations, lossy, fetched):
     except ValueError as error:
         violations.add(str(error))
         return None
-    counts, examples = check_history(workload, logs)
+    counts, examples = check_history(workload, logs, BatchIdentities(cluster.data_dir(node), workload.topic))
+    report_resent(workload, f"in node {node}'s segment files", counts, examples)
     if not lossy:
         for kind in KINDS:
             if counts[kind]:
                 violations.add(f"{workload.topic} in node {node}'s segment files: {counts[kind]} "
                                f"{kind.replace('_', ' ')} record(s), e.g. " + "; ".join(examples[kind]))
+        identify = BatchIdentities(cluster.data_dir(node), workload.topic)
+        for first, second in examples["duplicated_at"]:
+            violations.add(f"{workload.topic}: the batches of a duplicate in node {node}'s segment files (producer "
+                           f"id, epoch, base sequence): " + "; ".join(f"@{o}: {identify(p, o)}" for p, o in (first, second)))
         if fetched and fetched["lost"] > counts["lost"]:
             violations.add(f"{workload.topic}: {fetched['lost'] - counts['lost']} acknowledged record(s) are in the "
                            f"segment files below the high watermark but a consumer reading every partition from "
@@ -474,7 +492,7 @@ def main():
         if all_up:
             marks[TOPIC], tally = check(workload, cluster, violations, lossy=False)
             if tally:
-                results["history"] = {k: tally[k] for k in ("acked", "consumed", *KINDS, "java_acked",
+                results["history"] = {k: tally[k] for k in ("acked", "consumed", *KINDS, "resent_after_bump", "java_acked",
                                                             *(f"java_{k}" for k in KINDS))}
                 log(f"{TOPIC}: acked {tally['acked']} (java acked {tally['java_acked']}), read back "
                     f"{tally['consumed']} below the high watermarks {marks[TOPIC]}: "
@@ -516,7 +534,7 @@ def main():
             name = "acks1" if lossy else "history"
             tally = check_on_disk(w, cluster, NODES[0], marks[w.topic], violations, lossy, results.get(name))
             if tally:
-                results[f"{name}_on_disk"] = {k: tally[k] for k in ("acked", "consumed", *KINDS)}
+                results[f"{name}_on_disk"] = {k: tally[k] for k in ("acked", "consumed", *KINDS, "resent_after_bump")}
                 log(f"{w.topic} in node {NODES[0]}'s segment files: {tally['consumed']} records below the high "
                     f"watermarks: " + ", ".join(f"{k.replace('_', ' ')} {tally[k]}" for k in KINDS))
         for topic, topic_marks in marks.items():
