@@ -79,6 +79,11 @@ pub const KEYS: &[KeySpec] = &[
         "Refuse new connections beyond this many.",
     ),
     key(
+        "max.incremental.fetch.session.cache.slots",
+        "1000",
+        "Incremental fetch sessions (KIP-227) kept; a new one evicts the least recently used.",
+    ),
+    key(
         "queued.max.request.bytes",
         "104857600",
         "Request bytes read ahead but not yet answered, per connection (back-pressure).",
@@ -460,6 +465,7 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: usize,
     pub connections_max_idle_ms: u64,
     pub max_connections: usize,
+    pub fetch_session_slots: usize,
     pub queued_max_request_bytes: usize,
     pub metrics_listener: Option<SocketAddr>,
     pub metrics_partition_labels: bool,
@@ -741,6 +747,8 @@ impl BrokerConfig {
                 as usize,
             connections_max_idle_ms: int("connections.max.idle.ms", 1, i64::MAX)? as u64,
             max_connections: int("max.connections", 1, 1_000_000)? as usize,
+            fetch_session_slots: int("max.incremental.fetch.session.cache.slots", 0, 1_000_000)?
+                as usize,
             queued_max_request_bytes: int("queued.max.request.bytes", 1024, i64::MAX)? as usize,
             metrics_listener,
             metrics_partition_labels: boolean("metrics.partition.labels")?,

@@ -175,6 +175,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         metrics,
         shutting_down: shutdown_rx.clone(),
         serving: AtomicBool::new(false),
+        fetch_sessions: api::FetchSessions::new(config.fetch_session_slots),
     });
     let metrics_task = match config.metrics_listener {
         Some(address) => {

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_request::FetchPartition;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::{
     EpochEndOffset, FetchableTopicResponse, PartitionData,
 };
@@ -21,6 +21,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::fetch_session::{FetchPlan, Outcome, SessionKey};
 use super::lookup::{serving_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RecordsPlaceholder, RequestContext, errors};
 use crate::replication::read_replica::{self, Candidate};
@@ -62,8 +63,21 @@ impl Api for FetchApi {
         Box::pin(async move {
             let request: FetchRequest = context.decode(body)?;
             let broker = context.broker;
-            let names: Vec<Option<String>> = request
-                .topics
+            let (session_id, topics, incremental) =
+                match broker.fetch_sessions.plan(&request, context.version) {
+                    FetchPlan::Full { session_id, topics } => (session_id, topics, false),
+                    FetchPlan::Incremental { session_id, topics } => (session_id, topics, true),
+                    FetchPlan::Refused(code) => {
+                        tracing::debug!(
+                            session_id = request.session_id,
+                            epoch = request.session_epoch,
+                            code,
+                            "Fetch session refused"
+                        );
+                        return context.respond(&FetchResponse::default().with_error_code(code));
+                    }
+                };
+            let names: Vec<Option<String>> = topics
                 .iter()
                 .map(|t| topic_name(broker, &t.topic.0, &t.topic_id))
                 .collect();
@@ -87,7 +101,7 @@ impl Api for FetchApi {
             };
             let reads = loop {
                 let mut signals: Vec<watch::Receiver<u64>> = Vec::new();
-                let reads = read_all(context, &request, &names, max_bytes, &fetcher, &mut signals);
+                let reads = read_all(context, &topics, &names, max_bytes, &fetcher, &mut signals);
                 let bytes: u64 = reads
                     .iter()
                     .filter_map(|r| r.outcome.as_ref().ok())
@@ -116,7 +130,20 @@ impl Api for FetchApi {
                     _ = shutdown.changed() => {}
                 }
             };
-            respond(context, &request, replica_id, &names, reads)
+            let outcomes: Vec<(SessionKey, Outcome)> = if session_id == 0 {
+                Vec::new()
+            } else {
+                reads.iter().map(|r| session_outcome(&topics, r)).collect()
+            };
+            let answered = if incremental {
+                Some(broker.fetch_sessions.select_changed(session_id, &outcomes))
+            } else {
+                broker.fetch_sessions.record_full(session_id, &outcomes);
+                None
+            };
+            respond(
+                context, &topics, session_id, replica_id, &names, reads, answered,
+            )
         })
     }
 }
@@ -138,9 +165,32 @@ async fn futures_select_all<F: std::future::Future + Unpin>(futures: impl Iterat
     .await;
 }
 
+/// What a session remembers of one partition's read.
+fn session_outcome(topics: &[FetchTopic], read: &PartitionRead) -> (SessionKey, Outcome) {
+    let key = topics
+        .get(read.topic_index)
+        .map(|t| SessionKey::of(t, read.partition))
+        .unwrap_or_else(|| SessionKey::of(&FetchTopic::default(), read.partition));
+    let outcome = match &read.outcome {
+        Ok(result) => Outcome {
+            has_records: result.bytes() > 0,
+            high_watermark: result.high_watermark as i64,
+            log_start_offset: result.log_start_offset as i64,
+            must_answer: read.diverging.is_some() || read.preferred_read_replica.is_some(),
+        },
+        Err(_) => Outcome {
+            has_records: false,
+            high_watermark: -1,
+            log_start_offset: -1,
+            must_answer: true,
+        },
+    };
+    (key, outcome)
+}
+
 fn read_all(
     context: &RequestContext<'_>,
-    request: &FetchRequest,
+    topics: &[FetchTopic],
     names: &[Option<String>],
     max_bytes: u64,
     fetcher: &Fetcher<'_>,
@@ -148,7 +198,7 @@ fn read_all(
 ) -> Vec<PartitionRead> {
     let mut remaining = max_bytes;
     let mut reads = Vec::new();
-    for (topic_index, (topic, name)) in request.topics.iter().zip(names).enumerate() {
+    for (topic_index, (topic, name)) in topics.iter().zip(names).enumerate() {
         for fetched in &topic.partitions {
             let mut read = PartitionRead {
                 topic_index,
@@ -327,19 +377,23 @@ fn preferred_read_replica(
     read_replica::select(client_rack, broker.config.rack.as_deref(), &candidates)
 }
 
+/// The response: every read partition, or (an incremental session's answer) those
+/// `answered` names, and only the topics that have one.
 fn respond(
     context: &RequestContext<'_>,
-    request: &FetchRequest,
+    fetched: &[FetchTopic],
+    session_id: i32,
     replica_id: i32,
     names: &[Option<String>],
     reads: Vec<PartitionRead>,
+    answered: Option<Vec<bool>>,
 ) -> Result<ApiResponse, super::ApiError> {
     let broker = context.broker;
     let zero_copy = broker.config.fetch_sendfile;
     let nonce: u64 = rand::random();
     let mut placeholders = Vec::new();
-    let mut topics: Vec<FetchableTopicResponse> = request
-        .topics
+    let incremental = answered.is_some();
+    let mut topics: Vec<FetchableTopicResponse> = fetched
         .iter()
         .map(|t| {
             FetchableTopicResponse::default()
@@ -347,7 +401,13 @@ fn respond(
                 .with_topic_id(t.topic_id)
         })
         .collect();
-    for read in reads {
+    for (i, read) in reads.into_iter().enumerate() {
+        if answered
+            .as_ref()
+            .is_some_and(|a| !a.get(i).copied().unwrap_or(true))
+        {
+            continue;
+        }
         let mut data = PartitionData::default()
             .with_partition_index(read.partition)
             .with_preferred_read_replica(BrokerId(read.preferred_read_replica.unwrap_or(-1)))
@@ -416,7 +476,12 @@ fn respond(
             topic.partitions.push(data);
         }
     }
-    let response = FetchResponse::default().with_responses(topics);
+    if incremental {
+        topics.retain(|t| !t.partitions.is_empty());
+    }
+    let response = FetchResponse::default()
+        .with_session_id(session_id)
+        .with_responses(topics);
     let encoded = context.encode(&response)?;
     if placeholders.is_empty() {
         Ok(ApiResponse::Encoded(encoded))

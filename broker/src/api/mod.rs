@@ -28,6 +28,7 @@ mod describe_log_dirs;
 mod describe_quorum;
 mod elect_leaders;
 mod fetch;
+mod fetch_session;
 mod find_coordinator;
 mod heartbeat;
 mod incremental_alter_configs;
@@ -56,6 +57,8 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, VersionRange};
+
+pub use fetch_session::FetchSessions;
 
 use crate::state::BrokerState;
 use crate::storage::FileRegion;

@@ -51,6 +51,10 @@ async fn respond(
                 &state.replicas,
                 active.then(|| state.controller.image().offline_partitions()),
             );
+            state
+                .metrics
+                .fetch_sessions
+                .set(state.fetch_sessions.len() as i64);
             state.metrics.render(state.logs())
         }),
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),

@@ -26,6 +26,7 @@ pub struct Metrics {
     pub messages_in: IntCounterVec,
     pub open_connections: IntGauge,
     pub inflight_request_bytes: IntGauge,
+    pub fetch_sessions: IntGauge,
     log_size: IntGaugeVec,
     log_segments: IntGaugeVec,
     log_end_offset: IntGaugeVec,
@@ -121,6 +122,11 @@ impl Metrics {
                 &registry,
                 "oxbow_server_inflight_request_bytes",
                 "Request bytes read but not yet answered.",
+            )?,
+            fetch_sessions: gauge(
+                &registry,
+                "oxbow_server_fetch_sessions",
+                "Incremental fetch sessions (KIP-227) kept.",
             )?,
             log_size: gauge_vec(
                 &registry,

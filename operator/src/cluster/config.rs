@@ -119,6 +119,7 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("log.segment.bytes", ConfigType::Int),
     ("log.segment.delete.delay.ms", ConfigType::Long),
     ("max.connections", ConfigType::Int),
+    ("max.incremental.fetch.session.cache.slots", ConfigType::Int),
     ("message.max.bytes", ConfigType::Int),
     ("metadata.log.snapshot.interval.entries", ConfigType::Long),
     ("metrics.partition.labels", ConfigType::Bool),
