@@ -63,10 +63,16 @@ impl Api for FetchApi {
         Box::pin(async move {
             let request: FetchRequest = context.decode(body)?;
             let broker = context.broker;
-            let (session_id, topics, incremental) =
+            // Sessionless and full fetches read the request's own partition list (no copy
+            // on librdkafka's path); an incremental one, every partition of its session.
+            let session_topics;
+            let (session_id, topics, incremental): (i32, &[FetchTopic], bool) =
                 match broker.fetch_sessions.plan(&request, context.version) {
-                    FetchPlan::Full { session_id, topics } => (session_id, topics, false),
-                    FetchPlan::Incremental { session_id, topics } => (session_id, topics, true),
+                    FetchPlan::Full { session_id } => (session_id, &request.topics, false),
+                    FetchPlan::Incremental { session_id, topics } => {
+                        session_topics = topics;
+                        (session_id, &session_topics, true)
+                    }
                     FetchPlan::Refused(code) => {
                         tracing::debug!(
                             session_id = request.session_id,
@@ -101,7 +107,7 @@ impl Api for FetchApi {
             };
             let reads = loop {
                 let mut signals: Vec<watch::Receiver<u64>> = Vec::new();
-                let reads = read_all(context, &topics, &names, max_bytes, &fetcher, &mut signals);
+                let reads = read_all(context, topics, &names, max_bytes, &fetcher, &mut signals);
                 let bytes: u64 = reads
                     .iter()
                     .filter_map(|r| r.outcome.as_ref().ok())
@@ -133,7 +139,7 @@ impl Api for FetchApi {
             let outcomes: Vec<(SessionKey, Outcome)> = if session_id == 0 {
                 Vec::new()
             } else {
-                reads.iter().map(|r| session_outcome(&topics, r)).collect()
+                reads.iter().map(|r| session_outcome(topics, r)).collect()
             };
             let answered = if incremental {
                 Some(broker.fetch_sessions.select_changed(session_id, &outcomes))
@@ -142,7 +148,7 @@ impl Api for FetchApi {
                 None
             };
             respond(
-                context, &topics, session_id, replica_id, &names, reads, answered,
+                context, topics, session_id, replica_id, &names, reads, answered,
             )
         })
     }

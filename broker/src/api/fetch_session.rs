@@ -75,10 +75,7 @@ struct Session {
 #[derive(Debug)]
 pub enum FetchPlan {
     /// A full fetch of the request's partitions; `session_id` is the new session's (0: none).
-    Full {
-        session_id: i32,
-        topics: Vec<FetchTopic>,
-    },
+    Full { session_id: i32 },
     /// Every partition of the session; only what changed is answered.
     Incremental {
         session_id: i32,
@@ -132,10 +129,7 @@ impl FetchSessions {
     /// Fetch versions below 7 have no sessions.
     pub fn plan(&self, request: &FetchRequest, version: i16) -> FetchPlan {
         if version < 7 {
-            return FetchPlan::Full {
-                session_id: 0,
-                topics: request.topics.clone(),
-            };
+            return FetchPlan::Full { session_id: 0 };
         }
         let mut inner = self.inner.lock();
         inner.clock += 1;
@@ -150,10 +144,7 @@ impl FetchSessions {
             } else {
                 0
             };
-            return FetchPlan::Full {
-                session_id,
-                topics: request.topics.clone(),
-            };
+            return FetchPlan::Full { session_id };
         }
         let Some(session) = inner.sessions.get_mut(&id) else {
             return FetchPlan::Refused(ResponseError::FetchSessionIdNotFound.code());

@@ -53,7 +53,7 @@ fn listed(topics: &[FetchTopic]) -> Vec<(String, i32, i64)> {
 
 fn open(sessions: &FetchSessions, topics: Vec<FetchTopic>) -> i32 {
     match sessions.plan(&request(0, 0, topics), 12) {
-        FetchPlan::Full { session_id, .. } => session_id,
+        FetchPlan::Full { session_id } => session_id,
         other => panic!("a full fetch was planned as {other:?}"),
     }
 }
@@ -74,10 +74,7 @@ fn sessionless_requests_keep_no_session() {
     let topics = vec![topic("a", &[(0, 5)])];
     for (version, epoch) in [(6, 0), (12, -1)] {
         match sessions.plan(&request(0, epoch, topics.clone()), version) {
-            FetchPlan::Full { session_id, topics } => {
-                assert_eq!(session_id, 0);
-                assert_eq!(listed(&topics), vec![("a".into(), 0, 5)]);
-            }
+            FetchPlan::Full { session_id } => assert_eq!(session_id, 0),
             other => panic!("{other:?}"),
         }
     }
@@ -197,15 +194,12 @@ fn full_fetches_close_sessions_and_the_least_recently_used_is_evicted() {
     // Closing (epoch -1) is a sessionless full fetch; a full fetch naming a session
     // replaces it.
     match sessions.plan(&request(third, -1, vec![topic("c", &[(0, 3)])]), 12) {
-        FetchPlan::Full { session_id, topics } => {
-            assert_eq!(session_id, 0);
-            assert_eq!(listed(&topics), vec![("c".into(), 0, 3)]);
-        }
+        FetchPlan::Full { session_id } => assert_eq!(session_id, 0),
         other => panic!("{other:?}"),
     }
     assert_eq!(sessions.len(), 1);
     let replaced = match sessions.plan(&request(first, 0, vec![topic("a", &[(0, 4)])]), 12) {
-        FetchPlan::Full { session_id, .. } => session_id,
+        FetchPlan::Full { session_id } => session_id,
         other => panic!("{other:?}"),
     };
     assert_ne!(replaced, first);
