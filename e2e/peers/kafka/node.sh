@@ -4,9 +4,15 @@
 #   server.log          the broker's output      kafka.pid   its process id (used by stop)
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
-# A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (as Uuid.randomUuid()).
+# A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (as Uuid.randomUuid()),
+# and like it never starting with '-': kafka-storage would take such an id for an option
+# ("argument --cluster-id/-t: expected one argument", one start in 64).
 kafka_random_cluster_id() {
-  head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
+  local id="-"
+  while [ "${id#-}" != "$id" ]; do
+    id="$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
+  done
+  echo "$id"
 }
 
 # kafka_write_node_config DIR NODE_ID PORT CONTROLLER_PORT VOTERS REPLICATION [KEY=VALUE...]
