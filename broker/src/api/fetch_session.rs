@@ -128,13 +128,14 @@ impl FetchSessions {
     /// Opens, continues or closes the request's session and says which partitions to read.
     /// Fetch versions below 7 have no sessions.
     pub fn plan(&self, request: &FetchRequest, version: i16) -> FetchPlan {
-        if version < 7 {
+        let (id, epoch) = (request.session_id, request.session_epoch);
+        // Sessionless (librdkafka, Oxbow's own followers): no lock on that hot path.
+        if version < 7 || (id == 0 && epoch == FINAL_EPOCH) {
             return FetchPlan::Full { session_id: 0 };
         }
         let mut inner = self.inner.lock();
         inner.clock += 1;
         let now = inner.clock;
-        let (id, epoch) = (request.session_id, request.session_epoch);
         if epoch == INITIAL_EPOCH || epoch == FINAL_EPOCH {
             if id != 0 {
                 inner.sessions.remove(&id);
