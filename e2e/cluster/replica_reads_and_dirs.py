@@ -46,8 +46,9 @@ from reassignment import kafka_tool  # noqa: E402
 
 NODES = (1, 2, 3)
 RACKS = {1: "rack-a", 2: "rack-b", 3: "rack-c"}
-# Apart from the other suites' ports (49-reassignment uses 28192.., 46 29192..).
-BASES = (34192, 34292, 34392)
+# Apart from the other suites' ports (49-reassignment uses 28192.., 46 29192..) and below the
+# ephemeral range (32768-), where a client's outgoing connection could hold one first.
+BASES = (30192, 30292, 30392)
 RECORDS = 20000
 LIVE_RECORDS = 6000
 PADDING = "x" * 200

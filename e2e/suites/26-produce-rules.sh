@@ -13,27 +13,12 @@ cargo build --locked -p oxbow-broker --bin oxbow
 peers="$PWD/e2e/peers"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-produce-rules.XXXXXX")"
 trap '"$peers/kafka/stop" --dir "$work/kafka" || true; "$peers/oxbow/stop" --dir "$work/oxbow" || true; rm -rf "$work"' EXIT
-# Kafka's two ports from 32000-33999 (this suite's range), free ones.
-read -r port controller_port < <(python3 - <<'PY'
-import socket
-found = []
-for port in range(32000, 34000):
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-    found.append(port)
-    if len(found) == 2:
-        break
-print(*found)
-PY
-)
+read -r port controller_port < <(e2e/lib/free-port 2)
 "$peers/kafka/start-single" --port "$port" --controller-port "$controller_port" --dir "$work/kafka" >/dev/null
 "$OXBOW_CACHE/clients/venv/bin/python" e2e/clients/produce_rules.py \
   --binary "$CARGO_TARGET_DIR/debug/oxbow" --kafka "127.0.0.1:$port"
 
-oxbow_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+oxbow_port="$(e2e/lib/free-port)"
 OXBOW_BINARY="$CARGO_TARGET_DIR/debug/oxbow" "$peers/oxbow/start-single" --port "$oxbow_port" --dir "$work/oxbow" >/dev/null
 run="$(python3 -c 'import uuid; print(uuid.uuid4().hex[:8])')"
 "$peers/java-client/produce-rules" --bootstrap "127.0.0.1:$port" --run "$run" >"$work/java-kafka.txt"

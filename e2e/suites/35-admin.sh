@@ -25,7 +25,7 @@ echo "--- librdkafka and kafka-python"
 python3 e2e/suites/35-admin.py "$binary"
 
 echo "--- Java AdminClient (Kafka's tools)"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+port="$(e2e/lib/free-port)"
 OXBOW_BINARY="$binary" e2e/peers/oxbow/start-single --port "$port" --dir "$work/java" \
   --config auto.create.topics.enable=false >/dev/null
 tools=e2e/peers/kafka/bin

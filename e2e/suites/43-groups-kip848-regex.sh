@@ -7,21 +7,6 @@ source "$(dirname "$0")/../groups/env.sh"
 peers="$root/e2e/peers"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-kip848.XXXXXX")"
 trap '"$peers/kafka/stop" --dir "$work/kafka" || true; rm -rf "$work"' EXIT
-# Kafka's two ports from 32000-33999 (the range of these suites), free ones.
-read -r port controller_port < <(python3 - <<'PY'
-import socket
-found = []
-for port in range(32000, 34000):
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-    found.append(port)
-    if len(found) == 2:
-        break
-print(*found)
-PY
-)
+read -r port controller_port < <("$root/e2e/lib/free-port" 2)
 "$peers/kafka/start-single" --port "$port" --controller-port "$controller_port" --dir "$work/kafka" >/dev/null
 "$PYTHON" "$GROUPS_DIR/test_kip848_regex_assign.py" --kafka "127.0.0.1:$port"

@@ -6,7 +6,7 @@ set -euo pipefail
 peers="$(cd "$(dirname "$0")/../peers" && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-clients.XXXXXX")"
 trap '"$peers/oxbow/stop" --dir "$work" || true; rm -rf "$work"' EXIT
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+port="$("$peers/../lib/free-port")"
 "$peers/oxbow/start-single" --port "$port" --dir "$work" >/dev/null
 "$peers/java-client/run" --bootstrap "127.0.0.1:$port" --messages 2000
 "$peers/franz-go/run" --bootstrap "127.0.0.1:$port" --messages 2000
