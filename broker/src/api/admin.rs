@@ -2,6 +2,7 @@
 //! every one of them makes (duplicate names, which topic a name or id means).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use uuid::Uuid;
 
@@ -88,7 +89,7 @@ pub fn duplicates<'a>(names: impl IntoIterator<Item = &'a str>) -> HashSet<Strin
 
 /// The existing topic `name`: an invalid name and an unknown topic are told apart, as
 /// Kafka does.
-pub fn existing_topic(broker: &BrokerState, name: &str) -> Result<TopicImage, AdminError> {
+pub fn existing_topic(broker: &BrokerState, name: &str) -> Result<Arc<TopicImage>, AdminError> {
     validate_topic_name(name)?;
     broker
         .controller

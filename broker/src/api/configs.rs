@@ -8,6 +8,8 @@
 //! it, DEFAULT_CONFIG otherwise — unless a dynamic broker config (this broker's, then
 //! the cluster-wide default) sets that broker key, which comes first.
 
+use std::sync::Arc;
+
 use crate::config::{KEYS, LOG_CONFIG_SYNONYMS};
 use crate::controller::image::TopicImage;
 use crate::state::BrokerState;
@@ -38,7 +40,7 @@ pub const TYPE_LIST: i8 = 7;
 /// The resource a config request names.
 #[derive(Debug)]
 pub enum ConfigResource {
-    Topic(TopicImage),
+    Topic(Arc<TopicImage>),
     /// This broker (named by its id).
     Broker,
     /// The cluster-wide dynamic broker defaults (the empty broker name).

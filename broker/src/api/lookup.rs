@@ -17,9 +17,9 @@ pub async fn topic_or_create(
     broker: &BrokerState,
     name: &str,
     allow_create: bool,
-) -> Result<TopicImage, i16> {
+) -> Result<Arc<TopicImage>, i16> {
     if let Some(topic) = broker.controller.image().topics.get(name) {
-        return Ok(topic.clone());
+        return Ok(Arc::clone(topic));
     }
     if let Err(error) = validate_topic_name(name) {
         return Err(errors::controller_error(&error));
@@ -38,7 +38,7 @@ pub async fn topic_or_create(
         )
         .await;
     match created {
-        Ok(topic) => Ok(topic),
+        Ok(topic) => Ok(Arc::new(topic)),
         // Another request created it first.
         Err(ControllerError::TopicAlreadyExists(_)) => broker
             .controller

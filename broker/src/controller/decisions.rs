@@ -9,6 +9,7 @@
 //! between checking ("does the topic exist?") and committing.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -507,6 +508,7 @@ fn known_topic<'a>(image: &'a ClusterImage, name: &str) -> Result<&'a TopicImage
     image
         .topics
         .get(name)
+        .map(Arc::as_ref)
         .ok_or_else(|| ControllerError::UnknownTopic(name.to_string()))
 }
 

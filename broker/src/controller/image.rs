@@ -3,6 +3,7 @@
 //! same way once it has caught up.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -49,7 +50,10 @@ pub struct BrokerImage {
 pub struct ClusterImage {
     pub cluster_id: Option<String>,
     pub brokers: BTreeMap<i32, BrokerImage>,
-    pub topics: BTreeMap<String, TopicImage>,
+    /// Shared between successive images: a new image copies only the topics its records
+    /// touch, so applying a record costs the size of its topic, not of the cluster, and
+    /// `Arc::ptr_eq` tells which topics two images of one run differ in.
+    pub topics: BTreeMap<String, Arc<TopicImage>>,
     pub next_producer_id: i64,
     /// Dynamic broker configs by node id (-1: cluster-wide defaults).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -100,13 +104,13 @@ impl ClusterImage {
             } => {
                 self.topics.insert(
                     name.clone(),
-                    TopicImage {
+                    Arc::new(TopicImage {
                         name: name.clone(),
                         topic_id: *topic_id,
                         replication_factor: *replication_factor,
                         configs: configs.clone(),
                         partitions: Vec::new(),
-                    },
+                    }),
                 );
             }
             MetadataRecord::PartitionCreated {
@@ -114,7 +118,7 @@ impl ClusterImage {
                 partition,
                 state,
             } => {
-                if let Some(topic) = self.topics.get_mut(topic) {
+                if let Some(topic) = self.topics.get_mut(topic).map(Arc::make_mut) {
                     // Partitions are created in order; a record out of order would
                     // leave a hole, so it is ignored rather than misplaced.
                     if usize::try_from(*partition).ok() == Some(topic.partitions.len()) {
@@ -130,13 +134,14 @@ impl ClusterImage {
                 if let Some(slot) = self
                     .topics
                     .get_mut(topic)
+                    .map(Arc::make_mut)
                     .and_then(|t| t.partitions.get_mut(usize::try_from(*partition).ok()?))
                 {
                     *slot = state.clone();
                 }
             }
             MetadataRecord::TopicConfigChanged { name, configs } => {
-                if let Some(topic) = self.topics.get_mut(name) {
+                if let Some(topic) = self.topics.get_mut(name).map(Arc::make_mut) {
                     topic.configs = configs.clone();
                 }
             }
@@ -157,7 +162,10 @@ impl ClusterImage {
     }
 
     pub fn topic_by_id(&self, topic_id: &Uuid) -> Option<&TopicImage> {
-        self.topics.values().find(|t| &t.topic_id == topic_id)
+        self.topics
+            .values()
+            .find(|t| &t.topic_id == topic_id)
+            .map(Arc::as_ref)
     }
 
     pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionState> {

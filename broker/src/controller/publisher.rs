@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::feed::MetadataView;
-use super::image::ClusterImage;
+use super::image::{ClusterImage, TopicImage};
 use crate::replication::ReplicaManager;
 use crate::storage::{LogConfig, LogManager, TopicPartition};
 
@@ -29,6 +29,8 @@ pub struct Publisher {
     /// The index of the last image applied to the logs.
     published: watch::Sender<u64>,
     reported_strays: BTreeSet<TopicPartition>,
+    applied_once: bool,
+    caught_up_before: bool,
 }
 
 impl Publisher {
@@ -47,6 +49,8 @@ impl Publisher {
                 caught_up_target,
                 published,
                 reported_strays: BTreeSet::new(),
+                applied_once: false,
+                caught_up_before: false,
             },
             receiver,
         )
@@ -108,10 +112,9 @@ impl Publisher {
             })
     }
 
-    fn hosted(&self, image: &ClusterImage) -> BTreeSet<TopicPartition> {
-        image
-            .topics
-            .values()
+    fn hosted(&self, image: &ClusterImage, scope: &Scope) -> BTreeSet<TopicPartition> {
+        scope
+            .topics(image)
             .flat_map(|topic| {
                 topic
                     .partitions
@@ -124,8 +127,17 @@ impl Publisher {
     }
 
     fn apply(&mut self, previous: &ClusterImage, image: &ClusterImage, caught_up: bool) {
-        let hosted = self.hosted(image);
-        let hosted_before = self.hosted(previous);
+        // Strays (logs no image of this run placed here) are looked for by walking every
+        // log, so only when the answer can change: at the first image and when this broker
+        // becomes caught up.
+        let look_for_strays = !self.applied_once || caught_up != self.caught_up_before;
+        let scope = if look_for_strays {
+            Scope::Everything
+        } else {
+            Scope::between(previous, image)
+        };
+        let hosted = self.hosted(image, &scope);
+        let hosted_before = self.hosted(previous, &scope);
         // A dynamic broker config can change the defaults of every topic.
         let changed_defaults = previous.broker_configs != image.broker_configs;
         for tp in &hosted {
@@ -157,21 +169,92 @@ impl Publisher {
                 }
             }
         }
-        for log in self.logs.all() {
-            let tp = log.topic_partition();
-            if hosted.contains(tp) {
+        let candidates: Vec<TopicPartition> = if look_for_strays {
+            self.logs
+                .all()
+                .iter()
+                .map(|log| log.topic_partition().clone())
+                .collect()
+        } else {
+            hosted_before.difference(&hosted).cloned().collect()
+        };
+        for tp in candidates {
+            if hosted.contains(&tp) {
                 continue;
             }
-            if hosted_before.contains(tp) || caught_up {
+            if hosted_before.contains(&tp) || caught_up {
+                if self.logs.get(&tp).is_none() {
+                    continue;
+                }
                 tracing::info!(topic_partition = %tp, "Removing a partition log the metadata no longer places here");
-                if let Err(error) = self.logs.delete(tp) {
+                if let Err(error) = self.logs.delete(&tp) {
                     tracing::error!(topic_partition = %tp, %error, "Cannot remove a partition log");
                 }
             } else if self.reported_strays.insert(tp.clone()) {
                 tracing::warn!(topic_partition = %tp, "Keeping a partition log the metadata does not mention until this broker has caught up with the quorum");
             }
         }
-        self.replicas.apply_image(image);
+        self.replicas.apply_image(image, &scope);
+        self.applied_once = true;
+        self.caught_up_before = caught_up;
+    }
+}
+
+/// The part of an image a broker must look at again: every topic, or only those whose
+/// image changed. Successive images of one run share unchanged topics (`Arc`), so a
+/// topic created, altered or moved costs its own partitions, not the cluster's.
+#[derive(Debug)]
+pub enum Scope {
+    Everything,
+    Topics(BTreeSet<String>),
+}
+
+impl Scope {
+    pub fn between(previous: &ClusterImage, image: &ClusterImage) -> Self {
+        // Brokers (leaders' endpoints, fencing) and dynamic broker configs (log defaults,
+        // throttles) reach every partition.
+        if previous.brokers != image.brokers || previous.broker_configs != image.broker_configs {
+            return Self::Everything;
+        }
+        let mut changed: BTreeSet<String> = image
+            .topics
+            .iter()
+            .filter(|(name, now)| match previous.topics.get(*name) {
+                Some(before) => !Arc::ptr_eq(before, now) && before != *now,
+                None => true,
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        changed.extend(
+            previous
+                .topics
+                .keys()
+                .filter(|name| !image.topics.contains_key(*name))
+                .cloned(),
+        );
+        Self::Topics(changed)
+    }
+
+    pub fn covers(&self, topic: &str) -> bool {
+        match self {
+            Self::Everything => true,
+            Self::Topics(topics) => topics.contains(topic),
+        }
+    }
+
+    /// The topics of `image` in this scope.
+    pub fn topics<'a>(
+        &'a self,
+        image: &'a ClusterImage,
+    ) -> Box<dyn Iterator<Item = &'a TopicImage> + 'a> {
+        match self {
+            Self::Everything => Box::new(image.topics.values().map(Arc::as_ref)),
+            Self::Topics(topics) => Box::new(
+                topics
+                    .iter()
+                    .filter_map(|name| image.topics.get(name).map(Arc::as_ref)),
+            ),
+        }
     }
 }
 
@@ -238,7 +321,7 @@ mod tests {
             .unwrap(),
             shutdown,
         );
-        let (mut publisher, _) = Publisher::new(replicas, defaults, caught_up_target);
+        let (mut publisher, _) = Publisher::new(Arc::clone(&replicas), defaults, caught_up_target);
 
         let first = image(&[("a", &[&[1, 2], &[2, 3]])]);
         publisher.apply(&ClusterImage::default(), &first, false);
@@ -261,5 +344,104 @@ mod tests {
         // Caught up: what the image does not place here goes.
         publisher.apply(&second, &second, true);
         assert!(logs.get(&stray).is_none());
+
+        // A topic created next to an unchanged one: only the new topic is looked at, and
+        // what was applied before stays as it was.
+        let kept = TopicPartition::new("k", 0);
+        let with_kept = image(&[("a", &[&[2, 3], &[2, 3]]), ("k", &[&[1, 2]])]);
+        publisher.apply(&second, &with_kept, true);
+        assert!(logs.get(&kept).is_some() && replicas.partition(&kept).is_some());
+        let mut third = with_kept.clone();
+        add_topic(&mut third, "n", 2, &[1, 3]);
+        publisher.apply(&with_kept, &third, true);
+        for tp in [kept.clone(), TopicPartition::new("n", 0)] {
+            assert!(logs.get(&tp).is_some(), "{tp} has its log");
+            assert!(replicas.partition(&tp).is_some(), "{tp} has its role");
+        }
+        // Deleting the new topic removes its logs and roles only.
+        let mut fourth = third.clone();
+        fourth.apply(&MetadataRecord::TopicDeleted {
+            name: "n".into(),
+            topic_id: third.topics["n"].topic_id,
+        });
+        publisher.apply(&third, &fourth, true);
+        assert!(logs.get(&TopicPartition::new("n", 0)).is_none());
+        assert!(replicas.partition(&TopicPartition::new("n", 0)).is_none());
+        assert!(logs.get(&kept).is_some() && replicas.partition(&kept).is_some());
+    }
+
+    fn add_topic(image: &mut ClusterImage, name: &str, id: u128, replicas: &[i32]) {
+        image.apply(&MetadataRecord::TopicCreated {
+            name: name.to_string(),
+            topic_id: uuid::Uuid::from_u128(id + 100),
+            replication_factor: 1,
+            configs: Default::default(),
+        });
+        image.apply(&MetadataRecord::PartitionCreated {
+            topic: name.to_string(),
+            partition: 0,
+            state: PartitionState {
+                replicas: replicas.to_vec(),
+                in_sync_replicas: replicas.to_vec(),
+                leader: replicas[0],
+                ..Default::default()
+            },
+        });
+    }
+
+    fn topic_scope(scope: Scope) -> Vec<String> {
+        match scope {
+            Scope::Topics(topics) => topics.into_iter().collect(),
+            Scope::Everything => vec!["(everything)".to_string()],
+        }
+    }
+
+    #[test]
+    fn scope_names_only_the_topics_an_image_changed() {
+        let first = image(&[("a", &[&[1]]), ("b", &[&[1]])]);
+        let mut second = first.clone();
+        add_topic(&mut second, "c", 3, &[1]);
+        let mut moved = second.topics["b"].partitions[0].clone();
+        moved.leader_epoch += 1;
+        second.apply(&MetadataRecord::PartitionChanged {
+            topic: "b".into(),
+            partition: 0,
+            state: moved,
+        });
+        assert_eq!(topic_scope(Scope::between(&first, &second)), ["b", "c"]);
+        assert!(Arc::ptr_eq(&first.topics["a"], &second.topics["a"]));
+        // An image rebuilt from scratch (a snapshot) shares nothing but equals where equal.
+        let rebuilt: ClusterImage =
+            serde_json::from_value(serde_json::to_value(&second).unwrap()).unwrap();
+        assert_eq!(
+            topic_scope(Scope::between(&second, &rebuilt)),
+            Vec::<String>::new()
+        );
+        let mut third = second.clone();
+        third.apply(&MetadataRecord::TopicDeleted {
+            name: "a".into(),
+            topic_id: second.topics["a"].topic_id,
+        });
+        assert_eq!(topic_scope(Scope::between(&second, &third)), ["a"]);
+        // A broker's registration reaches every partition (a leader's address).
+        let mut fourth = third.clone();
+        fourth.apply(&MetadataRecord::BrokerUnfenced { node_id: 9 });
+        assert_eq!(
+            topic_scope(Scope::between(&third, &fourth)),
+            Vec::<String>::new()
+        );
+        fourth.apply(&MetadataRecord::BrokerRegistered {
+            node_id: 9,
+            incarnation: uuid::Uuid::from_u128(9),
+            endpoint: crate::controller::records::Endpoint {
+                host: "h".into(),
+                port: 1,
+            },
+            rack: None,
+        });
+        assert_eq!(
+            topic_scope(Scope::between(&third, &fourth)),
+            ["(everything)"]
+        );
     }
 }

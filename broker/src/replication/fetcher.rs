@@ -38,7 +38,7 @@ pub struct Following {
     pub leader_epoch: i32,
 }
 
-type Assignment = BTreeMap<TopicPartition, Following>;
+pub type Assignment = BTreeMap<TopicPartition, Following>;
 
 #[derive(Debug)]
 struct Fetcher {
@@ -78,7 +78,7 @@ impl FetcherPool {
 
     /// Makes the fetchers match `wanted` (leader → its endpoint and the partitions
     /// followed there): new leaders get a fetcher, gone ones lose theirs.
-    pub fn assign(&self, wanted: HashMap<i32, (Endpoint, Assignment)>) {
+    pub fn assign(&self, wanted: &HashMap<i32, (Endpoint, Assignment)>) {
         let mut fetchers = self.fetchers.lock();
         fetchers.retain(|leader, fetcher| {
             let keep = wanted
@@ -90,26 +90,26 @@ impl FetcherPool {
             keep
         });
         for (leader, (endpoint, assignment)) in wanted {
-            match fetchers.get(&leader) {
+            match fetchers.get(leader) {
                 Some(fetcher) => {
                     fetcher.assignment.send_if_modified(|current| {
                         let same = current.len() == assignment.len()
-                            && current.iter().zip(&assignment).all(|(a, b)| {
+                            && current.iter().zip(assignment).all(|(a, b)| {
                                 a.0 == b.0
                                     && a.1.leader_epoch == b.1.leader_epoch
                                     && Arc::ptr_eq(&a.1.partition, &b.1.partition)
                             });
                         if !same {
-                            *current = assignment;
+                            *current = assignment.clone();
                         }
                         !same
                     });
                 }
                 None => {
-                    let (sender, receiver) = watch::channel(assignment);
+                    let (sender, receiver) = watch::channel(assignment.clone());
                     let link = Link {
                         node_id: self.node_id,
-                        leader,
+                        leader: *leader,
                         endpoint: endpoint.clone(),
                         config: self.config.clone(),
                         bytes_in: self.bytes_in.clone(),
@@ -117,9 +117,9 @@ impl FetcherPool {
                     };
                     let task = tokio::spawn(run(link, receiver, self.shutdown.clone()));
                     fetchers.insert(
-                        leader,
+                        *leader,
                         Fetcher {
-                            endpoint,
+                            endpoint: endpoint.clone(),
                             assignment: sender,
                             task,
                         },

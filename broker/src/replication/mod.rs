@@ -34,8 +34,10 @@ pub use partition::{AppendError, CommitWait, IsrProposal, Partition, Role, Trans
 
 use crate::config::ReplicationConfig;
 use crate::controller::image::ClusterImage;
+use crate::controller::publisher::Scope;
+use crate::controller::records::Endpoint;
 use crate::storage::{Clock, LogManager, TopicPartition};
-use fetcher::{FetcherPool, Following};
+use fetcher::{Assignment, FetcherPool, Following};
 
 /// Which replica may serve a request: the leader only, or any replica (consumers of Fetch
 /// v11+ may read from followers, KIP-392).
@@ -54,6 +56,8 @@ pub struct ReplicaManager {
     clock: Arc<dyn Clock>,
     partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
     fetchers: FetcherPool,
+    /// What the fetchers should follow, by leader, as of the last image applied.
+    wanted: parking_lot::Mutex<HashMap<i32, (Endpoint, Assignment)>>,
     proposals: mpsc::UnboundedSender<IsrProposal>,
     /// High watermarks found at start-up, used once when a partition is first seen.
     checkpointed: parking_lot::Mutex<HashMap<TopicPartition, u64>>,
@@ -120,6 +124,7 @@ impl ReplicaManager {
             logs,
             clock,
             partitions: RwLock::new(HashMap::new()),
+            wanted: parking_lot::Mutex::new(HashMap::new()),
             proposals,
             checkpointed: parking_lot::Mutex::new(checkpointed),
             leadership_hook: RwLock::new(None),
@@ -189,9 +194,10 @@ impl ReplicaManager {
         self.clock.now_ms()
     }
 
-    /// Gives every partition hosted here its role from `image` and points the fetchers
-    /// at the leaders. Called by the publisher after it created the logs.
-    pub fn apply_image(&self, image: &ClusterImage) {
+    /// Gives every partition hosted here in `scope` its role from `image` and points the
+    /// fetchers at the leaders. Called by the publisher after it created the logs; what is
+    /// outside `scope` is unchanged since the last call, so it is left as it is.
+    pub fn apply_image(&self, image: &ClusterImage, scope: &Scope) {
         let now = self.clock.now_ms();
         self.throttles.leader.set_rate(throttle::rate_for(
             &image.broker_configs,
@@ -205,8 +211,8 @@ impl ReplicaManager {
         ));
         let hook = self.leadership_hook.read().clone();
         let mut seen = HashMap::new();
-        let mut wanted: HashMap<i32, (_, BTreeMap<TopicPartition, Following>)> = HashMap::new();
-        for topic in image.topics.values() {
+        let mut followed: Vec<(i32, TopicPartition, Following)> = Vec::new();
+        for topic in scope.topics(image) {
             for (index, state) in topic.partitions.iter().enumerate() {
                 if !state.replicas.contains(&self.node_id) {
                     continue;
@@ -233,27 +239,49 @@ impl ReplicaManager {
                         tracing::error!(topic_partition = %tp, %error, "Cannot take up the partition's new role");
                     }
                 }
-                if state.leader >= 0
-                    && state.leader != self.node_id
-                    && let Some(leader) = image.brokers.get(&state.leader)
-                {
-                    wanted
-                        .entry(state.leader)
-                        .or_insert_with(|| (leader.endpoint.clone(), BTreeMap::new()))
-                        .1
-                        .insert(
-                            tp.clone(),
-                            Following {
-                                partition: Arc::clone(&partition),
-                                leader_epoch: state.leader_epoch,
-                            },
-                        );
+                if state.leader >= 0 && state.leader != self.node_id {
+                    followed.push((
+                        state.leader,
+                        tp.clone(),
+                        Following {
+                            partition: Arc::clone(&partition),
+                            leader_epoch: state.leader_epoch,
+                        },
+                    ));
                 }
                 seen.insert(tp, partition);
             }
         }
-        *self.partitions.write() = seen;
-        self.fetchers.assign(wanted);
+        match scope {
+            Scope::Everything => *self.partitions.write() = seen,
+            Scope::Topics(_) => {
+                let mut partitions = self.partitions.write();
+                partitions.retain(|tp, _| !scope.covers(&tp.topic));
+                partitions.extend(seen);
+            }
+        }
+        let mut wanted = self.wanted.lock();
+        match scope {
+            Scope::Everything => wanted.clear(),
+            Scope::Topics(_) => {
+                for (_, assignment) in wanted.values_mut() {
+                    assignment.retain(|tp, _| !scope.covers(&tp.topic));
+                }
+            }
+        }
+        for (leader, tp, following) in followed {
+            // A leader the image does not know (yet) has no address to fetch from.
+            let Some(broker) = image.brokers.get(&leader) else {
+                continue;
+            };
+            wanted
+                .entry(leader)
+                .or_insert_with(|| (broker.endpoint.clone(), BTreeMap::new()))
+                .1
+                .insert(tp, following);
+        }
+        wanted.retain(|_, (_, assignment)| !assignment.is_empty());
+        self.fetchers.assign(&wanted);
     }
 
     /// The partition of a hosted log (its `Partition` is made once, when first seen).

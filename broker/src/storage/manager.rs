@@ -184,19 +184,26 @@ impl LogManager {
             return Err(LogManagerError::AlreadyExists(topic_partition));
         }
         let preferred = self.preferred_dirs.lock().remove(&topic_partition);
-        let dir = self
-            .dirs
-            .iter()
-            .filter(|d| !d.is_offline())
-            .min_by_key(|d| {
-                let asked = preferred.as_deref() == Some(d.path());
-                let held = logs
-                    .values()
-                    .filter(|l| l.dir().starts_with(d.path()))
-                    .count();
-                (!asked, held)
-            })
-            .ok_or(LogManagerError::AllDirsOffline)?;
+        let online: Vec<&Arc<LogDirHealth>> =
+            self.dirs.iter().filter(|d| !d.is_offline()).collect();
+        // Counting what each directory holds walks every log: only worth it with a choice
+        // to make (with one directory, creating N partitions would cost N² for nothing).
+        let dir = match online.as_slice() {
+            [] => return Err(LogManagerError::AllDirsOffline),
+            [only] => *only,
+            several => several
+                .iter()
+                .copied()
+                .min_by_key(|d| {
+                    let asked = preferred.as_deref() == Some(d.path());
+                    let held = logs
+                        .values()
+                        .filter(|l| l.dir().starts_with(d.path()))
+                        .count();
+                    (!asked, held)
+                })
+                .ok_or(LogManagerError::AllDirsOffline)?,
+        };
         let log = Arc::new(Log::create(
             dir.path(),
             topic_partition.clone(),

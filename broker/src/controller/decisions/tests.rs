@@ -134,7 +134,7 @@ fn topics_are_placed_on_live_brokers_and_refused_beyond_them() {
         panic!("no topic");
     };
     assert_eq!(topic.partition_count(), 6);
-    assert_eq!(cluster.image.topics["t"], topic);
+    assert_eq!(*cluster.image.topics["t"], topic);
     let leaders: BTreeSet<i32> = topic.partitions.iter().map(|p| p.leader).collect();
     assert_eq!(leaders, BTreeSet::from([1, 2, 3]));
     assert_eq!(
