@@ -319,6 +319,81 @@ fn negative_or_absurd_topic_settings_are_refused() {
     broker.assert_serving_and_intact();
 }
 
+#[test]
+fn one_create_topics_request_answers_each_topic_on_its_own() {
+    let mut broker = BrokerProcess::start_with_known_records(&[]);
+    let mut client = broker.client();
+    assert_eq!(
+        client.create_topics(vec![topic("exists", 1)]).topics[0].error_code,
+        0
+    );
+    let mut request: Vec<_> = (0..40).map(|i| topic(&format!("many-{i}"), 2)).collect();
+    request.insert(3, topic("exists", 1));
+    request.insert(7, topic("bad partitions", 1));
+    request.insert(11, topic("zero", 0));
+    request.insert(15, topic("twice", 1));
+    request.insert(19, topic("twice", 3));
+    let created = client.create_topics(request);
+    let code = |name: &str| -> Vec<i16> {
+        created
+            .topics
+            .iter()
+            .filter(|t| t.name.0.as_str() == name)
+            .map(|t| t.error_code)
+            .collect()
+    };
+    assert_eq!(code("exists"), [ResponseError::TopicAlreadyExists.code()]);
+    assert_eq!(
+        code("bad partitions"),
+        [ResponseError::InvalidTopicException.code()]
+    );
+    assert_eq!(code("zero"), [ResponseError::InvalidPartitions.code()]);
+    // Kafka: one result for a name given twice.
+    assert_eq!(code("twice"), [ResponseError::InvalidRequest.code()]);
+    let mut ids = std::collections::HashSet::new();
+    for i in 0..40 {
+        let name = format!("many-{i}");
+        assert_eq!(code(&name), [0], "{name}");
+        let result = created
+            .topics
+            .iter()
+            .find(|t| t.name.0.as_str() == name)
+            .unwrap();
+        assert_eq!(result.num_partitions, 2);
+        assert!(ids.insert(result.topic_id), "{name} has an id of its own");
+    }
+    let metadata = client.request::<_, MetadataResponse>(
+        ApiKey::Metadata,
+        METADATA_VERSION,
+        &MetadataRequest::default().with_topics(None),
+    );
+    let mut listed: Vec<String> = metadata
+        .topics
+        .iter()
+        .filter(|t| t.error_code == 0 && t.partitions.len() == 2)
+        .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+        .collect();
+    listed.sort();
+    let mut wanted: Vec<String> = (0..40).map(|i| format!("many-{i}")).collect();
+    wanted.sort();
+    assert_eq!(
+        listed, wanted,
+        "every good topic exists with its partitions, no other"
+    );
+    assert!(
+        !metadata
+            .topics
+            .iter()
+            .any(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "twice"))
+    );
+    // Every partition of them takes records at once (its log exists and it is led here).
+    for i in [0, 39] {
+        let response = client.produce(&format!("many-{i}"), 1, batch_of_size(100));
+        assert_eq!(partition_error(&response), 0);
+    }
+    broker.assert_serving_and_intact();
+}
+
 // ---------------------------------------------------------------------------------------
 // APIs and versions the broker does not serve
 

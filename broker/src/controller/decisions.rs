@@ -109,6 +109,13 @@ pub enum ControllerCommand {
         #[serde(default)]
         assignments: Vec<Vec<i32>>,
     },
+    /// CreateTopics with several topics: decided together and committed as one batch (as
+    /// Kafka's controller does), so a request of N topics costs one quorum round, not N.
+    /// Each topic succeeds or fails on its own.
+    CreateTopics {
+        topics: Vec<TopicToCreate>,
+        validate_only: bool,
+    },
     DeleteTopic {
         name: String,
     },
@@ -185,11 +192,24 @@ pub enum ControllerCommand {
     },
 }
 
+/// One topic of [`ControllerCommand::CreateTopics`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopicToCreate {
+    pub name: String,
+    pub partitions: i32,
+    pub replication_factor: i16,
+    pub configs: BTreeMap<String, String>,
+    /// A manual replica assignment per partition; empty: placed by the controller.
+    pub assignments: Vec<Vec<i32>>,
+}
+
 /// What a command produced, for the caller's response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum CommandOutcome {
     Done,
     Topic(TopicImage),
+    /// Each topic of a CreateTopics, in the command's order.
+    Topics(Vec<Result<TopicImage, ControllerError>>),
     TopicDeleted(Uuid),
     ProducerIds {
         first: i64,
@@ -252,6 +272,10 @@ pub fn decide(
             },
             *validate_only,
         ),
+        ControllerCommand::CreateTopics {
+            topics,
+            validate_only,
+        } => Ok(create_topics(image, inputs, topics, *validate_only)),
         ControllerCommand::DeleteTopic { name } => {
             let topic = known_topic(image, name)?;
             Ok((
@@ -552,6 +576,63 @@ fn new_partition(replicas: Vec<i32>) -> PartitionState {
         partition_epoch: 0,
         ..Default::default()
     }
+}
+
+/// Decides each topic against the image as the topics before it in the batch leave it
+/// (a name twice: the second already exists), with its own id and placement start.
+fn create_topics(
+    image: &ClusterImage,
+    inputs: &DecisionInputs<'_>,
+    topics: &[TopicToCreate],
+    validate_only: bool,
+) -> (Vec<MetadataRecord>, CommandOutcome) {
+    let mut scratch = image.clone();
+    let mut records = Vec::new();
+    let mut outcomes = Vec::with_capacity(topics.len());
+    let mut created_so_far = 0;
+    for (index, topic) in topics.iter().enumerate() {
+        // Distinct ids by flipping low bits of the random one (the version and variant
+        // bits of a v4 id are in the middle); leaders of successive topics start on
+        // successive brokers, as separate requests would spread them.
+        let topic_inputs = DecisionInputs {
+            new_topic_id: Uuid::from_u128(inputs.new_topic_id.as_u128() ^ index as u128),
+            placement_start: inputs.placement_start.wrapping_add(created_so_far),
+            ..inputs.clone()
+        };
+        let decided = create_topic(
+            &scratch,
+            &topic_inputs,
+            NewTopic {
+                name: &topic.name,
+                partitions: topic.partitions,
+                replication_factor: topic.replication_factor,
+                configs: &topic.configs,
+                assignments: &topic.assignments,
+            },
+            validate_only,
+        );
+        outcomes.push(match decided {
+            Ok((decided_records, CommandOutcome::Topic(created))) => {
+                if validate_only {
+                    // Later topics of the batch see this one, as they would after it.
+                    scratch
+                        .topics
+                        .insert(created.name.clone(), Arc::new(created.clone()));
+                }
+                for record in &decided_records {
+                    scratch.apply(record);
+                }
+                records.extend(decided_records);
+                created_so_far += 1;
+                Ok(created)
+            }
+            Ok((_, other)) => Err(ControllerError::InvalidRequest(format!(
+                "unexpected outcome of a topic creation: {other:?}"
+            ))),
+            Err(error) => Err(error),
+        });
+    }
+    (records, CommandOutcome::Topics(outcomes))
 }
 
 /// What CreateTopic asks for.

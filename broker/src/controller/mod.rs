@@ -50,7 +50,7 @@ use uuid::Uuid;
 
 pub use decisions::{
     CommandOutcome, ControllerCommand, ControllerError, ElectionType, MAX_PARTITIONS,
-    MAX_TOPIC_NAME_LENGTH, PartitionOutcome, Reassignment, validate_topic_name,
+    MAX_TOPIC_NAME_LENGTH, PartitionOutcome, Reassignment, TopicToCreate, validate_topic_name,
 };
 
 use active::ActiveController;
@@ -571,6 +571,35 @@ impl Controller {
                     );
                 }
                 Ok(topic)
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// CreateTopics: every topic in one decision and one committed batch. The outer error
+    /// (no controller, no quorum) is every topic's; otherwise each has its own result.
+    pub async fn create_topics(
+        &self,
+        topics: Vec<TopicToCreate>,
+        validate_only: bool,
+    ) -> Result<Vec<Result<TopicImage, ControllerError>>, ControllerError> {
+        let command = ControllerCommand::CreateTopics {
+            topics,
+            validate_only,
+        };
+        match self.execute(command).await? {
+            CommandOutcome::Topics(outcomes) => {
+                if !validate_only {
+                    for topic in outcomes.iter().flatten() {
+                        tracing::info!(
+                            topic = topic.name,
+                            partitions = topic.partition_count(),
+                            replication_factor = topic.replication_factor,
+                            "Created topic"
+                        );
+                    }
+                }
+                Ok(outcomes)
             }
             other => Err(unexpected(other)),
         }

@@ -795,3 +795,69 @@ fn leader_balance_moves_leadership_only_for_brokers_over_the_imbalance_threshold
     assert_eq!(cluster.image.topics["t"].partitions[0].leader, 1);
     cluster.check();
 }
+
+#[test]
+fn a_batch_of_topics_is_one_decision_each_topic_on_its_own() {
+    let mut cluster = Cluster::new(3);
+    cluster.run(create("old", 1, 1)).unwrap();
+    let spec = |name: &str, partitions: i32| TopicToCreate {
+        name: name.into(),
+        partitions,
+        replication_factor: 1,
+        configs: BTreeMap::new(),
+        assignments: Vec::new(),
+    };
+    let topics = vec![
+        spec("a", 1),
+        spec("old", 1),
+        spec("b", 1),
+        spec("b", 1),
+        spec("c", 0),
+        spec("d", 1),
+    ];
+    let validated = cluster
+        .run(ControllerCommand::CreateTopics {
+            topics: topics.clone(),
+            validate_only: true,
+        })
+        .unwrap();
+    assert!(
+        !cluster.image.topics.contains_key("a"),
+        "validate_only creates nothing"
+    );
+    let CommandOutcome::Topics(outcomes) = cluster
+        .run(ControllerCommand::CreateTopics {
+            topics,
+            validate_only: false,
+        })
+        .unwrap()
+    else {
+        panic!("no per-topic outcomes");
+    };
+    assert_eq!(validated, CommandOutcome::Topics(outcomes.clone()));
+    let errors: Vec<Option<ControllerError>> =
+        outcomes.iter().map(|o| o.as_ref().err().cloned()).collect();
+    assert!(errors[0].is_none() && errors[2].is_none() && errors[5].is_none());
+    assert_eq!(
+        errors[1],
+        Some(ControllerError::TopicAlreadyExists("old".into()))
+    );
+    assert_eq!(
+        errors[3],
+        Some(ControllerError::TopicAlreadyExists("b".into()))
+    );
+    assert!(matches!(
+        errors[4],
+        Some(ControllerError::InvalidPartitions { .. })
+    ));
+    // Distinct ids, and single-partition topics of one batch led by different brokers.
+    let created: Vec<&TopicImage> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
+    let ids: BTreeSet<Uuid> = created.iter().map(|t| t.topic_id).collect();
+    assert_eq!(ids.len(), 3);
+    let leaders: BTreeSet<i32> = created.iter().map(|t| t.partitions[0].leader).collect();
+    assert_eq!(leaders.len(), 3, "{created:?}");
+    for topic in created {
+        assert_eq!(*cluster.image.topics[&topic.name], *topic);
+    }
+    cluster.check();
+}
