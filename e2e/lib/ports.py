@@ -5,9 +5,10 @@ Why not "bind to port 0, read it, release it": such a port is in the kernel's ep
 (32768-60999), so between the release and the server's own bind, any outgoing connection on
 the machine (a client, Kafka's JVM, the API server) can take it as its local end; CI runs lost
 suites to "Address already in use" that way. Ports handed out here are below that range, from
-a block no suite uses as fixed ports (the Rust testkit takes 11000-18999, fixed suite ports are
-21092-25192 and 28192-30394), and they come from a counter kept in a file under a lock, so two
-callers (two shell commands of one suite, say) never get the same port before either binds it.
+a block nothing else uses (the Rust testkit takes 11000-18999, e2e/bench/scale 19092-19699,
+fixed suite ports are 21092-25192 and 28192-30394), and they come from a counter kept in a
+file under a lock, so two callers (two shell commands of one suite, say) never get the same
+port before either binds it.
 """
 
 import fcntl
