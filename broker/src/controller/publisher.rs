@@ -31,6 +31,8 @@ pub struct Publisher {
     reported_strays: BTreeSet<TopicPartition>,
     applied_once: bool,
     caught_up_before: bool,
+    /// Topics with a log this broker failed to create, looked at again with the next image.
+    failed_topics: BTreeSet<String>,
 }
 
 impl Publisher {
@@ -51,6 +53,7 @@ impl Publisher {
                 reported_strays: BTreeSet::new(),
                 applied_once: false,
                 caught_up_before: false,
+                failed_topics: BTreeSet::new(),
             },
             receiver,
         )
@@ -131,11 +134,17 @@ impl Publisher {
         // log, so only when the answer can change: at the first image and when this broker
         // becomes caught up.
         let look_for_strays = !self.applied_once || caught_up != self.caught_up_before;
-        let scope = if look_for_strays {
-            Scope::Everything
-        } else {
-            Scope::between(previous, image)
+        let scope = match Scope::between(previous, image) {
+            _ if look_for_strays => Scope::Everything,
+            Scope::Everything => Scope::Everything,
+            // A log that could not be created (a full disk, no file descriptors) is tried
+            // again with every image, as before its topic was last changed.
+            Scope::Topics(mut topics) => {
+                topics.append(&mut self.failed_topics);
+                Scope::Topics(topics)
+            }
         };
+        self.failed_topics.clear();
         let hosted = self.hosted(image, &scope);
         let hosted_before = self.hosted(previous, &scope);
         // A dynamic broker config can change the defaults of every topic.
@@ -165,6 +174,7 @@ impl Publisher {
                         .create(tp.clone(), self.config_for(image, &tp.topic))
                     {
                         tracing::error!(topic_partition = %tp, %error, "Cannot create a partition log");
+                        self.failed_topics.insert(tp.topic.clone());
                     }
                 }
             }

@@ -91,6 +91,13 @@ impl PartitionCheckpoint {
 
 /// Writes `bytes` to `path` through a synced temporary file and a rename.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+    write_replacing(path, bytes, true)
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename; with `sync`, the
+/// temporary file reaches the disk before the rename. Without it a crash may leave the
+/// old content or a torn new one: only for files nothing of Oxbow's reads back.
+pub fn write_replacing(path: &Path, bytes: &[u8], sync: bool) -> Result<(), CheckpointError> {
     let temporary = path.with_extension("tmp");
     let fail = |source| CheckpointError::Write {
         path: path.to_path_buf(),
@@ -98,7 +105,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError
     };
     let mut file = std::fs::File::create(&temporary).map_err(fail)?;
     file.write_all(bytes).map_err(fail)?;
-    file.sync_all().map_err(fail)?;
+    if sync {
+        file.sync_all().map_err(fail)?;
+    }
     std::fs::rename(&temporary, path).map_err(fail)?;
     Ok(())
 }

@@ -7,10 +7,14 @@
 //! atomically on every change. At load the cache is rebuilt from the batch headers of
 //! the log (the batches carry their epochs), so it can never disagree with the data it
 //! describes; the file is what Kafka's tools and an operator reading the directory see.
+//! Since Oxbow never reads it back, it is written without an fsync: one per partition
+//! on every leadership change (10,000 of them when a broker takes over 10,000
+//! partitions) would make its durability the slowest part of a failover while
+//! protecting nothing.
 
 use std::path::Path;
 
-use super::checkpoint::{CheckpointError, write_atomically};
+use super::checkpoint::{CheckpointError, write_replacing};
 
 pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
 
@@ -100,9 +104,10 @@ impl LeaderEpochCache {
         for entry in &self.entries {
             text.push_str(&format!("{} {}\n", entry.epoch, entry.start_offset));
         }
-        write_atomically(
+        write_replacing(
             &partition_dir.join(LEADER_EPOCH_CHECKPOINT_FILE),
             text.as_bytes(),
+            false,
         )
     }
 }
