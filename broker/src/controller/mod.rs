@@ -576,33 +576,43 @@ impl Controller {
         }
     }
 
-    /// CreateTopics: every topic in one decision and one committed batch. The outer error
-    /// (no controller, no quorum) is every topic's; otherwise each has its own result.
+    /// CreateTopics: the topics in as few decisions and committed batches as keep each
+    /// batch within [`MAX_PARTITIONS`] partitions (the size of the largest single topic, so
+    /// no metadata entry is bigger than one topic's could always be). The outer error (no
+    /// controller, no quorum) is that of every topic not yet decided; otherwise each topic
+    /// has its own result.
     pub async fn create_topics(
         &self,
         topics: Vec<TopicToCreate>,
         validate_only: bool,
     ) -> Result<Vec<Result<TopicImage, ControllerError>>, ControllerError> {
-        let command = ControllerCommand::CreateTopics {
-            topics,
-            validate_only,
-        };
-        match self.execute(command).await? {
-            CommandOutcome::Topics(outcomes) => {
-                if !validate_only {
-                    for topic in outcomes.iter().flatten() {
-                        tracing::info!(
-                            topic = topic.name,
-                            partitions = topic.partition_count(),
-                            replication_factor = topic.replication_factor,
-                            "Created topic"
-                        );
-                    }
+        let mut outcomes = Vec::with_capacity(topics.len());
+        for chunk in partition_bounded_chunks(topics, MAX_PARTITIONS) {
+            let asked = chunk.len();
+            let command = ControllerCommand::CreateTopics {
+                topics: chunk,
+                validate_only,
+            };
+            let decided = match self.execute(command).await {
+                Ok(CommandOutcome::Topics(decided)) if decided.len() == asked => decided,
+                Ok(other) => vec![Err(unexpected(other)); asked],
+                // Nothing decided yet: the caller answers every topic with the error.
+                Err(error) if outcomes.is_empty() => return Err(error),
+                Err(error) => vec![Err(error); asked],
+            };
+            if !validate_only {
+                for topic in decided.iter().flatten() {
+                    tracing::info!(
+                        topic = topic.name,
+                        partitions = topic.partition_count(),
+                        replication_factor = topic.replication_factor,
+                        "Created topic"
+                    );
                 }
-                Ok(outcomes)
             }
-            other => Err(unexpected(other)),
+            outcomes.extend(decided);
         }
+        Ok(outcomes)
     }
 
     pub async fn delete_topic(&self, name: &str) -> Result<Uuid, ControllerError> {
@@ -773,6 +783,68 @@ impl Controller {
     }
 }
 
+/// `topics` in order, cut into runs of at most `limit` partitions in all (a topic asking for
+/// more than `limit` goes alone; the controller refuses it).
+fn partition_bounded_chunks(topics: Vec<TopicToCreate>, limit: i32) -> Vec<Vec<TopicToCreate>> {
+    let mut chunks: Vec<Vec<TopicToCreate>> = Vec::new();
+    let mut in_last = 0i64;
+    for topic in topics {
+        let size = i64::from(topic.partitions.max(topic.assignments.len() as i32).max(1));
+        match chunks.last_mut() {
+            Some(last) if in_last + size <= i64::from(limit) => {
+                in_last += size;
+                last.push(topic);
+            }
+            _ => {
+                in_last = size;
+                chunks.push(vec![topic]);
+            }
+        }
+    }
+    chunks
+}
+
 fn unexpected(outcome: CommandOutcome) -> ControllerError {
     ControllerError::Quorum(format!("unexpected controller answer {outcome:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(name: &str, partitions: i32) -> TopicToCreate {
+        TopicToCreate {
+            name: name.into(),
+            partitions,
+            replication_factor: 1,
+            configs: BTreeMap::new(),
+            assignments: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn create_topics_batches_stay_within_the_partition_bound_in_order() {
+        let names = |chunks: &[Vec<TopicToCreate>]| -> Vec<Vec<String>> {
+            chunks
+                .iter()
+                .map(|c| c.iter().map(|t| t.name.clone()).collect())
+                .collect()
+        };
+        let chunks = partition_bounded_chunks(
+            vec![
+                topic("a", 6),
+                topic("b", 4),
+                topic("c", 1),
+                topic("huge", 50),
+                topic("d", -3),
+                topic("e", 9),
+            ],
+            10,
+        );
+        assert_eq!(
+            names(&chunks),
+            [vec!["a", "b"], vec!["c"], vec!["huge"], vec!["d", "e"]]
+        );
+        assert!(partition_bounded_chunks(Vec::new(), 10).is_empty());
+    }
 }

@@ -112,6 +112,9 @@ pub enum RpcError {
     Timeout { address: String, timeout: Duration },
     #[error("bad frame from {address}: {reason}")]
     Frame { address: String, reason: String },
+    /// The request would be a frame over [`MAX_FRAME_BYTES`]; nothing was sent.
+    #[error("a request of {bytes} bytes to controller {address} is over the frame limit")]
+    TooLarge { address: String, bytes: usize },
 }
 
 /// Reads one frame's message; `None` at a clean end of stream.
@@ -243,7 +246,13 @@ impl RpcConnection {
         };
         write_frame(stream.get_mut(), request)
             .await
-            .map_err(frame_error)?;
+            .map_err(|error| match error {
+                FrameError::Size(bytes) => RpcError::TooLarge {
+                    address: address.clone(),
+                    bytes,
+                },
+                other => frame_error(other),
+            })?;
         read_frame(stream)
             .await
             .map_err(frame_error)?

@@ -6,7 +6,8 @@ use tokio::time::Instant;
 
 use openraft::BasicNode;
 use openraft::error::{
-    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError,
+    Unreachable,
 };
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -15,7 +16,9 @@ use openraft::raft::{
 };
 
 use super::MetadataRaft;
-use crate::controller::rpc::{RpcBody, RpcConnection, RpcError, RpcReply, RpcRequest};
+use crate::controller::rpc::{
+    MAX_FRAME_BYTES, RpcBody, RpcConnection, RpcError, RpcReply, RpcRequest,
+};
 
 /// Who this node says it is in every request.
 #[derive(Debug, Clone)]
@@ -43,7 +46,7 @@ impl PeersDown {
                     | std::io::ErrorKind::UnexpectedEof
                     | std::io::ErrorKind::BrokenPipe
             ),
-            RpcError::Timeout { .. } | RpcError::Frame { .. } => false,
+            RpcError::Timeout { .. } | RpcError::Frame { .. } | RpcError::TooLarge { .. } => false,
         };
         if let (true, Ok(peer)) = (gone, i32::try_from(peer)) {
             let now = Instant::now();
@@ -94,11 +97,7 @@ pub struct PeerNetwork {
 type Failure<E> = RPCError<u64, BasicNode, RaftError<u64, E>>;
 
 impl PeerNetwork {
-    async fn send<E: std::error::Error>(
-        &mut self,
-        body: RpcBody,
-        option: &RPCOption,
-    ) -> Result<RpcReply, Failure<E>> {
+    async fn call(&mut self, body: RpcBody, option: &RPCOption) -> Result<RpcReply, RpcError> {
         let request = RpcRequest {
             cluster_id: self.sender.cluster_id.read().clone(),
             from_node: self.sender.node_id,
@@ -109,14 +108,15 @@ impl PeerNetwork {
             Ok(_) => self.sender.peers_down.answered(self.target),
             Err(error) => self.sender.peers_down.record(self.target, error),
         }
-        match result {
-            Ok(reply) => Ok(reply),
-            // Unreachable makes openraft back off before retrying this peer.
-            Err(error @ (RpcError::Connect { .. } | RpcError::Timeout { .. })) => {
-                Err(RPCError::Unreachable(Unreachable::new(&error)))
-            }
-            Err(error) => Err(RPCError::Network(NetworkError::new(&error))),
-        }
+        result
+    }
+
+    async fn send<E: std::error::Error>(
+        &mut self,
+        body: RpcBody,
+        option: &RPCOption,
+    ) -> Result<RpcReply, Failure<E>> {
+        self.call(body, option).await.map_err(failure)
     }
 
     fn unexpected<E: std::error::Error>(&self, reply: RpcReply) -> Failure<E> {
@@ -129,17 +129,56 @@ impl PeerNetwork {
     }
 }
 
+/// openraft's view of a failed call.
+fn failure<E: std::error::Error>(error: RpcError) -> Failure<E> {
+    match error {
+        // Unreachable makes openraft back off before retrying this peer.
+        error @ (RpcError::Connect { .. } | RpcError::Timeout { .. }) => {
+            RPCError::Unreachable(Unreachable::new(&error))
+        }
+        error => RPCError::Network(NetworkError::new(&error)),
+    }
+}
+
+/// How many of `entries` entries that made a request of `bytes` bytes fit in half a frame
+/// (entries differ in size, so aim well under the limit); at least one.
+fn entries_that_fit(entries: u64, bytes: usize) -> u64 {
+    let half_frame = (MAX_FRAME_BYTES / 2) as u128;
+    let fit = u128::from(entries) * half_frame / (bytes.max(1) as u128);
+    u64::try_from(fit)
+        .unwrap_or(u64::MAX)
+        .clamp(1, entries.saturating_sub(1).max(1))
+}
+
 impl RaftNetwork<MetadataRaft> for PeerNetwork {
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<MetadataRaft>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
-        match self.send(RpcBody::AppendEntries(rpc), &option).await? {
-            RpcReply::AppendEntries(result) => {
+        let entries = rpc.entries.len() as u64;
+        match self.call(RpcBody::AppendEntries(rpc), &option).await {
+            Ok(RpcReply::AppendEntries(result)) => {
                 result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
             }
-            other => Err(self.unexpected(other)),
+            Ok(other) => Err(self.unexpected(other)),
+            // openraft sends up to 300 entries per request: when they do not fit in a frame
+            // it retries at once with at most the hinted number (one entry always goes; an
+            // entry is at most one command's records, which commands keep well under a frame).
+            Err(RpcError::TooLarge { bytes, .. }) if entries > 1 => {
+                let fit = entries_that_fit(entries, bytes);
+                tracing::info!(
+                    peer = self.target,
+                    entries,
+                    bytes,
+                    fit,
+                    "Raft entries too large for one request; sending fewer"
+                );
+                Err(RPCError::PayloadTooLarge(
+                    PayloadTooLarge::new_entries_hint(fit),
+                ))
+            }
+            Err(error) => Err(failure(error)),
         }
     }
 
@@ -167,5 +206,21 @@ impl RaftNetwork<MetadataRaft> for PeerNetwork {
             }
             other => Err(self.unexpected(other)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn too_many_entries_are_cut_to_what_fits_in_half_a_frame() {
+        // 300 entries of 1 MiB: 32 fit in half of a 64 MiB frame.
+        assert_eq!(entries_that_fit(300, 300 << 20), 32);
+        // Barely over: about half.
+        assert_eq!(entries_that_fit(10, MAX_FRAME_BYTES + 1), 4);
+        // Always fewer than sent, never none.
+        assert_eq!(entries_that_fit(2, usize::MAX), 1);
+        assert_eq!(entries_that_fit(5, 1), 4);
     }
 }
