@@ -44,7 +44,7 @@ impl Api for CreateTopicsApi {
                 .topics
                 .iter()
                 .map(|topic| {
-                    if names[topic.name.0.as_str()] > 1 {
+                    if names.get(topic.name.0.as_str()).is_some_and(|n| *n > 1) {
                         // Kafka refuses a name given twice, with one result for it.
                         return Err(ControllerError::InvalidRequest(
                             "Duplicate topic name.".into(),
@@ -57,16 +57,17 @@ impl Api for CreateTopicsApi {
                 .iter()
                 .filter_map(|c| c.as_ref().ok().cloned())
                 .collect();
-            let mut decided = if wanted.is_empty() {
+            let asked = wanted.len();
+            let mut decided = if asked == 0 {
                 Vec::new()
             } else {
                 match broker
                     .controller
-                    .create_topics(wanted.clone(), request.validate_only)
+                    .create_topics(wanted, request.validate_only)
                     .await
                 {
                     Ok(outcomes) => outcomes,
-                    Err(error) => vec![Err(error); wanted.len()],
+                    Err(error) => vec![Err(error); asked],
                 }
             }
             .into_iter();

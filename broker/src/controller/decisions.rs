@@ -98,6 +98,8 @@ impl From<crate::storage::LogConfigError> for ControllerError {
 /// controller's own timers).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ControllerCommand {
+    /// One topic. Brokers of this version send [`Self::CreateTopics`]; this is still decided
+    /// for brokers of the previous version forwarding it during a rolling upgrade.
     CreateTopic {
         name: String,
         partitions: i32,

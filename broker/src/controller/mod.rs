@@ -522,6 +522,7 @@ impl Controller {
         Ok(reply.outcome)
     }
 
+    /// One topic, placed by the controller (auto-creation, `__consumer_offsets`).
     pub async fn create_topic(
         &self,
         name: &str,
@@ -530,50 +531,17 @@ impl Controller {
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<TopicImage, ControllerError> {
-        self.create_topic_assigned(
-            name,
-            partitions,
-            replication_factor,
-            configs,
-            validate_only,
-            Vec::new(),
-        )
-        .await
-    }
-
-    /// CreateTopics with a manual replica assignment per partition (none: placed by
-    /// the controller).
-    pub async fn create_topic_assigned(
-        &self,
-        name: &str,
-        partitions: i32,
-        replication_factor: i16,
-        configs: BTreeMap<String, String>,
-        validate_only: bool,
-        assignments: Vec<Vec<i32>>,
-    ) -> Result<TopicImage, ControllerError> {
-        let command = ControllerCommand::CreateTopic {
+        let topic = TopicToCreate {
             name: name.to_string(),
             partitions,
             replication_factor,
             configs,
-            validate_only,
-            assignments,
+            assignments: Vec::new(),
         };
-        match self.execute(command).await? {
-            CommandOutcome::Topic(topic) => {
-                if !validate_only {
-                    tracing::info!(
-                        topic = name,
-                        partitions,
-                        replication_factor,
-                        "Created topic"
-                    );
-                }
-                Ok(topic)
-            }
-            other => Err(unexpected(other)),
-        }
+        self.create_topics(vec![topic], validate_only)
+            .await?
+            .pop()
+            .unwrap_or_else(|| Err(ControllerError::Quorum("no answer for the topic".into())))
     }
 
     /// CreateTopics: the topics in as few decisions and committed batches as keep each

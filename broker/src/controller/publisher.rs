@@ -277,28 +277,33 @@ mod tests {
     fn image(topics: &[(&str, &[&[i32]])]) -> ClusterImage {
         let mut image = ClusterImage::default();
         for (index, (name, partitions)) in topics.iter().enumerate() {
-            image.apply(&MetadataRecord::TopicCreated {
-                name: name.to_string(),
-                topic_id: uuid::Uuid::from_u128(index as u128 + 1),
-                replication_factor: 1,
-                configs: Default::default(),
-            });
-            for (partition, replicas) in partitions.iter().enumerate() {
-                image.apply(&MetadataRecord::PartitionCreated {
-                    topic: name.to_string(),
-                    partition: partition as i32,
-                    state: PartitionState {
-                        replicas: replicas.to_vec(),
-                        in_sync_replicas: vec![replicas[0]],
-                        leader: replicas[0],
-                        leader_epoch: 0,
-                        partition_epoch: 0,
-                        ..Default::default()
-                    },
-                });
-            }
+            add_topic(&mut image, name, index as u128 + 1, partitions);
         }
         image
+    }
+
+    /// Adds topic `name` with one partition per replica list, each led by its first replica.
+    fn add_topic(image: &mut ClusterImage, name: &str, id: u128, partitions: &[&[i32]]) {
+        image.apply(&MetadataRecord::TopicCreated {
+            name: name.to_string(),
+            topic_id: uuid::Uuid::from_u128(id),
+            replication_factor: 1,
+            configs: Default::default(),
+        });
+        for (partition, replicas) in partitions.iter().enumerate() {
+            image.apply(&MetadataRecord::PartitionCreated {
+                topic: name.to_string(),
+                partition: partition as i32,
+                state: PartitionState {
+                    replicas: replicas.to_vec(),
+                    in_sync_replicas: vec![replicas[0]],
+                    leader: replicas[0],
+                    leader_epoch: 0,
+                    partition_epoch: 0,
+                    ..Default::default()
+                },
+            });
+        }
     }
 
     #[tokio::test]
@@ -362,7 +367,7 @@ mod tests {
         publisher.apply(&second, &with_kept, true);
         assert!(logs.get(&kept).is_some() && replicas.partition(&kept).is_some());
         let mut third = with_kept.clone();
-        add_topic(&mut third, "n", 2, &[1, 3]);
+        add_topic(&mut third, "n", 102, &[&[1, 3]]);
         publisher.apply(&with_kept, &third, true);
         for tp in [kept.clone(), TopicPartition::new("n", 0)] {
             assert!(logs.get(&tp).is_some(), "{tp} has its log");
@@ -380,25 +385,6 @@ mod tests {
         assert!(logs.get(&kept).is_some() && replicas.partition(&kept).is_some());
     }
 
-    fn add_topic(image: &mut ClusterImage, name: &str, id: u128, replicas: &[i32]) {
-        image.apply(&MetadataRecord::TopicCreated {
-            name: name.to_string(),
-            topic_id: uuid::Uuid::from_u128(id + 100),
-            replication_factor: 1,
-            configs: Default::default(),
-        });
-        image.apply(&MetadataRecord::PartitionCreated {
-            topic: name.to_string(),
-            partition: 0,
-            state: PartitionState {
-                replicas: replicas.to_vec(),
-                in_sync_replicas: replicas.to_vec(),
-                leader: replicas[0],
-                ..Default::default()
-            },
-        });
-    }
-
     fn topic_scope(scope: Scope) -> Vec<String> {
         match scope {
             Scope::Topics(topics) => topics.into_iter().collect(),
@@ -410,7 +396,7 @@ mod tests {
     fn scope_names_only_the_topics_an_image_changed() {
         let first = image(&[("a", &[&[1]]), ("b", &[&[1]])]);
         let mut second = first.clone();
-        add_topic(&mut second, "c", 3, &[1]);
+        add_topic(&mut second, "c", 103, &[&[1]]);
         let mut moved = second.topics["b"].partitions[0].clone();
         moved.leader_epoch += 1;
         second.apply(&MetadataRecord::PartitionChanged {

@@ -91,35 +91,27 @@ impl PartitionCheckpoint {
 
 /// Writes `bytes` to `path` through a synced temporary file and a rename.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
-    write_replacing(path, bytes, true)
-}
-
-/// Writes `bytes` to `path` through a temporary file and a rename; with `sync`, the
-/// temporary file reaches the disk before the rename, so a crash leaves the old content or
-/// the new. Without `sync` the file is rewritten in place instead: no new inode per write
-/// (creating one is what costs on a file system full of recently deleted files, measured at
-/// 10,000 partitions), and a crash may leave it torn — only for files nothing of Oxbow's
-/// reads back.
-pub fn write_replacing(path: &Path, bytes: &[u8], sync: bool) -> Result<(), CheckpointError> {
+    let temporary = path.with_extension("tmp");
     let fail = |source| CheckpointError::Write {
         path: path.to_path_buf(),
         source,
     };
-    if !sync {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(fail)?;
-        return file.write_all(bytes).map_err(fail);
-    }
-    let temporary = path.with_extension("tmp");
     let mut file = std::fs::File::create(&temporary).map_err(fail)?;
     file.write_all(bytes).map_err(fail)?;
     file.sync_all().map_err(fail)?;
     std::fs::rename(&temporary, path).map_err(fail)?;
     Ok(())
+}
+
+/// Rewrites `path` in place with `bytes`, without an fsync: no new inode per write (creating
+/// one is what costs on a file system full of recently deleted files, measured at 10,000
+/// partitions), and a crash may leave it torn — only for files nothing of Oxbow's reads back.
+pub fn overwrite(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+    let fail = |source| CheckpointError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    std::fs::write(path, bytes).map_err(fail)
 }
 
 /// Whether the log directory was shut down cleanly; removes the marker so that a crash

@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use super::checkpoint::{CheckpointError, write_replacing};
+use super::checkpoint::{CheckpointError, overwrite};
 
 pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
 
@@ -104,10 +104,9 @@ impl LeaderEpochCache {
         for entry in &self.entries {
             text.push_str(&format!("{} {}\n", entry.epoch, entry.start_offset));
         }
-        write_replacing(
+        overwrite(
             &partition_dir.join(LEADER_EPOCH_CHECKPOINT_FILE),
             text.as_bytes(),
-            false,
         )
     }
 }
