@@ -11,8 +11,9 @@
 #   refuses while the API server does not answer -> against the e2e control plane's real
 #   kube-apiserver: ready, takes the Lease, reconciles a Cluster into a StatefulSet running
 #   the built images; its rack-init writes a node's zone.
-# Every wait is a bounded poll of a condition. Ports: 36092 (Kafka), 36644 (broker
-# metrics), 36080 (operator metrics), 36443 (an API server that never answers).
+# Every wait is a bounded poll of a condition. Ports (Kafka, broker metrics, operator metrics,
+# an API server that never answers) come from e2e/lib/free-port: fixed ones in the ephemeral
+# range collided with other sockets ("Address already in use" for the operator's metrics).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . e2e/lib/suite.sh
@@ -26,7 +27,7 @@ if ! command -v podman >/dev/null; then
   esac
 fi
 
-KAFKA_PORT=36092 METRICS_PORT=36644 OPERATOR_PORT=36080 STALL_PORT=36443
+read -r KAFKA_PORT METRICS_PORT OPERATOR_PORT STALL_PORT < <(e2e/lib/free-port 4)
 RUN_AS=65532:65532
 tag="oxbow-e2e-images-$$"
 broker="$tag-broker" operator="$tag-operator" volume="$tag-data"
