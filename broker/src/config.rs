@@ -69,6 +69,16 @@ pub const KEYS: &[KeySpec] = &[
         "Largest request frame; bigger frames close the connection.",
     ),
     key(
+        "socket.send.buffer.bytes",
+        "262144",
+        "SO_SNDBUF of client connections; -1 leaves the kernel's autotuning.",
+    ),
+    key(
+        "socket.receive.buffer.bytes",
+        "-1",
+        "SO_RCVBUF of client connections; -1 leaves the kernel's autotuning.",
+    ),
+    key(
         "connections.max.idle.ms",
         "600000",
         "Close connections idle for this long.",
@@ -463,6 +473,9 @@ pub struct BrokerConfig {
     pub default_replication_factor: i16,
     pub auto_create_topics: bool,
     pub socket_request_max_bytes: usize,
+    /// `SO_SNDBUF` / `SO_RCVBUF` of client connections; `None` keeps the kernel's autotuning.
+    pub socket_send_buffer_bytes: Option<usize>,
+    pub socket_receive_buffer_bytes: Option<usize>,
     pub connections_max_idle_ms: u64,
     pub max_connections: usize,
     pub fetch_session_slots: usize,
@@ -613,6 +626,17 @@ impl BrokerConfig {
                 .parse()
                 .map_err(|_| invalid(key, "expected true or false"))
         };
+        // Kafka's -1 means "the OS default"; 0 is no buffer at all, refused as Java refuses it.
+        let buffer_size = |key: &str| -> Result<Option<usize>, ConfigError> {
+            match int(key, -1, i64::from(i32::MAX))? {
+                -1 => Ok(None),
+                0 => Err(invalid(
+                    key,
+                    "must be -1 (the OS default) or a positive size",
+                )),
+                size => Ok(Some(size as usize)),
+            }
+        };
         let listener_text = get("listeners");
         let controller_names: Vec<String> = get("controller.listener.names")
             .split(',')
@@ -745,6 +769,8 @@ impl BrokerConfig {
             auto_create_topics: boolean("auto.create.topics.enable")?,
             socket_request_max_bytes: int("socket.request.max.bytes", 1024, i64::from(i32::MAX))?
                 as usize,
+            socket_send_buffer_bytes: buffer_size("socket.send.buffer.bytes")?,
+            socket_receive_buffer_bytes: buffer_size("socket.receive.buffer.bytes")?,
             connections_max_idle_ms: int("connections.max.idle.ms", 1, i64::MAX)? as u64,
             max_connections: int("max.connections", 1, 1_000_000)? as usize,
             fetch_session_slots: int("max.incremental.fetch.session.cache.slots", 0, 1_000_000)?
@@ -927,6 +953,33 @@ mod tests {
         );
         assert!(config.auto_create_topics);
         assert_eq!(config.log_defaults, LogConfig::default());
+    }
+
+    #[test]
+    fn socket_buffer_sizes_take_kafka_values() {
+        let load = |value: &str| {
+            BrokerConfig::load(
+                &[],
+                [],
+                &[
+                    format!("socket.send.buffer.bytes={value}"),
+                    format!("socket.receive.buffer.bytes={value}"),
+                ],
+            )
+        };
+        let defaults = BrokerConfig::load(&[], [], &[]).unwrap();
+        assert_eq!(defaults.socket_send_buffer_bytes, Some(262_144));
+        assert_eq!(defaults.socket_receive_buffer_bytes, None);
+        let os_default = load("-1").unwrap();
+        assert_eq!(os_default.socket_send_buffer_bytes, None);
+        assert_eq!(os_default.socket_receive_buffer_bytes, None);
+        let sized = load("102400").unwrap();
+        assert_eq!(sized.socket_send_buffer_bytes, Some(102_400));
+        assert_eq!(sized.socket_receive_buffer_bytes, Some(102_400));
+        for bad in ["0", "-2", "lots"] {
+            let error = load(bad).unwrap_err();
+            assert!(error.to_string().contains("socket."), "{bad}: {error}");
+        }
     }
 
     #[test]

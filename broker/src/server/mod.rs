@@ -36,6 +36,7 @@ pub async fn run(
     routes: Arc<Routes>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    size_socket_buffers(&listener, &state.config);
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -85,5 +86,43 @@ pub async fn run(
             "Connections still busy after the shutdown grace period; closing them"
         );
         connections.abort_all();
+    }
+}
+
+/// Applies `socket.send.buffer.bytes` / `socket.receive.buffer.bytes` to the listening socket:
+/// accepted connections inherit both, and the receive size is in place before the handshake
+/// fixes the window scale. A size the kernel refuses is logged; the connection still works.
+fn size_socket_buffers(listener: &TcpListener, config: &crate::config::BrokerConfig) {
+    let socket = socket2::SockRef::from(listener);
+    if let Some(size) = config.socket_send_buffer_bytes
+        && let Err(error) = socket.set_send_buffer_size(size)
+    {
+        tracing::warn!(%error, size, "Cannot set socket.send.buffer.bytes");
+    }
+    if let Some(size) = config.socket_receive_buffer_bytes
+        && let Err(error) = socket.set_recv_buffer_size(size)
+    {
+        tracing::warn!(%error, size, "Cannot set socket.receive.buffer.bytes");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn accepted_connections_get_the_configured_buffer_sizes() {
+        let mut config = crate::config::BrokerConfig::load(&[], [], &[]).unwrap();
+        config.socket_send_buffer_bytes = Some(96 * 1024);
+        config.socket_receive_buffer_bytes = Some(80 * 1024);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        size_socket_buffers(&listener, &config);
+        let address = listener.local_addr().unwrap();
+        let _client = tokio::net::TcpStream::connect(address).await.unwrap();
+        let (accepted, _) = listener.accept().await.unwrap();
+        let socket = socket2::SockRef::from(&accepted);
+        // Linux doubles the requested size for its own bookkeeping, and reports that.
+        assert_eq!(socket.send_buffer_size().unwrap(), 2 * 96 * 1024);
+        assert_eq!(socket.recv_buffer_size().unwrap(), 2 * 80 * 1024);
     }
 }

@@ -141,7 +141,9 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ),
     ("replica.lag.time.max.ms", ConfigType::Long),
     ("replica.selector.class", ConfigType::String),
+    ("socket.receive.buffer.bytes", ConfigType::Int),
     ("socket.request.max.bytes", ConfigType::Int),
+    ("socket.send.buffer.bytes", ConfigType::Int),
     ("unclean.leader.election.enable", ConfigType::Bool),
 ];
 
