@@ -23,6 +23,7 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::FetchRequest;
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::protocol::StrBytes;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
@@ -35,7 +36,9 @@ const FINAL_EPOCH: i32 = -1;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SessionKey {
     topic_id: Uuid,
-    topic: String,
+    /// A view into the request for lookups (no allocation per partition per fetch); the
+    /// keys a session keeps own their bytes (`detached`).
+    topic: TopicName,
     partition: i32,
 }
 
@@ -43,10 +46,24 @@ impl SessionKey {
     pub fn of(topic: &FetchTopic, partition: i32) -> Self {
         Self {
             topic_id: topic.topic_id,
-            topic: topic.topic.0.to_string(),
+            topic: topic.topic.clone(),
             partition,
         }
     }
+
+    /// The same key holding a copy of the name: a name decoded from a request shares that
+    /// request's buffer, which a session kept for minutes would otherwise keep alive whole.
+    fn detached(&self) -> Self {
+        Self {
+            topic_id: self.topic_id,
+            topic: detached_name(&self.topic),
+            partition: self.partition,
+        }
+    }
+}
+
+fn detached_name(name: &TopicName) -> TopicName {
+    TopicName(StrBytes::from_string(name.0.to_string()))
 }
 
 /// What a session remembers of one partition: the client's last fetch parameters and the
@@ -160,7 +177,7 @@ impl FetchSessions {
             for &partition in &forgotten.partitions {
                 let key = SessionKey {
                     topic_id: forgotten.topic_id,
-                    topic: forgotten.topic.0.to_string(),
+                    topic: forgotten.topic.clone(),
                     partition,
                 };
                 forgot |= session.partitions.remove(&key).is_some();
@@ -256,11 +273,13 @@ impl Session {
         match self.partitions.get_mut(&key) {
             Some(cached) => cached.fetch = fetch.clone(),
             None => {
+                let key = key.detached();
+                let topic_name = key.topic.clone();
                 self.order.push_back(key.clone());
                 self.partitions.insert(
                     key,
                     CachedPartition {
-                        topic: topic.topic.clone(),
+                        topic: topic_name,
                         topic_id: topic.topic_id,
                         fetch: fetch.clone(),
                         high_watermark: -1,

@@ -25,7 +25,7 @@ fn request(session_id: i32, epoch: i32, topics: Vec<FetchTopic>) -> FetchRequest
 fn key(name: &str, partition: i32) -> SessionKey {
     SessionKey {
         topic_id: Uuid::nil(),
-        topic: name.to_string(),
+        topic: TopicName(StrBytes::from_string(name.to_string())),
         partition,
     }
 }
@@ -212,4 +212,32 @@ fn full_fetches_close_sessions_and_the_least_recently_used_is_evicted() {
 fn epochs_wrap_past_the_full_fetch_markers() {
     assert_eq!(next_epoch(1), 2);
     assert_eq!(next_epoch(i32::MAX), 1);
+}
+
+#[test]
+fn sessions_keep_their_own_copy_of_topic_names() {
+    // A decoded request's names are views into its frame; a session must not pin the frame.
+    let frame = bytes::Bytes::from_static(b"....orders....");
+    let range = frame.as_ptr() as usize..frame.as_ptr() as usize + frame.len();
+    let name = StrBytes::from_utf8(frame.slice(4..10)).expect("ASCII");
+    let named = FetchTopic::default()
+        .with_topic(TopicName(name))
+        .with_partitions(vec![FetchPartition::default().with_partition(0)]);
+    let sessions = FetchSessions::new(10);
+    let id = open(&sessions, vec![named.clone()]);
+    let inner = sessions.inner.lock();
+    let session = &inner.sessions[&id];
+    let kept: Vec<usize> = session
+        .partitions
+        .iter()
+        .flat_map(|(key, cached)| [key.topic.as_ptr() as usize, cached.topic.as_ptr() as usize])
+        .chain(session.order.iter().map(|key| key.topic.as_ptr() as usize))
+        .collect();
+    assert_eq!(kept.len(), 3);
+    assert!(
+        kept.iter().all(|ptr| !range.contains(ptr)),
+        "{kept:?} in {range:?}"
+    );
+    // Lookups by a key viewing the request still find the partition.
+    assert!(session.partitions.contains_key(&SessionKey::of(&named, 0)));
 }
