@@ -1,7 +1,9 @@
-//! Delivery reports: a producer context that times every message from send to acknowledgement.
+//! Delivery reports: a producer context that counts every acknowledgement and times messages
+//! from send to acknowledgement.
 //!
 //! The per-message opaque is the send time as nanoseconds since the run's start `Instant`,
-//! so no allocation is made per message.
+//! so no allocation is made per message; `UNTIMED` marks a message sent without a time
+//! (produce mode times one message in `TIME_EVERY`).
 
 use std::time::{Duration, Instant};
 
@@ -22,9 +24,14 @@ pub struct DeliveryStats {
     pub last_ack: Duration,
 }
 
+/// The opaque of a message whose acknowledgement is counted but not timed.
+pub const UNTIMED: usize = usize::MAX;
+
 #[derive(Debug)]
 pub struct DeliveryContext {
     start: Instant,
+    /// Messages this producer will send: the report that completes them is timed as the last.
+    expected: u64,
     stats: Mutex<DeliveryStats>,
 }
 
@@ -32,6 +39,7 @@ impl DeliveryContext {
     pub fn new(start: Instant, expected: u64) -> Self {
         DeliveryContext {
             start,
+            expected,
             stats: Mutex::new(DeliveryStats {
                 latencies: Latencies::with_capacity(usize::try_from(expected).unwrap_or(0)),
                 ..DeliveryStats::default()
@@ -41,7 +49,7 @@ impl DeliveryContext {
 
     /// The opaque to attach to a message sent now.
     pub fn send_stamp(&self) -> usize {
-        usize::try_from(self.start.elapsed().as_nanos()).unwrap_or(usize::MAX)
+        usize::try_from(self.start.elapsed().as_nanos()).unwrap_or(UNTIMED - 1)
     }
 
     pub fn take_stats(&self) -> DeliveryStats {
@@ -55,14 +63,16 @@ impl ProducerContext for DeliveryContext {
     type DeliveryOpaque = usize;
 
     fn delivery(&self, result: &DeliveryResult<'_>, sent_at_nanos: usize) {
-        let now = self.start.elapsed();
-        let sent_at = Duration::from_nanos(u64::try_from(sent_at_nanos).unwrap_or(u64::MAX));
         let mut stats = self.stats.lock();
         match result {
             Ok(_) => {
                 stats.acknowledged += 1;
-                stats.latencies.record(now.saturating_sub(sent_at));
-                stats.last_ack = now;
+                if sent_at_nanos != UNTIMED {
+                    let sent_at = Duration::from_nanos(sent_at_nanos as u64);
+                    let now = self.start.elapsed();
+                    stats.latencies.record(now.saturating_sub(sent_at));
+                    stats.last_ack = now;
+                }
             }
             Err((error, _)) => {
                 stats.errors += 1;
@@ -70,6 +80,9 @@ impl ProducerContext for DeliveryContext {
                     stats.first_error = Some(error.to_string());
                 }
             }
+        }
+        if stats.acknowledged + stats.errors == self.expected {
+            stats.last_ack = self.start.elapsed();
         }
     }
 }
