@@ -29,7 +29,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
-use memmap2::{MmapOptions, MmapRaw};
+use memmap2::{Advice, MmapOptions, MmapRaw};
 use parking_lot::Mutex;
 
 const WORD: usize = 4;
@@ -126,14 +126,22 @@ impl<const WORDS: usize> MappedEntries<WORDS> {
         if bytes == 0 {
             return Ok(None);
         }
-        MmapOptions::new()
+        let map = MmapOptions::new()
             .len(bytes as usize)
             .map_raw(file)
-            .map(Some)
             .map_err(|source| IndexFileError::Map {
                 path: path.to_path_buf(),
                 source,
-            })
+            })?;
+        // Without this, the first touch of a page of the preallocated (sparse) tail reads
+        // around it: the kernel zero-fills a whole readahead window of holes per fault, and
+        // does so again whenever memory pressure drops those clean pages. Producing to
+        // 10,000 partitions spent 94% of the broker's CPU there. Index pages are touched
+        // one at a time (appends at the end, binary searches), so readahead never helps.
+        if let Err(error) = map.advise(Advice::Random) {
+            tracing::debug!(path = %path.display(), %error, "madvise(MADV_RANDOM) on an index refused");
+        }
+        Ok(Some(map))
     }
 
     pub fn path(&self) -> &Path {
@@ -336,6 +344,35 @@ mod tests {
             .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
             .filter(|target| target == path)
             .count()
+    }
+
+    /// The `VmFlags` line of this process's mapping of `path`, from /proc/self/smaps.
+    fn mapping_flags(path: &Path) -> Option<String> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let wanted = path.to_str().unwrap();
+        let mut in_mapping = false;
+        for line in smaps.lines() {
+            if line.ends_with(wanted) {
+                in_mapping = true;
+            } else if in_mapping && let Some(flags) = line.strip_prefix("VmFlags:") {
+                return Some(flags.trim().to_string());
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn an_index_mapping_is_advised_random_so_a_fault_reads_no_window_of_holes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000000.timeindex");
+        let entries = Entries::open(&path, 0, 1024 * 1024).unwrap();
+        entries.push(entry(0)).unwrap();
+        let flags = mapping_flags(&path).expect("the index is mapped");
+        // "rr": random read advised (MADV_RANDOM), so no read-around on faults.
+        assert!(
+            flags.split_whitespace().any(|flag| flag == "rr"),
+            "VmFlags of the index mapping: {flags}"
+        );
     }
 
     #[test]
