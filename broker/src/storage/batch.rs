@@ -178,9 +178,24 @@ impl BatchHeader {
     }
 }
 
+/// Where a batch comes from, which decides how its record count must match its offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOrigin {
+    /// As a producer wrote it: one record per offset, `record_count = last_offset_delta + 1`.
+    Producer,
+    /// From a log (a segment, or a leader's log fetched by a follower): compaction keeps a
+    /// batch's base offset and last offset delta and drops records from between them, so
+    /// `1 <= record_count <= last_offset_delta + 1`.
+    Log,
+}
+
 /// Validates one complete batch (exactly `bytes`): length, magic, size limit, CRC32C and
-/// record count. Returns the decoded header.
-pub fn validate_batch(bytes: &[u8], max_message_bytes: usize) -> Result<BatchHeader, BatchError> {
+/// record count for its origin. Returns the decoded header.
+pub fn validate_batch(
+    bytes: &[u8],
+    max_message_bytes: usize,
+    origin: BatchOrigin,
+) -> Result<BatchHeader, BatchError> {
     let header = BatchHeader::parse(bytes)?;
     let declared = i64::from(header.batch_length);
     let available = bytes.len() - LOG_OVERHEAD;
@@ -203,10 +218,13 @@ pub fn validate_batch(bytes: &[u8], max_message_bytes: usize) -> Result<BatchHea
             actual,
         });
     }
-    if header.record_count <= 0
-        || header.last_offset_delta < 0
-        || i64::from(header.record_count) != i64::from(header.last_offset_delta) + 1
-    {
+    let span = i64::from(header.last_offset_delta) + 1;
+    let count = i64::from(header.record_count);
+    let count_fits = match origin {
+        BatchOrigin::Producer => count == span,
+        BatchOrigin::Log => count <= span,
+    };
+    if header.record_count <= 0 || header.last_offset_delta < 0 || !count_fits {
         return Err(BatchError::RecordCountMismatch {
             record_count: header.record_count,
             last_offset_delta: header.last_offset_delta,
@@ -221,6 +239,7 @@ pub fn validate_batch(bytes: &[u8], max_message_bytes: usize) -> Result<BatchHea
 pub fn validate_record_set(
     records: &[u8],
     max_message_bytes: usize,
+    origin: BatchOrigin,
 ) -> Result<Vec<(usize, usize, BatchHeader)>, BatchError> {
     if records.is_empty() {
         return Err(BatchError::Empty);
@@ -244,7 +263,7 @@ pub fn validate_record_set(
         }
         let end = position + total as usize;
         let bytes = records.get(position..end).unwrap_or_default();
-        let header = validate_batch(bytes, max_message_bytes)?;
+        let header = validate_batch(bytes, max_message_bytes, origin)?;
         batches.push((position, end, header));
         position = end;
     }

@@ -3,9 +3,16 @@
 //! ```text
 //!   sealed segments ──► key → newest offset map ──► rewrite each sealed segment:
 //!       batch whose records all survive   → copied byte for byte
-//!       batch with some records dropped   → survivors re-encoded, same codec and producer
+//!       batch with some records dropped   → the same header (base offset, last offset
+//!                                           delta, timestamps, producer id/epoch/base
+//!                                           sequence, codec) around the survivors' bytes,
+//!                                           re-compressed; length, count and CRC anew
 //!       batch with nothing left           → dropped
 //! ```
+//!
+//! A record's offset and timestamp are deltas from its batch's header, so keeping the
+//! header keeps every survivor at its original offset without re-encoding a record; the
+//! batch's offset span then holds fewer records than offsets (`BatchOrigin::Log`).
 //!
 //! Only sealed segments are cleaned and only keys seen in them count (as in Kafka, the
 //! active segment is the head that the next pass picks up after a roll), and of those
@@ -25,12 +32,13 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
+use bytes::Bytes;
 
-use super::batch::BatchHeader;
+use super::batch::{BATCH_HEADER_SIZE, BatchHeader};
+use super::compression::{self, CODEC_NONE, MAX_DECOMPRESSED_BYTES};
 use super::log::{Log, LogError};
 use super::log_config::LogConfig;
+use super::record_section;
 use super::segment::{LogSegment, SegmentError};
 
 /// The cleaner's position in one log.
@@ -79,15 +87,18 @@ impl Log {
         let end = last.next_offset();
         let mut newest: HashMap<Bytes, u64> = HashMap::new();
         for segment in &cleanable {
-            for_each_batch(self, segment, |_, header, records| {
+            for_each_batch(self, segment, |_, header, section| {
                 if header.is_control() {
-                    return;
+                    return Ok(());
                 }
-                for record in records {
-                    if let Some(key) = &record.key {
-                        newest.insert(key.clone(), record.offset as u64);
+                for record in record_section::records(section, header.record_count) {
+                    let record = record.map_err(|e| e.to_string())?;
+                    if let Some(key) = record.key {
+                        let offset = header.base_offset + i64::from(record.offset_delta);
+                        newest.insert(Bytes::copy_from_slice(key), offset as u64);
                     }
                 }
+                Ok(())
             })?;
         }
         let tombstone_horizon = now.saturating_sub(config.delete_retention_ms);
@@ -169,42 +180,52 @@ impl Log {
     ) -> Result<Option<Arc<LogSegment>>, LogError> {
         let mut output = Vec::with_capacity(segment.size() as usize);
         let mut removed = 0u64;
-        let mut failure = None;
-        for_each_batch(self, segment, |raw, header, records| {
+        let config = self.config();
+        for_each_batch(self, segment, |raw, header, section| {
             if header.is_control() {
                 output.extend_from_slice(raw);
-                return;
+                return Ok(());
             }
-            let survivors: Vec<&Record> = records
-                .iter()
-                .filter(|record| match &record.key {
+            let mut survivors = Vec::with_capacity(section.len());
+            let (mut kept, mut kept_tombstone) = (0i32, false);
+            for record in record_section::records(section, header.record_count) {
+                let record = record.map_err(|e| e.to_string())?;
+                let keep = match record.key {
                     None => true,
                     Some(key) => {
-                        newest.get(key) == Some(&(record.offset as u64))
-                            && (record.value.is_some() || header.max_timestamp >= tombstone_horizon)
+                        let offset = (header.base_offset + i64::from(record.offset_delta)) as u64;
+                        newest.get(key) == Some(&offset)
+                            && (record.value_bytes.is_some()
+                                || header.max_timestamp >= tombstone_horizon)
                     }
-                })
-                .collect();
-            removed += (records.len() - survivors.len()) as u64;
-            if survivors.iter().any(|record| record.value.is_none()) {
+                };
+                if keep {
+                    survivors.extend_from_slice(record.raw);
+                    kept += 1;
+                    kept_tombstone |= record.key.is_some() && record.value_bytes.is_none();
+                }
+            }
+            removed += u64::from((header.record_count - kept).unsigned_abs());
+            if kept_tombstone {
                 let oldest = report.oldest_kept_tombstone_ms.get_or_insert(i64::MAX);
                 *oldest = (*oldest).min(header.max_timestamp);
             }
-            if survivors.len() == records.len() {
+            if kept == header.record_count {
                 output.extend_from_slice(raw);
-            } else if !survivors.is_empty()
-                && let Err(error) = encode_survivors(&mut output, header, &survivors)
-            {
-                failure = Some(error);
+            } else if kept > 0 {
+                let codec = header.compression_codec();
+                record_section::rebuild_batch(
+                    raw,
+                    &survivors,
+                    kept,
+                    codec,
+                    config.compression_level(codec),
+                    &mut output,
+                )
+                .map_err(|e| e.to_string())?;
             }
+            Ok(())
         })?;
-        if let Some(reason) = failure {
-            return Err(LogError::Decode {
-                topic_partition: self.topic_partition.clone(),
-                offset: segment.base_offset(),
-                reason,
-            });
-        }
         if removed == 0 {
             return Ok(None);
         }
@@ -249,16 +270,16 @@ impl Log {
     }
 }
 
-/// Calls `visit(raw bytes, header, records)` for every batch of a segment.
+/// Calls `visit(raw batch, header, records section inflated)` for every batch of a
+/// segment; a batch `visit` cannot read fails the pass with its reason.
 fn for_each_batch(
     log: &Log,
     segment: &LogSegment,
-    mut visit: impl FnMut(&[u8], &BatchHeader, &[Record]),
+    mut visit: impl FnMut(&[u8], &BatchHeader, &[u8]) -> Result<(), String>,
 ) -> Result<(), LogError> {
     let mut position = 0;
     while let Some(header) = segment.header_at(position).map_err(|e| log.fail(e))? {
         let size = header.total_size();
-        let records = log.decode_batch_at(segment, position, size)?;
         let raw = super::segment::FileRegion {
             file: Arc::clone(segment.file()),
             position,
@@ -272,55 +293,29 @@ fn for_each_batch(
                 source,
             })
         })?;
-        visit(&raw, &header, &records);
+        let body = raw.get(BATCH_HEADER_SIZE..).unwrap_or_default();
+        let codec = header.compression_codec();
+        let inflated;
+        let section = if codec == CODEC_NONE {
+            body
+        } else {
+            inflated =
+                compression::decompress(codec, body, MAX_DECOMPRESSED_BYTES).map_err(|error| {
+                    LogError::Decode {
+                        topic_partition: log.topic_partition.clone(),
+                        offset: header.base_offset.max(0) as u64,
+                        reason: error.to_string(),
+                    }
+                })?;
+            &inflated
+        };
+        visit(&raw, &header, section).map_err(|reason| LogError::Decode {
+            topic_partition: log.topic_partition.clone(),
+            offset: header.base_offset.max(0) as u64,
+            reason,
+        })?;
         position += size as u64;
     }
-    Ok(())
-}
-
-/// Re-encodes the surviving records of a batch with its codec and producer fields.
-fn encode_survivors(
-    output: &mut Vec<u8>,
-    header: &BatchHeader,
-    survivors: &[&Record],
-) -> Result<(), String> {
-    let compression = match header.compression_codec() {
-        1 => Compression::Gzip,
-        2 => Compression::Snappy,
-        3 => Compression::Lz4,
-        4 => Compression::Zstd,
-        _ => Compression::None,
-    };
-    // The encoder splits batches where (offset - sequence) changes; deriving each
-    // sequence from its offset keeps the survivors in one batch with the original
-    // base sequence semantics.
-    let first_offset = survivors.first().map_or(header.base_offset, |r| r.offset);
-    let records: Vec<Record> = survivors
-        .iter()
-        .map(|record| {
-            let mut record = (*record).clone();
-            record.sequence = if header.base_sequence < 0 {
-                // No producer sequence: keep the batch's base sequence at -1.
-                (record.offset - first_offset) as i32 - 1
-            } else {
-                header
-                    .base_sequence
-                    .wrapping_add((record.offset - header.base_offset) as i32)
-            };
-            record
-        })
-        .collect();
-    let mut buffer = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buffer,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )
-    .map_err(|error| error.to_string())?;
-    output.extend_from_slice(&buffer);
     Ok(())
 }
 

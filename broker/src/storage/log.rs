@@ -17,7 +17,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
-use super::batch::{BATCH_HEADER_SIZE, BatchError, stamped_header, validate_record_set};
+use super::batch::{
+    BATCH_HEADER_SIZE, BatchError, BatchOrigin, stamped_header, validate_record_set,
+};
 use super::checkpoint::{CheckpointError, PartitionCheckpoint};
 use super::clock::Clock;
 use super::leader_epochs::{LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCache};
@@ -386,13 +388,15 @@ impl Log {
     pub fn append(&self, records: &[u8], leader_epoch: i32) -> Result<AppendInfo, LogError> {
         self.check_usable()?;
         let config = self.config();
-        let batches =
-            validate_record_set(records, config.max_message_bytes as usize).map_err(|source| {
-                LogError::InvalidBatch {
-                    topic_partition: self.topic_partition.clone(),
-                    source,
-                }
-            })?;
+        let batches = validate_record_set(
+            records,
+            config.max_message_bytes as usize,
+            BatchOrigin::Producer,
+        )
+        .map_err(|source| LogError::InvalidBatch {
+            topic_partition: self.topic_partition.clone(),
+            source,
+        })?;
         let now = self.clock.now_ms();
         let log_append_time =
             (config.message_timestamp_type == TimestampType::LogAppendTime).then_some(now);
@@ -568,15 +572,17 @@ impl Log {
 
     /// A follower's append: batches exactly as the leader has them (offsets, epochs and
     /// timestamps kept), CRC-checked. Batches wholly below the log end (a fetch that
-    /// overlapped) are skipped; a gap refuses the lot.
+    /// overlapped) are skipped; a batch straddling the log end refuses the lot.
     pub fn append_replicated(&self, records: &[u8]) -> Result<AppendInfo, LogError> {
         self.check_usable()?;
         let config = self.config();
         // The leader already enforced its size limit; a follower takes what it has.
         let batches =
-            validate_record_set(records, usize::MAX).map_err(|source| LogError::InvalidBatch {
-                topic_partition: self.topic_partition.clone(),
-                source,
+            validate_record_set(records, usize::MAX, BatchOrigin::Log).map_err(|source| {
+                LogError::InvalidBatch {
+                    topic_partition: self.topic_partition.clone(),
+                    source,
+                }
             })?;
         let now = self.clock.now_ms();
         let mut writer = self.writer.lock();
@@ -588,7 +594,10 @@ impl Log {
             if header.next_offset() <= next_offset as i64 {
                 continue;
             }
-            if header.base_offset != next_offset as i64 {
+            // A batch above the log end is a gap compaction left in the leader's log (as
+            // Kafka's appendAsFollower takes); one that starts below it but ends above
+            // cannot be placed.
+            if header.base_offset < next_offset as i64 {
                 return Err(LogError::OffsetOutOfRange {
                     topic_partition: self.topic_partition.clone(),
                     offset: header.base_offset.max(0) as u64,
@@ -606,7 +615,7 @@ impl Log {
             {
                 self.roll_locked(&mut writer, next_offset)?;
             }
-            self.note_epoch_start(header.partition_leader_epoch, next_offset)?;
+            self.note_epoch_start(header.partition_leader_epoch, header.base_offset as u64)?;
             writer
                 .active
                 .append([bytes, &[]], &header, config.index_interval_bytes, now)

@@ -353,6 +353,16 @@ pub const TOPIC_CONFIG_KEYS: &[&str] = &[
 ];
 
 impl LogConfig {
+    /// The level `compression.<codec>.level` sets for a codec (snappy and none have none).
+    pub fn compression_level(&self, codec: i16) -> i32 {
+        match codec {
+            super::compression::CODEC_GZIP => self.compression_gzip_level,
+            super::compression::CODEC_LZ4 => self.compression_lz4_level,
+            super::compression::CODEC_ZSTD => self.compression_zstd_level,
+            _ => 0,
+        }
+    }
+
     /// This config with a topic's configs applied on top; every key is checked.
     pub fn with_topic_configs<'a>(
         &self,

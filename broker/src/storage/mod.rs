@@ -16,6 +16,8 @@
 //! Modules, bottom-up:
 //! - [`batch`]: RecordBatch v2 header, validation (length, magic, CRC32C, counts, size)
 //!   and the fields the broker stamps; [`batch_builder`] encodes batches.
+//! - [`record_section`]: the records of a batch read in place, and a batch rebuilt
+//!   around a new records section (re-compression, compaction).
 //! - [`validator`]: per-record checks on produce (keys of compacted topics, timestamp
 //!   bounds; KIP-467 record errors) and re-encoding for `compression.type`, over the
 //!   codecs in [`compression`].
@@ -42,6 +44,7 @@ pub mod manager;
 pub mod mapped_entries;
 pub mod offset_index;
 pub mod producer_state;
+pub mod record_section;
 pub mod relocation;
 pub mod retention;
 pub mod segment;

@@ -476,7 +476,11 @@ impl LogSegment {
                     position,
                     source,
                 })?;
-            let header = match super::batch::validate_batch(&buffer, usize::MAX) {
+            let header = match super::batch::validate_batch(
+                &buffer,
+                usize::MAX,
+                super::batch::BatchOrigin::Log,
+            ) {
                 Ok(header) if header.base_offset >= next_offset as i64 => header,
                 _ => break,
             };

@@ -24,10 +24,11 @@
 
 use super::TopicPartition;
 use super::batch::{
-    BATCH_HEADER_SIZE, BatchError, BatchHeader, LOG_OVERHEAD, read_i32, validate_batch,
+    BATCH_HEADER_SIZE, BatchError, BatchHeader, BatchOrigin, LOG_OVERHEAD, read_i32, validate_batch,
 };
 use super::compression::{self, CODEC_NONE, CompressionError, MAX_DECOMPRESSED_BYTES};
 use super::log_config::{LogConfig, TimestampType};
+use super::record_section;
 
 /// A record the broker refused, by its index in its batch (KIP-467).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,12 +94,7 @@ impl<'a> RecordRules<'a> {
                 )),
             target_codec,
             refuse_log_append_time: config.message_timestamp_type == TimestampType::LogAppendTime,
-            level: match target_codec {
-                Some(compression::CODEC_GZIP) => config.compression_gzip_level,
-                Some(compression::CODEC_LZ4) => config.compression_lz4_level,
-                Some(compression::CODEC_ZSTD) => config.compression_zstd_level,
-                _ => 0,
-            },
+            level: target_codec.map_or(0, |codec| config.compression_level(codec)),
         }
     }
 
@@ -186,7 +182,15 @@ pub fn validate_records(
             if let (true, Some(target)) = (recode, rules.target_codec) {
                 let out = rewritten
                     .get_or_insert_with(|| records.get(..position).unwrap_or_default().to_vec());
-                re_encode(batch, section, target, rules.level, out)?;
+                record_section::rebuild_batch(
+                    batch,
+                    section,
+                    header.record_count,
+                    target,
+                    rules.level,
+                    out,
+                )
+                .map_err(|source| ValidationError::Codec { source })?;
             } else if let Some(out) = rewritten.as_mut() {
                 out.extend_from_slice(batch);
             }
@@ -232,7 +236,7 @@ pub fn validate_records(
 }
 
 fn check_crc(batch: &[u8]) -> Result<(), ValidationError> {
-    validate_batch(batch, usize::MAX)
+    validate_batch(batch, usize::MAX, BatchOrigin::Producer)
         .map(|_| ())
         .map_err(|source| ValidationError::InvalidBatch { source })
 }
@@ -246,22 +250,7 @@ fn next_batch(records: &[u8], position: usize) -> Option<(BatchHeader, usize)> {
     (end <= records.len() && length + LOG_OVERHEAD >= BATCH_HEADER_SIZE).then_some((header, end))
 }
 
-/// The fields of one record the rules look at.
-struct RecordView {
-    timestamp_delta: i64,
-    offset_delta: i32,
-    has_key: bool,
-    /// Lengths as Kafka describes a record (a null key or value: 0).
-    key_bytes: usize,
-    value_bytes: usize,
-}
-
-/// Walks the records of an uncompressed records section without copying them:
-///
-/// ```text
-/// length varint | attributes i8 | timestampDelta varlong | offsetDelta varint
-/// | keyLength varint | key | valueLength varint | value | headers …
-/// ```
+/// Checks every record of an uncompressed records section in place.
 fn check_records(
     section: &[u8],
     header: &BatchHeader,
@@ -269,18 +258,12 @@ fn check_records(
     check_keys: bool,
     errors: &mut Vec<RecordError>,
 ) -> Result<(), ValidationError> {
-    let mut rest = section;
-    for index in 0..header.record_count {
-        let malformed = |reason| ValidationError::MalformedRecord { index, reason };
-        let (length, after_length) =
-            read_varint(rest).ok_or_else(|| malformed("truncated record length"))?;
-        let length = usize::try_from(length).map_err(|_| malformed("negative record length"))?;
-        let record = after_length
-            .get(..length)
-            .ok_or_else(|| malformed("record longer than its batch"))?;
-        rest = after_length.get(length..).unwrap_or_default();
-        let view = read_record(record).ok_or_else(|| malformed("truncated record fields"))?;
-        if check_keys && !view.has_key {
+    for (index, view) in (0..).zip(record_section::records(section, header.record_count)) {
+        let view = view.map_err(|e| ValidationError::MalformedRecord {
+            index: e.index,
+            reason: e.reason,
+        })?;
+        if check_keys && view.key.is_none() {
             errors.push(RecordError {
                 batch_index: index,
                 message: format!(
@@ -300,7 +283,8 @@ fn check_records(
                 batch_index: index,
                 message: format!(
                     "Invalid timestamp type in message DefaultRecord(offset={offset}, timestamp={timestamp}, key={} bytes, value={} bytes). Producer should not set timestamp type to LogAppendTime.",
-                    view.key_bytes, view.value_bytes
+                    view.key_bytes(),
+                    view.value_bytes.unwrap_or(0)
                 ),
             });
             continue;
@@ -313,69 +297,6 @@ fn check_records(
         }
     }
     Ok(())
-}
-
-fn read_record(record: &[u8]) -> Option<RecordView> {
-    let rest = record.get(1..)?; // attributes
-    let (timestamp_delta, rest) = read_varint(rest)?;
-    let (offset_delta, rest) = read_varint(rest)?;
-    let (key_length, rest) = read_varint(rest)?;
-    let key_bytes = usize::try_from(key_length).unwrap_or(0);
-    let (value_length, _) = read_varint(rest.get(key_bytes..)?)?;
-    Some(RecordView {
-        timestamp_delta,
-        offset_delta: i32::try_from(offset_delta).ok()?,
-        has_key: key_length >= 0,
-        key_bytes,
-        value_bytes: usize::try_from(value_length).unwrap_or(0),
-    })
-}
-
-/// A zigzag varint (up to 64 bits) and the bytes after it.
-fn read_varint(bytes: &[u8]) -> Option<(i64, &[u8])> {
-    let mut value: u64 = 0;
-    for (i, byte) in bytes.iter().enumerate().take(10) {
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            let decoded = ((value >> 1) as i64) ^ -((value & 1) as i64);
-            return Some((decoded, bytes.get(i + 1..)?));
-        }
-    }
-    None
-}
-
-/// Appends `batch` to `out` with its records section (`section`, uncompressed) encoded
-/// with `codec`: same header fields but the codec bits, length and CRC.
-fn re_encode(
-    batch: &[u8],
-    section: &[u8],
-    codec: i16,
-    level: i32,
-    out: &mut Vec<u8>,
-) -> Result<(), ValidationError> {
-    let body = compression::compress(codec, level, section)
-        .map_err(|source| ValidationError::Codec { source })?;
-    let start = out.len();
-    out.extend_from_slice(batch.get(..BATCH_HEADER_SIZE).unwrap_or_default());
-    out.extend_from_slice(&body);
-    let header = out.get_mut(start..).unwrap_or_default();
-    let length = (header.len() - LOG_OVERHEAD) as i32;
-    let attributes = i16::from_be_bytes([
-        header.get(21).copied().unwrap_or_default(),
-        header.get(22).copied().unwrap_or_default(),
-    ]);
-    let attributes = (attributes & !0x07) | codec;
-    write(header, 8, &length.to_be_bytes());
-    write(header, 21, &attributes.to_be_bytes());
-    let crc = crc32c::crc32c(header.get(21..).unwrap_or_default());
-    write(header, 17, &crc.to_be_bytes());
-    Ok(())
-}
-
-fn write(bytes: &mut [u8], at: usize, value: &[u8]) {
-    if let Some(slot) = bytes.get_mut(at..at + value.len()) {
-        slot.copy_from_slice(value);
-    }
 }
 
 #[cfg(test)]

@@ -82,7 +82,12 @@ fn log_append_time_is_stamped() {
     let info = t.log.append(&batch(2, 10, 5), 0).unwrap();
     assert_eq!(info.log_append_time, Some(START_MS));
     let bytes = t.log.read(0, 1 << 20).unwrap().read_to_vec().unwrap();
-    let header = crate::storage::batch::validate_batch(&bytes, usize::MAX).unwrap();
+    let header = crate::storage::batch::validate_batch(
+        &bytes,
+        usize::MAX,
+        crate::storage::batch::BatchOrigin::Producer,
+    )
+    .unwrap();
     assert!(header.is_log_append_time());
     assert_eq!(header.max_timestamp, START_MS);
 }

@@ -187,7 +187,7 @@ fn a_batch_of_another_codec_is_re_encoded_with_the_same_records_and_producer_fie
         else {
             panic!("{source:?} batch kept under compression.type={target}");
         };
-        let header = validate_batch(&out, usize::MAX).unwrap();
+        let header = validate_batch(&out, usize::MAX, BatchOrigin::Producer).unwrap();
         let wanted = CompressionType::parse(target).unwrap().codec_id().unwrap();
         assert_eq!(header.compression_codec(), wanted, "{target}");
         let before = BatchHeader::parse(&original).unwrap();
