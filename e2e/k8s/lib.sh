@@ -57,7 +57,7 @@ k8s_namespace() {
 # Oxbow's images, built from this tree if stale (e2e/images/build, a release build) and loaded
 # into podman from their docker-archives, so the pod runner finds what the chart names. Call
 # it before k8s_cluster_up, so the control plane does not idle through a build. On an
-# external cluster the user loads the images into it (README, "Container images").
+# external cluster the user loads the images into it (e2e/images/README.md).
 # Sets K8S_BROKER_IMAGE and K8S_OPERATOR_IMAGE (the chart's default references).
 k8s_images() {
   local out
