@@ -31,7 +31,7 @@ pub const KEYS: &[KeySpec] = &[
     key(
         "listeners",
         "PLAINTEXT://127.0.0.1:9092",
-        "Listener(s) for Kafka clients; the first PLAINTEXT one is served.",
+        "Listener(s) for Kafka clients, NAME://host:port,...; the first client listener is served (others are logged as not served yet).",
     ),
     key(
         "advertised.listeners",
@@ -126,7 +126,32 @@ pub const KEYS: &[KeySpec] = &[
     key(
         "log.retention.ms",
         "604800000",
-        "Delete segments older than this; -1 keeps forever (retention.ms).",
+        "Delete segments older than this; -1 keeps forever (retention.ms). Wins over log.retention.minutes and log.retention.hours.",
+    ),
+    key(
+        "log.retention.minutes",
+        "",
+        "log.retention.ms in minutes, when that is not set; wins over log.retention.hours.",
+    ),
+    key(
+        "log.retention.hours",
+        "168",
+        "log.retention.ms in hours, when neither it nor log.retention.minutes is set.",
+    ),
+    key(
+        "log.roll.hours",
+        "168",
+        "log.roll.ms in hours, when that is not set.",
+    ),
+    key(
+        "log.roll.jitter.hours",
+        "0",
+        "log.roll.jitter.ms in hours, when that is not set.",
+    ),
+    key(
+        "delete.topic.enable",
+        "true",
+        "Whether DeleteTopics deletes topics; false answers TOPIC_DELETION_DISABLED.",
     ),
     key(
         "log.retention.bytes",
@@ -251,7 +276,12 @@ pub const KEYS: &[KeySpec] = &[
     key(
         "log.retention.check.interval.ms",
         "300000",
-        "How often retention, compaction and time-based flushes run.",
+        "How often retention and time-based flushes run.",
+    ),
+    key(
+        "log.cleaner.backoff.ms",
+        "15000",
+        "How often the log cleaner looks for compacted logs due for cleaning.",
     ),
     key(
         "offsets.topic.num.partitions",
@@ -341,7 +371,12 @@ pub const KEYS: &[KeySpec] = &[
     key(
         "controller.quorum.voters",
         "",
-        "Controller voters id@host:port,... (1, 3 or 5); empty = this node alone.",
+        "Controller voters id@host:port,... (an odd count; 1 and 3 are tested); empty = this node alone.",
+    ),
+    key(
+        "listener.security.protocol.map",
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "Security protocol of each listener name (NAME:PROTOCOL,...); controller listener names not in it are PLAINTEXT. Only PLAINTEXT is served yet: a listener of another protocol is refused at start-up.",
     ),
     key(
         "controller.listener.names",
@@ -466,12 +501,16 @@ pub enum ConfigError {
 pub struct BrokerConfig {
     pub node_id: i32,
     pub listener: SocketAddr,
+    /// Client listeners `listeners` names after the first: not served yet (logged).
+    pub unserved_listeners: Vec<String>,
     pub advertised_host: String,
     pub advertised_port: u16,
     pub log_dirs: Vec<PathBuf>,
     pub num_partitions: i32,
     pub default_replication_factor: i16,
     pub auto_create_topics: bool,
+    /// `delete.topic.enable`: false refuses DeleteTopics (TOPIC_DELETION_DISABLED).
+    pub delete_topic_enable: bool,
     pub socket_request_max_bytes: usize,
     /// `SO_SNDBUF` / `SO_RCVBUF` of client connections; `None` keeps the kernel's autotuning.
     pub socket_send_buffer_bytes: Option<usize>,
@@ -485,6 +524,7 @@ pub struct BrokerConfig {
     pub fetch_sendfile: bool,
     pub log_defaults: LogConfig,
     pub retention_check_interval_ms: u64,
+    pub cleaner_backoff_ms: u64,
     pub offsets_topic_num_partitions: i32,
     /// Group coordinator settings (`offsets.*`, `group.*`).
     pub groups: GroupConfig,
@@ -598,6 +638,7 @@ impl BrokerConfig {
                 .ok_or_else(|| ConfigError::OverrideSyntax(item.clone()))?;
             set(key.trim(), value.trim().to_string(), "--override")?;
         }
+        resolve_time_synonyms(&mut raw, &explicit)?;
         let mut config = Self::from_raw(raw)?;
         config.explicit = explicit;
         Ok(config)
@@ -643,6 +684,12 @@ impl BrokerConfig {
             .map(|n| n.trim().to_ascii_uppercase())
             .filter(|n| !n.is_empty())
             .collect();
+        let protocols = security_protocols(&get("listener.security.protocol.map"))
+            .map_err(|reason| invalid("listener.security.protocol.map", &reason))?;
+        for key in ["listeners", "advertised.listeners"] {
+            check_listener_protocols(&get(key), &protocols, &controller_names)
+                .map_err(|reason| invalid(key, &reason))?;
+        }
         let controller_listener = match named_listener(&listener_text, &controller_names) {
             Some(address) => Some(address.parse::<SocketAddr>().map_err(|_| {
                 invalid(
@@ -760,6 +807,7 @@ impl BrokerConfig {
         Ok(Self {
             node_id,
             listener,
+            unserved_listeners: unserved_client_listeners(&listener_text, &controller_names),
             advertised_host,
             advertised_port,
             log_dirs,
@@ -767,6 +815,7 @@ impl BrokerConfig {
             default_replication_factor: int("default.replication.factor", 1, i64::from(i16::MAX))?
                 as i16,
             auto_create_topics: boolean("auto.create.topics.enable")?,
+            delete_topic_enable: boolean("delete.topic.enable")?,
             socket_request_max_bytes: int("socket.request.max.bytes", 1024, i64::from(i32::MAX))?
                 as usize,
             socket_send_buffer_bytes: buffer_size("socket.send.buffer.bytes")?,
@@ -782,6 +831,7 @@ impl BrokerConfig {
             log_defaults,
             retention_check_interval_ms: int("log.retention.check.interval.ms", 1, i64::MAX)?
                 as u64,
+            cleaner_backoff_ms: int("log.cleaner.backoff.ms", 0, i64::MAX)? as u64,
             offsets_topic_num_partitions: int("offsets.topic.num.partitions", 1, 10_000)? as i32,
             groups: GroupConfig {
                 offsets_partitions: int("offsets.topic.num.partitions", 1, 10_000)? as i32,
@@ -898,6 +948,121 @@ fn first_plaintext(listeners: &str, controller_names: &[String]) -> Option<Strin
         let (name, address) = listener.split_once("://")?;
         (!controller_names.contains(&name.to_ascii_uppercase())).then(|| address.to_string())
     })
+}
+
+/// Kafka's coarser spellings of its time keys: the first key set explicitly of each row
+/// (finest first) gives the `.ms` key its value; `.ms` set itself always wins. A negative
+/// value in any unit means "forever" (-1), as in Kafka.
+const TIME_SYNONYMS: &[(&str, &[(&str, i64)])] = &[
+    (
+        "log.retention.ms",
+        &[
+            ("log.retention.minutes", 60_000),
+            ("log.retention.hours", 3_600_000),
+        ],
+    ),
+    ("log.roll.ms", &[("log.roll.hours", 3_600_000)]),
+    (
+        "log.roll.jitter.ms",
+        &[("log.roll.jitter.hours", 3_600_000)],
+    ),
+];
+
+fn resolve_time_synonyms(
+    raw: &mut BTreeMap<String, String>,
+    explicit: &std::collections::BTreeSet<String>,
+) -> Result<(), ConfigError> {
+    for &(ms_key, coarser) in TIME_SYNONYMS {
+        if explicit.contains(ms_key) {
+            continue;
+        }
+        for &(key, unit_ms) in coarser {
+            let Some(text) = raw.get(key).filter(|_| explicit.contains(key)) else {
+                continue;
+            };
+            let value: i64 = text.trim().parse().map_err(|_| ConfigError::InvalidValue {
+                key: key.to_string(),
+                value: text.clone(),
+                reason: "not an integer".to_string(),
+            })?;
+            let ms = if value < 0 {
+                -1
+            } else {
+                value.saturating_mul(unit_ms)
+            };
+            raw.insert(ms_key.to_string(), ms.to_string());
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// `listener.security.protocol.map`: listener name → security protocol, names upper-cased.
+fn security_protocols(text: &str) -> Result<BTreeMap<String, String>, String> {
+    const PROTOCOLS: [&str; 4] = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
+    let mut map = BTreeMap::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, protocol) = entry
+            .split_once(':')
+            .ok_or_else(|| format!("`{entry}` is not NAME:PROTOCOL"))?;
+        let protocol = protocol.trim().to_ascii_uppercase();
+        if !PROTOCOLS.contains(&protocol.as_str()) {
+            return Err(format!(
+                "`{protocol}` is not a security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"
+            ));
+        }
+        map.insert(name.trim().to_ascii_uppercase(), protocol);
+    }
+    Ok(map)
+}
+
+/// Refuses a listener whose security protocol Oxbow does not serve yet, or that has none:
+/// serving `SSL://` as plaintext would hand a client's secrets to the network in clear.
+fn check_listener_protocols(
+    listeners: &str,
+    protocols: &BTreeMap<String, String>,
+    controller_names: &[String],
+) -> Result<(), String> {
+    for listener in listeners
+        .split(',')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+    {
+        let Some((name, _)) = listener.split_once("://") else {
+            return Err(format!("`{listener}` is not NAME://host:port"));
+        };
+        let name = name.to_ascii_uppercase();
+        let protocol = match protocols.get(&name) {
+            Some(protocol) => protocol.as_str(),
+            None if controller_names.contains(&name) => "PLAINTEXT",
+            None => {
+                return Err(format!(
+                    "listener {name} has no security protocol in listener.security.protocol.map"
+                ));
+            }
+        };
+        if protocol != "PLAINTEXT" {
+            return Err(format!(
+                "listener {name} uses security protocol {protocol}, which Oxbow does not serve yet (only PLAINTEXT); it is refused rather than served as plaintext"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Client listeners after the first (`NAME://host:port`): named but not served yet.
+fn unserved_client_listeners(listeners: &str, controller_names: &[String]) -> Vec<String> {
+    listeners
+        .split(',')
+        .map(str::trim)
+        .filter(|listener| {
+            listener
+                .split_once("://")
+                .is_some_and(|(name, _)| !controller_names.contains(&name.to_ascii_uppercase()))
+        })
+        .skip(1)
+        .map(str::to_string)
+        .collect()
 }
 
 /// `host:port` of the listener named one of `names`.
@@ -1067,5 +1232,75 @@ mod tests {
             let error = load(&bad).unwrap_err().to_string();
             assert!(error.contains(key), "{bad:?}: {error}");
         }
+    }
+
+    #[test]
+    fn kafkas_coarser_time_keys_set_the_ms_key_with_kafkas_precedence() {
+        let load = |overrides: &[&str]| {
+            let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+            BrokerConfig::load(&[], [], &overrides)
+                .unwrap()
+                .log_defaults
+        };
+        const HOUR: i64 = 3_600_000;
+        assert_eq!(load(&[]).retention_ms, 168 * HOUR);
+        assert_eq!(load(&["log.retention.hours=72"]).retention_ms, 72 * HOUR);
+        assert_eq!(
+            load(&["log.retention.hours=72", "log.retention.minutes=30"]).retention_ms,
+            30 * 60_000
+        );
+        assert_eq!(
+            load(&["log.retention.minutes=30", "log.retention.ms=1000"]).retention_ms,
+            1000
+        );
+        assert_eq!(load(&["log.retention.hours=-1"]).retention_ms, -1);
+        assert_eq!(load(&["log.roll.hours=2"]).segment_ms, 2 * HOUR);
+        assert_eq!(
+            load(&["log.roll.hours=2", "log.roll.ms=5000"]).segment_ms,
+            5000
+        );
+        assert_eq!(load(&["log.roll.jitter.hours=1"]).segment_jitter_ms, HOUR);
+        let error =
+            BrokerConfig::load(&[], [], &["log.retention.hours=soon".to_string()]).unwrap_err();
+        assert!(error.to_string().contains("log.retention.hours"), "{error}");
+        let config = BrokerConfig::load(&[], [], &["delete.topic.enable=false".to_string()]);
+        assert!(!config.unwrap().delete_topic_enable);
+    }
+
+    #[test]
+    fn a_listener_of_a_protocol_oxbow_does_not_serve_is_refused_never_downgraded() {
+        let load = |overrides: &[&str]| {
+            let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+            BrokerConfig::load(&[], [], &overrides)
+        };
+        for refused in [
+            vec!["listeners=SSL://127.0.0.1:9093"],
+            vec!["listeners=SASL_SSL://127.0.0.1:9093"],
+            vec!["listeners=SASL_PLAINTEXT://127.0.0.1:9093"],
+            vec![
+                "listeners=CLIENT://127.0.0.1:9093",
+                "listener.security.protocol.map=CLIENT:SSL",
+            ],
+        ] {
+            let error = load(&refused).unwrap_err().to_string();
+            assert!(error.contains("does not serve yet"), "{refused:?}: {error}");
+        }
+        // A name with no protocol is refused as Kafka refuses it.
+        let error = load(&["listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("EXTERNAL"), "{error}");
+        // Mapped to PLAINTEXT it is accepted and named as not served yet.
+        let config = load(&[
+            "listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
+        ])
+        .unwrap();
+        assert_eq!(config.listener.to_string(), "127.0.0.1:9092");
+        assert_eq!(config.unserved_listeners, vec!["EXTERNAL://127.0.0.1:9094"]);
+        let error = load(&["listener.security.protocol.map=PLAINTEXT:TLS"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("listener.security.protocol.map"), "{error}");
     }
 }

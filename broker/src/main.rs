@@ -91,6 +91,10 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let mut terminate =
         signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let sockets = Sockets::bind(&config).await?;
+    for listener in &config.unserved_listeners {
+        tracing::warn!(%listener, served = %config.listener, "Listener not served: Oxbow serves one client listener yet");
+    }
     let defaults = config.log_defaults.clone();
     let (logs, report) = LogManager::open(
         &config.log_dirs,
@@ -163,6 +167,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         settings,
         defaults,
         config.is_broker.then(|| Arc::clone(&replicas)),
+        sockets.controller,
         shutdown_rx.clone(),
     )
     .await
@@ -177,15 +182,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         serving: AtomicBool::new(false),
         fetch_sessions: api::FetchSessions::new(config.fetch_session_slots),
     });
-    let metrics_task = match config.metrics_listener {
-        Some(address) => {
-            let listener = metrics::bind(address)
-                .await
-                .with_context(|| format!("binding metrics.listener {address}"))?;
-            Some(tokio::spawn(metrics::serve(listener, Arc::clone(&state))))
-        }
-        None => None,
-    };
+    let metrics_task = sockets
+        .metrics
+        .map(|listener| tokio::spawn(metrics::serve(listener, Arc::clone(&state))));
     let mut stopped_early = false;
     let listener = if config.is_broker {
         tracing::info!(
@@ -208,14 +207,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
                 stopped_early = true;
             }
         }
-        if stopped_early {
-            None
-        } else {
-            Some(
-                tokio::net::TcpListener::bind(config.listener)
-                    .await
-                    .with_context(|| format!("binding the Kafka listener {}", config.listener))?,
-            )
+        match sockets.kafka {
+            Some(socket) if !stopped_early => Some(start_listening(socket, config.listener)?),
+            _ => None,
         }
     } else {
         None
@@ -223,11 +217,18 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     state
         .serving
         .store(listener.is_some(), std::sync::atomic::Ordering::Relaxed);
-    let maintenance = tokio::spawn(maintain(
-        Arc::clone(&logs),
+    let maintenance = tokio::spawn(every(
         config.retention_check_interval_ms,
         shutdown_rx.clone(),
+        {
+            let logs = Arc::clone(&logs);
+            move || logs.run_maintenance()
+        },
     ));
+    let cleaner = tokio::spawn(every(config.cleaner_backoff_ms, shutdown_rx.clone(), {
+        let logs = Arc::clone(&logs);
+        move || logs.run_cleaner()
+    }));
     let group_timers = tokio::spawn(tick_groups(groups, shutdown_rx.clone()));
     let replication_timers = tokio::spawn(Arc::clone(&replicas).run_timers(shutdown_rx.clone()));
     tokio::spawn(send_isr_proposals(
@@ -282,6 +283,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     if let Err(error) = maintenance.await {
         tracing::error!(%error, "Maintenance task failed");
     }
+    if let Err(error) = cleaner.await {
+        tracing::error!(%error, "Log cleaner task failed");
+    }
     if let Err(error) = group_timers.await {
         tracing::error!(%error, "Group timer task failed");
     }
@@ -313,6 +317,73 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     }
     tracing::info!("Clean shutdown complete");
     Ok(())
+}
+
+/// Every socket the node serves, bound before anything on disk changes: a port another
+/// process holds stops the node with one line, its log and metadata directories untouched.
+/// The Kafka listener's socket is bound but listens only once the broker has joined the
+/// cluster, so until then clients are refused and try another broker, as before.
+struct Sockets {
+    kafka: Option<socket2::Socket>,
+    controller: Option<tokio::net::TcpListener>,
+    metrics: Option<tokio::net::TcpListener>,
+}
+
+impl Sockets {
+    async fn bind(config: &BrokerConfig) -> anyhow::Result<Self> {
+        async fn bind(
+            address: Option<std::net::SocketAddr>,
+            what: &str,
+        ) -> anyhow::Result<Option<tokio::net::TcpListener>> {
+            match address {
+                Some(address) => tokio::net::TcpListener::bind(address)
+                    .await
+                    .map(Some)
+                    .with_context(|| format!("cannot bind the {what} {address}")),
+                None => Ok(None),
+            }
+        }
+        let kafka =
+            match config.is_broker {
+                true => Some(bind_only(config.listener).with_context(|| {
+                    format!("cannot bind the Kafka listener {}", config.listener)
+                })?),
+                false => None,
+            };
+        Ok(Self {
+            kafka,
+            controller: bind(
+                config.controller_listener.filter(|_| config.is_controller),
+                "controller listener",
+            )
+            .await?,
+            metrics: bind(config.metrics_listener, "metrics.listener").await?,
+        })
+    }
+}
+
+/// A TCP socket bound to `address` (address reuse on, as tokio's listeners), not listening.
+fn bind_only(address: std::net::SocketAddr) -> std::io::Result<socket2::Socket> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(address),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&address.into())?;
+    Ok(socket)
+}
+
+fn start_listening(
+    socket: socket2::Socket,
+    address: std::net::SocketAddr,
+) -> anyhow::Result<tokio::net::TcpListener> {
+    let listening = (|| {
+        socket.listen(1024)?;
+        socket.set_nonblocking(true)?;
+        tokio::net::TcpListener::from_std(socket.into())
+    })();
+    listening.with_context(|| format!("cannot listen on the Kafka listener {address}"))
 }
 
 /// Why a controller task ended (none ends while the node runs).
@@ -376,15 +447,22 @@ async fn send_isr_proposals(
     }
 }
 
-/// Retention, compaction and time-based flushes, off the request path.
-async fn maintain(logs: Arc<LogManager>, interval_ms: u64, mut shutdown: watch::Receiver<bool>) {
+/// Runs the blocking `work` every `interval_ms` (at least 100 ms) on the blocking pool,
+/// off the request path: retention and flushes, the log cleaner.
+async fn every(
+    interval_ms: u64,
+    mut shutdown: watch::Receiver<bool>,
+    work: impl Fn() + Send + Sync + 'static,
+) {
+    let work = Arc::new(work);
     let mut ticker = tokio::time::interval(Duration::from_millis(interval_ms.max(100)));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await;
     loop {
         tokio::select! {
             _ = ticker.tick() => {
-                let logs = Arc::clone(&logs);
-                if let Err(error) = tokio::task::spawn_blocking(move || logs.run_maintenance()).await {
+                let work = Arc::clone(&work);
+                if let Err(error) = tokio::task::spawn_blocking(move || work()).await {
                     tracing::error!(%error, "Log maintenance task failed");
                 }
             }

@@ -27,6 +27,8 @@ pub const TOPIC_OPERATIONS: i32 =
 pub enum AdminError {
     #[error("topic `{0}` appears more than once in the request")]
     DuplicateTopic(String),
+    #[error("Topic deletion is disabled.")]
+    TopicDeletionDisabled,
     #[error("config `{0}` appears more than once for the same resource")]
     DuplicateConfig(String),
     #[error("topic id {0} does not exist")]

@@ -78,6 +78,7 @@ fn move_error(error: &LogManagerError) -> i16 {
         | LogManagerError::AllDirsOffline
         | LogManagerError::NoLogDirs
         | LogManagerError::CreateDir { .. }
+        | LogManagerError::Lock(_)
         | LogManagerError::AlreadyExists(_) => errors::KAFKA_STORAGE_ERROR,
     }
 }

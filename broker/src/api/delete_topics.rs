@@ -45,7 +45,9 @@ impl Api for DeleteTopicsApi {
             let mut responses = Vec::with_capacity(keys.len());
             for ((name, topic_id), key) in wanted.into_iter().zip(&keys) {
                 {
-                    let outcome = if twice.contains(key) {
+                    let outcome = if !context.broker.config.delete_topic_enable {
+                        Err(AdminError::TopicDeletionDisabled)
+                    } else if twice.contains(key) {
                         Err(AdminError::DuplicateTopic(key.clone()))
                     } else {
                         delete(context.broker, name.as_deref(), topic_id).await

@@ -144,6 +144,7 @@ pub fn admin_error(error: &AdminError) -> i16 {
         | AdminError::NullValue(_)
         | AdminError::UnknownOperation(_) => ResponseError::InvalidRequest.code(),
         AdminError::NotAList { .. } => ResponseError::InvalidConfig.code(),
+        AdminError::TopicDeletionDisabled => ResponseError::TopicDeletionDisabled.code(),
         AdminError::UnknownTopicId(_) => ResponseError::UnknownTopicId.code(),
         AdminError::UnknownPartition { .. } => ResponseError::UnknownTopicOrPartition.code(),
         AdminError::NotLeader { .. } => ResponseError::NotLeaderOrFollower.code(),

@@ -107,11 +107,6 @@ pub enum StartError {
     RaftConfig(String),
     #[error("cannot start Raft: {0}")]
     Raft(String),
-    #[error("cannot bind the controller listener {address}: {source}")]
-    Bind {
-        address: SocketAddr,
-        source: std::io::Error,
-    },
     #[error(
         "{0} is the metadata log of an Oxbow without a quorum; this version keeps metadata in a Raft log. Move the data directory aside (or remove that file to start with no topics)"
     )]
@@ -146,11 +141,13 @@ pub type ControllerTasks = JoinSet<Result<(), ControllerError>>;
 
 impl Controller {
     /// Opens the quorum's storage, joins or forms the quorum, and starts this node's
-    /// controller tasks (the listener, timers, registration, metadata fetch, publisher).
+    /// controller tasks (serving `controller_socket`, bound by the caller before anything
+    /// on disk changed; timers, registration, metadata fetch, publisher).
     pub async fn start(
         settings: QuorumSettings,
         log_defaults: LogConfig,
         replicas: Option<Arc<ReplicaManager>>,
+        controller_socket: Option<tokio::net::TcpListener>,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Arc<Self>, ControllerTasks), StartError> {
         let dir = &settings.metadata_dir;
@@ -278,10 +275,7 @@ impl Controller {
             caught_up_target,
         });
         if let (Some(raft), Some(active)) = (raft, active) {
-            if let Some(address) = settings.controller_listener {
-                let listener = tokio::net::TcpListener::bind(address)
-                    .await
-                    .map_err(|source| StartError::Bind { address, source })?;
+            if let Some(listener) = controller_socket {
                 let service = Arc::new(service::ControllerService {
                     raft,
                     active: Arc::clone(&active),

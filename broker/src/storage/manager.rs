@@ -14,6 +14,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::checkpoint::{CheckpointError, take_clean_shutdown_marker, write_clean_shutdown_marker};
 use super::clock::Clock;
+use super::dir_lock::{DirLockError, LogDirLock};
 use super::log::{LoadReport, Log, LogError};
 use super::log_config::LogConfig;
 use super::relocation::{FUTURE_SUFFIX, Relocation};
@@ -39,6 +40,8 @@ pub enum LogManagerError {
     LogDirOffline(PathBuf),
     #[error("partition {0} has no replica on this broker")]
     NotHosted(TopicPartition),
+    #[error(transparent)]
+    Lock(#[from] DirLockError),
     #[error(transparent)]
     Log(#[from] LogError),
 }
@@ -72,6 +75,8 @@ pub struct LogManager {
     /// Log directories asked for replicas this broker does not hold yet: where they are
     /// created (Kafka lets AlterReplicaLogDirs come before the replica does).
     preferred_dirs: Mutex<HashMap<TopicPartition, PathBuf>>,
+    /// The exclusive lock on every log directory, held for the manager's life.
+    _locks: Vec<LogDirLock>,
 }
 
 impl LogManager {
@@ -85,13 +90,35 @@ impl LogManager {
         if log_dirs.is_empty() {
             return Err(LogManagerError::NoLogDirs);
         }
+        // Every directory is locked before anything in any of them is read or changed: a
+        // second broker on the same directories stops here.
+        // A directory that cannot be created or locked for I/O reasons goes offline below
+        // like any other failing directory; one another process holds is fatal.
+        let mut locks = Vec::with_capacity(log_dirs.len());
+        let mut unlockable = HashMap::new();
+        for path in log_dirs {
+            let locked = std::fs::create_dir_all(path)
+                .map_err(|source| DirLockError::Io {
+                    dir: path.clone(),
+                    source,
+                })
+                .and_then(|()| LogDirLock::acquire(path));
+            match locked {
+                Ok(lock) => locks.push(lock),
+                Err(held @ DirLockError::Held { .. }) => return Err(held.into()),
+                Err(other) => {
+                    unlockable.insert(path.clone(), other.to_string());
+                }
+            }
+        }
         let mut report = StartupReport::default();
         let mut dirs = Vec::new();
         let mut work = Vec::new();
         for path in log_dirs {
             let health = Arc::new(LogDirHealth::new(path.clone()));
-            let scan = std::fs::create_dir_all(path)
-                .map_err(|e| e.to_string())
+            let scan = unlockable
+                .remove(path)
+                .map_or(Ok(()), Err)
                 .and_then(|()| {
                     take_clean_shutdown_marker(path).map_err(|e: CheckpointError| e.to_string())
                 })
@@ -156,6 +183,7 @@ impl LogManager {
                 clock,
                 relocations: Mutex::new(HashMap::new()),
                 preferred_dirs: Mutex::new(HashMap::new()),
+                _locks: locks,
             },
             report,
         ))
@@ -303,17 +331,25 @@ impl LogManager {
     }
 
     /// One pass of background work: flush sealed segments and logs whose `flush.ms` is
-    /// due, apply retention, compact compacted logs. Errors are logged per partition.
+    /// due, apply retention. Errors are logged per partition.
     pub fn run_maintenance(&self) {
         for log in self.all() {
-            let tp = log.topic_partition().clone();
             let outcome = log
                 .flush_sealed()
                 .and_then(|()| log.flush_if_due().map(|_| ()))
-                .and_then(|()| log.apply_retention().map(|_| ()))
-                .and_then(|()| log.compact().map(|_| ()));
+                .and_then(|()| log.apply_retention().map(|_| ()));
             if let Err(error) = outcome {
-                tracing::warn!(topic_partition = %tp, %error, "Log maintenance failed");
+                tracing::warn!(topic_partition = %log.topic_partition(), %error, "Log maintenance failed");
+            }
+        }
+    }
+
+    /// One pass of the log cleaner: every compacted log whose cleaning is due is compacted
+    /// (on its own schedule, `log.cleaner.backoff.ms`, as Kafka's cleaner threads).
+    pub fn run_cleaner(&self) {
+        for log in self.all() {
+            if let Err(error) = log.compact() {
+                tracing::warn!(topic_partition = %log.topic_partition(), %error, "Log compaction failed");
             }
         }
     }

@@ -3,6 +3,7 @@
 //! ```text
 //! <log.dir>/
 //!   .oxbow-clean-shutdown            present only after a clean shutdown
+//!   .lock                            flock(2) held by the running broker; its pid
 //!   <topic>-<partition>/
 //!     partition.checkpoint           recovery point + log start offset
 //!     leader-epoch-checkpoint        start offset of each leader epoch (Kafka's layout)
@@ -27,7 +28,7 @@
 //! - [`log`], [`log_read`], [`retention`], [`compaction`]: one partition's log.
 //! - [`checkpoint`]: recovery points, log start offsets, clean-shutdown markers;
 //!   [`leader_epochs`]: where each leader epoch began (`leader-epoch-checkpoint`).
-//! - [`manager`]: every partition across the `log.dirs`; [`relocation`]: moving a
+//! - [`manager`]: every partition across the `log.dirs`, each locked ([`dir_lock`]); [`relocation`]: moving a
 //!   partition to another of them while it serves (AlterReplicaLogDirs).
 
 pub mod batch;
@@ -36,6 +37,7 @@ pub mod checkpoint;
 pub mod clock;
 pub mod compaction;
 pub mod compression;
+pub mod dir_lock;
 pub mod leader_epochs;
 pub mod log;
 pub mod log_config;

@@ -113,7 +113,13 @@ pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
     ("log.preallocate", ConfigType::Bool),
     ("log.retention.bytes", ConfigType::Long),
     ("log.retention.check.interval.ms", ConfigType::Long),
+    ("log.cleaner.backoff.ms", ConfigType::Long),
     ("log.retention.ms", ConfigType::Long),
+    ("log.retention.minutes", ConfigType::Int),
+    ("log.retention.hours", ConfigType::Int),
+    ("log.roll.hours", ConfigType::Int),
+    ("log.roll.jitter.hours", ConfigType::Int),
+    ("delete.topic.enable", ConfigType::Bool),
     ("log.roll.jitter.ms", ConfigType::Long),
     ("log.roll.ms", ConfigType::Long),
     ("log.segment.bytes", ConfigType::Int),
@@ -389,23 +395,39 @@ pub fn broker_config(spec: &ClusterSpec, names: &Names, ordinal: i32) -> String 
         listeners(spec, "0.0.0.0", controller),
     );
     entries.insert("advertised.listeners".to_string(), advertised.join(","));
+    if spec.listeners.external.is_some() {
+        entries.insert(
+            "listener.security.protocol.map".to_string(),
+            SECURITY_PROTOCOL_MAP.to_string(),
+        );
+    }
     render_yaml(&entries)
 }
+
+/// Every listener the operator renders is plaintext: the broker refuses a listener name
+/// with no protocol in the map (Kafka's rule), and EXTERNAL is not one of Kafka's defaults.
+const SECURITY_PROTOCOL_MAP: &str = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,EXTERNAL:PLAINTEXT";
 
 /// Extra broker arguments for `listeners.advertise: PodIP`: bind and advertise the pod IP
 /// (`$(POD_IP)` is expanded by the kubelet from the container's env). Every broker gets the
 /// controller listener here because the pod template is shared by all ordinals.
 pub fn pod_ip_overrides(spec: &ClusterSpec) -> Vec<String> {
     let mut advertised = format!("PLAINTEXT://$(POD_IP):{}", spec.listeners.kafka_port);
+    let mut overrides = Vec::new();
     if let Some(external) = &spec.listeners.external {
         advertised.push_str(&format!(",EXTERNAL://$(POD_IP):{}", external.port));
+        overrides.push("--override".to_string());
+        overrides.push(format!(
+            "listener.security.protocol.map={SECURITY_PROTOCOL_MAP}"
+        ));
     }
-    vec![
+    overrides.extend([
         "--override".to_string(),
         format!("listeners={}", listeners(spec, "$(POD_IP)", true)),
         "--override".to_string(),
         format!("advertised.listeners={advertised}"),
         "--override".to_string(),
         format!("metrics.listener=$(POD_IP):{}", spec.metrics.port),
-    ]
+    ]);
+    overrides
 }
