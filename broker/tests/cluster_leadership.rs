@@ -358,3 +358,59 @@ fn unregister_broker_removes_only_a_broker_without_replicas() {
     assert!(!brokers.contains(&4), "{brokers:?}");
     assert!(brokers.contains(&3));
 }
+
+#[test]
+fn create_partitions_places_new_partitions_on_the_replicas_it_is_given() {
+    use kafka_protocol::messages::create_partitions_request::{
+        CreatePartitionsAssignment, CreatePartitionsTopic,
+    };
+    use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
+    let cluster = Cluster::start(3, 0, &[]);
+    cluster.wait_ready(&[1, 2, 3]);
+    cluster.create_assigned(1, "grown", &[&[1, 2]]);
+    let assignment = |replicas: &[i32]| {
+        CreatePartitionsAssignment::default()
+            .with_broker_ids(replicas.iter().map(|b| BrokerId(*b)).collect())
+    };
+    // Through a broker that forwards to the active controller.
+    let via = (1..=3)
+        .find(|id| cluster.controller_of(*id) != Some(*id))
+        .unwrap();
+    let response: CreatePartitionsResponse = cluster.client(via).request(
+        ApiKey::CreatePartitions,
+        3,
+        &CreatePartitionsRequest::default()
+            .with_topics(vec![
+                CreatePartitionsTopic::default()
+                    .with_name(name("grown"))
+                    .with_count(3)
+                    .with_assignments(Some(vec![assignment(&[3, 1]), assignment(&[2, 3])])),
+            ])
+            .with_timeout_ms(30_000),
+    );
+    assert_eq!(response.results[0].error_code, 0, "{response:?}");
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let topic = cluster.topic_metadata(via, "grown");
+        if topic.partitions.len() == 3 {
+            let mut replicas: Vec<(i32, Vec<i32>)> = topic
+                .partitions
+                .iter()
+                .map(|p| {
+                    (
+                        p.partition_index,
+                        p.replica_nodes.iter().map(|b| b.0).collect(),
+                    )
+                })
+                .collect();
+            replicas.sort();
+            assert_eq!(
+                replicas,
+                vec![(0, vec![1, 2]), (1, vec![3, 1]), (2, vec![2, 3])]
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "the partitions were not added");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -95,9 +95,15 @@ async fn grow(
             }
         }
     }
+    let assignments = request
+        .assignments
+        .iter()
+        .flatten()
+        .map(|assignment| assignment.broker_ids.iter().map(|id| id.0).collect())
+        .collect();
     broker
         .controller
-        .create_partitions(name, request.count, validate_only)
+        .create_partitions(name, request.count, assignments, validate_only)
         .await?;
     Ok(())
 }

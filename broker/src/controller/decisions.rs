@@ -125,6 +125,10 @@ pub enum ControllerCommand {
         name: String,
         total: i32,
         validate_only: bool,
+        /// The replicas of each new partition (CreatePartitions `assignments`); empty:
+        /// placed by the controller.
+        #[serde(default)]
+        assignments: Vec<Vec<i32>>,
     },
     SetTopicConfigs {
         name: String,
@@ -292,7 +296,8 @@ pub fn decide(
             name,
             total,
             validate_only,
-        } => create_partitions(image, inputs, name, *total, *validate_only),
+            assignments,
+        } => create_partitions(image, inputs, name, *total, assignments, *validate_only),
         ControllerCommand::SetTopicConfigs {
             name,
             configs,
@@ -745,6 +750,7 @@ fn create_partitions(
     inputs: &DecisionInputs<'_>,
     name: &str,
     total: i32,
+    assignments: &[Vec<i32>],
     validate_only: bool,
 ) -> Result<(Vec<MetadataRecord>, CommandOutcome), ControllerError> {
     let topic = known_topic(image, name)?;
@@ -772,14 +778,35 @@ fn create_partitions(
         .partitions
         .first()
         .map_or(topic.replication_factor, |p| p.replicas.len() as i16);
-    let added = place_partitions(
-        &candidates(image, inputs),
-        &existing,
-        usize::try_from(total - current).unwrap_or(0),
-        usize::try_from(replication_factor).unwrap_or(0),
-        inputs.placement_start,
-    )
-    .map_err(|e| placement_error(e, replication_factor))?;
+    let new_partitions = usize::try_from(total - current).unwrap_or(0);
+    let replicas = usize::try_from(replication_factor).unwrap_or(0);
+    let added = if assignments.is_empty() {
+        place_partitions(
+            &candidates(image, inputs),
+            &existing,
+            new_partitions,
+            replicas,
+            inputs.placement_start,
+        )
+        .map_err(|e| placement_error(e, replication_factor))?
+    } else {
+        if assignments.len() != new_partitions {
+            return Err(ControllerError::InvalidReplicaAssignment(format!(
+                "{} assignment(s) given for {new_partitions} new partition(s)",
+                assignments.len()
+            )));
+        }
+        for assignment in assignments {
+            reassignment::validate_target(image, assignment)?;
+            if assignment.len() != replicas {
+                return Err(ControllerError::InvalidReplicaAssignment(format!(
+                    "a partition with {} replica(s) is not consistent with the topic's replication factor {replication_factor}",
+                    assignment.len()
+                )));
+            }
+        }
+        assignments.to_vec()
+    };
     if validate_only {
         return Ok((Vec::new(), CommandOutcome::Done));
     }

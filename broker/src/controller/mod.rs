@@ -590,16 +590,20 @@ impl Controller {
         }
     }
 
+    /// Grows a topic to `total` partitions; `assignments` (one replica list per new
+    /// partition) places them by hand, empty leaves placement to the controller.
     pub async fn create_partitions(
         &self,
         name: &str,
         total: i32,
+        assignments: Vec<Vec<i32>>,
         validate_only: bool,
     ) -> Result<(), ControllerError> {
         self.execute(ControllerCommand::CreatePartitions {
             name: name.to_string(),
             total,
             validate_only,
+            assignments,
         })
         .await
         .map(|_| ())

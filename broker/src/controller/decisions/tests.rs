@@ -376,6 +376,7 @@ fn random_histories_keep_the_invariants() {
                     name: format!("t{}", rng.random_range(0..8)),
                     total: rng.random_range(1..10),
                     validate_only: false,
+                    assignments: Vec::new(),
                 },
                 3 => {
                     let node_id = rng.random_range(1..=brokers);
@@ -860,4 +861,40 @@ fn a_batch_of_topics_is_one_decision_each_topic_on_its_own() {
         assert_eq!(*cluster.image.topics[&topic.name], *topic);
     }
     cluster.check();
+}
+
+#[test]
+fn create_partitions_honours_a_given_assignment_and_refuses_a_bad_one() {
+    let mut cluster = Cluster::new(3);
+    cluster.run(create("t", 1, 2)).unwrap();
+    let grow = |total, assignments: Vec<Vec<i32>>| ControllerCommand::CreatePartitions {
+        name: "t".into(),
+        total,
+        validate_only: false,
+        assignments,
+    };
+    cluster.run(grow(3, vec![vec![3, 1], vec![2, 3]])).unwrap();
+    let replicas: Vec<Vec<i32>> = cluster.image.topics["t"]
+        .partitions
+        .iter()
+        .skip(1)
+        .map(|p| p.replicas.clone())
+        .collect();
+    assert_eq!(replicas, vec![vec![3, 1], vec![2, 3]]);
+    assert_eq!(cluster.image.topics["t"].partitions[1].leader, 3);
+    for bad in [
+        vec![vec![1, 2]],             // one assignment for two new partitions
+        vec![vec![1, 2], vec![1]],    // wrong replication factor
+        vec![vec![1, 2], vec![1, 9]], // unknown broker
+        vec![vec![1, 2], vec![2, 2]], // a broker twice
+    ] {
+        assert!(
+            matches!(
+                cluster.run(grow(5, bad.clone())),
+                Err(ControllerError::InvalidReplicaAssignment(_))
+            ),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(cluster.image.topics["t"].partition_count(), 3);
 }
