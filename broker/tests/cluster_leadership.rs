@@ -414,3 +414,61 @@ fn create_partitions_places_new_partitions_on_the_replicas_it_is_given() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_request_to_a_follower_names_the_current_leader_and_its_endpoint() {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, FetchResponse, ProduceResponse};
+    use oxbow_testkit::client::{batch, produce_request};
+    let cluster = Cluster::start(3, 0, &[]);
+    cluster.wait_ready(&[1, 2, 3]);
+    // Node 3 holds no replica: a Fetch there cannot be served as a follower read.
+    cluster.create_assigned(1, "hinted", &[&[2, 1]]);
+    let deadline = Instant::now() + TIMEOUT;
+    while state(&cluster, 1, "hinted", 0).0 != 2 {
+        assert!(Instant::now() < deadline, "node 2 does not lead");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let leader_port = cluster.nodes[&2].port;
+    // KIP-951: Produce v10+ and Fetch v16+ carry the leader and its endpoint.
+    let produced: ProduceResponse = cluster.client(3).request(
+        ApiKey::Produce,
+        11,
+        &produce_request("hinted", 0, batch(&["v"], 0)),
+    );
+    let partition = &produced.responses[0].partition_responses[0];
+    assert_eq!(
+        partition.error_code,
+        ResponseError::NotLeaderOrFollower.code()
+    );
+    assert_eq!(partition.current_leader.leader_id.0, 2);
+    assert!(partition.current_leader.leader_epoch >= 0);
+    assert_eq!(produced.node_endpoints.len(), 1, "{produced:?}");
+    assert_eq!(produced.node_endpoints[0].node_id.0, 2);
+    assert_eq!(produced.node_endpoints[0].port, i32::from(leader_port));
+
+    let fetched: FetchResponse = cluster.client(3).request(
+        ApiKey::Fetch,
+        16,
+        &FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![
+                FetchTopic::default()
+                    .with_topic_id(cluster.topic_metadata(3, "hinted").topic_id)
+                    .with_partitions(vec![
+                        FetchPartition::default()
+                            .with_partition(0)
+                            .with_partition_max_bytes(1 << 20),
+                    ]),
+            ]),
+    );
+    let partition = &fetched.responses[0].partitions[0];
+    assert_eq!(
+        partition.error_code,
+        ResponseError::NotLeaderOrFollower.code()
+    );
+    assert_eq!(partition.current_leader.leader_id.0, 2);
+    assert_eq!(fetched.node_endpoints.len(), 1, "{fetched:?}");
+    assert_eq!(fetched.node_endpoints[0].port, i32::from(leader_port));
+}

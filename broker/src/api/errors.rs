@@ -26,6 +26,7 @@ pub const LEADER_NOT_AVAILABLE: i16 = ResponseError::LeaderNotAvailable.code();
 pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 =
     ResponseError::NotEnoughReplicasAfterAppend.code();
 pub const NOT_LEADER_OR_FOLLOWER: i16 = ResponseError::NotLeaderOrFollower.code();
+pub const FENCED_LEADER_EPOCH: i16 = ResponseError::FencedLeaderEpoch.code();
 pub const OFFSET_OUT_OF_RANGE: i16 = ResponseError::OffsetOutOfRange.code();
 pub const REQUEST_TIMED_OUT: i16 = ResponseError::RequestTimedOut.code();
 pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 =

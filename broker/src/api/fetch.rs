@@ -15,13 +15,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::{
-    EpochEndOffset, FetchableTopicResponse, PartitionData,
+    EpochEndOffset, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
 use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse};
+use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::fetch_session::{FetchPlan, Outcome, SessionKey};
+use super::leader_hints::LeaderHints;
 use super::lookup::{serving_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RecordsPlaceholder, RequestContext, errors};
 use crate::replication::read_replica::{self, Candidate};
@@ -398,6 +400,7 @@ fn respond(
     let zero_copy = broker.config.fetch_sendfile;
     let nonce: u64 = rand::random();
     let mut placeholders = Vec::new();
+    let mut hints = LeaderHints::new(broker);
     let incremental = answered.is_some();
     let mut topics: Vec<FetchableTopicResponse> = fetched
         .iter()
@@ -470,6 +473,15 @@ fn respond(
                     .with_label_values(&["Fetch", &code.to_string()])
                     .inc();
                 let (high_watermark, log_start) = read.realign.unwrap_or((-1, -1));
+                if let Some(Some(name)) = names.get(read.topic_index)
+                    && let Some((leader, epoch)) = hints.leader_for(code, name, read.partition)
+                {
+                    data = data.with_current_leader(
+                        LeaderIdAndEpoch::default()
+                            .with_leader_id(BrokerId(leader))
+                            .with_leader_epoch(epoch),
+                    );
+                }
                 data = data
                     .with_error_code(code)
                     .with_high_watermark(high_watermark)
@@ -485,9 +497,21 @@ fn respond(
     if incremental {
         topics.retain(|t| !t.partitions.is_empty());
     }
+    let endpoints = hints
+        .endpoints()
+        .into_iter()
+        .map(|e| {
+            NodeEndpoint::default()
+                .with_node_id(BrokerId(e.node_id))
+                .with_host(StrBytes::from_string(e.host))
+                .with_port(e.port)
+                .with_rack(e.rack.map(StrBytes::from_string))
+        })
+        .collect();
     let response = FetchResponse::default()
         .with_session_id(session_id)
-        .with_responses(topics);
+        .with_responses(topics)
+        .with_node_endpoints(endpoints);
     let encoded = context.encode(&response)?;
     if placeholders.is_empty() {
         Ok(ApiResponse::Encoded(encoded))

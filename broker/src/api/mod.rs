@@ -34,6 +34,7 @@ mod heartbeat;
 mod incremental_alter_configs;
 mod init_producer_id;
 mod join_group;
+mod leader_hints;
 mod leave_group;
 mod list_groups;
 mod list_offsets;

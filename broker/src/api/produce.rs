@@ -3,19 +3,22 @@
 //! records (the high watermark passed them). Records that break a topic's rules (a keyless
 //! record on a compacted topic, a timestamp out of bounds) are named one by one in
 //! `record_errors` (KIP-467); batches of another codec than the topic's `compression.type`
-//! are re-encoded first, the rest are appended as produced.
+//! are re-encoded first, the rest are appended as produced. A partition led elsewhere
+//! names its current leader (KIP-951, [`super::leader_hints`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::messages::produce_response::{
-    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    TopicProduceResponse,
 };
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ApiKey, BrokerId, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 use tokio::time::Instant;
 
+use super::leader_hints::LeaderHints;
 use super::lookup::{leader_partition, topic_name};
 use super::{Api, ApiError, ApiResponse, HandlerFuture, RequestContext, errors, produce_legacy};
 use crate::replication::{CommitWait, Partition};
@@ -61,7 +64,7 @@ impl Api for ProduceApi {
                     indexes.push(partition.index);
                     work.push((name.clone(), partition.index, partition.records));
                 }
-                topics.push((topic.name, topic.topic_id, indexes));
+                topics.push((topic.name, topic.topic_id, name, indexes));
             }
             let broker = Arc::clone(context.broker);
             let outcomes = tokio::task::spawn_blocking(move || {
@@ -80,7 +83,7 @@ impl Api for ProduceApi {
             });
             let mut outcomes = outcomes.into_iter();
             let mut appended = Vec::with_capacity(topics.len());
-            for (name, topic_id, indexes) in topics {
+            for (name, topic_id, resolved, indexes) in topics {
                 let partitions: Vec<_> = indexes
                     .into_iter()
                     .map(|index| {
@@ -90,10 +93,11 @@ impl Api for ProduceApi {
                         (index, outcome)
                     })
                     .collect();
-                appended.push((name, topic_id, partitions));
+                appended.push((name, topic_id, resolved, partitions));
             }
             let mut responses = Vec::with_capacity(appended.len());
-            for (name, topic_id, partitions) in appended {
+            let mut hints = LeaderHints::new(context.broker);
+            for (name, topic_id, topic, partitions) in appended {
                 let mut answers = Vec::with_capacity(partitions.len());
                 for (index, outcome) in partitions {
                     let outcome = match outcome {
@@ -103,7 +107,18 @@ impl Api for ProduceApi {
                         Ok(done) => Ok(done.info),
                         Err(error) => Err(error),
                     };
-                    answers.push(answer(context, index, outcome));
+                    let mut answer = answer(context, index, outcome);
+                    if let Some((leader, epoch)) = topic
+                        .as_deref()
+                        .and_then(|topic| hints.leader_for(answer.error_code, topic, index))
+                    {
+                        answer = answer.with_current_leader(
+                            LeaderIdAndEpoch::default()
+                                .with_leader_id(BrokerId(leader))
+                                .with_leader_epoch(epoch),
+                        );
+                    }
+                    answers.push(answer);
                 }
                 responses.push(
                     TopicProduceResponse::default()
@@ -115,7 +130,22 @@ impl Api for ProduceApi {
             if acks == 0 {
                 return Ok(ApiResponse::None);
             }
-            context.respond(&ProduceResponse::default().with_responses(responses))
+            let endpoints = hints
+                .endpoints()
+                .into_iter()
+                .map(|e| {
+                    NodeEndpoint::default()
+                        .with_node_id(BrokerId(e.node_id))
+                        .with_host(StrBytes::from_string(e.host))
+                        .with_port(e.port)
+                        .with_rack(e.rack.map(StrBytes::from_string))
+                })
+                .collect();
+            context.respond(
+                &ProduceResponse::default()
+                    .with_responses(responses)
+                    .with_node_endpoints(endpoints),
+            )
         })
     }
 }
