@@ -148,6 +148,15 @@ fn a_silent_broker_is_fenced_and_unfenced_when_it_returns() {
     cluster.wait_for("the silent broker to be fenced", TIMEOUT, || {
         cluster.metadata(1).brokers.len() == 3
     });
+    // The active controller counts it (the broker-fenced alert's series).
+    let active = cluster.controller_of(1).unwrap();
+    let (_, metrics) = cluster.http(active, "/metrics").unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "oxbow_controller_fenced_brokers 1"),
+        "{metrics}"
+    );
     // Its partitions had no other in-sync replica: offline, not moved to a replica
     // without the data.
     let metadata = cluster.metadata(2);

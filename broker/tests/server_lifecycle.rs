@@ -95,3 +95,55 @@ fn sigterm_shuts_down_cleanly_and_metrics_are_served() {
             .any(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "auto"))
     );
 }
+
+/// The gauges an operator alerts on, as a single broker serves them: build and process
+/// metrics, the quorum's state, the log directory's filesystem, errors by Kafka's names.
+#[test]
+fn metrics_an_operator_alerts_on_are_served() {
+    let broker = BrokerProcess::start_temp(&[]);
+    let mut client = broker.client();
+    let produced = client.produce("nowhere", 0, oxbow_testkit::client::batch(&["v"], 0));
+    assert_eq!(oxbow_testkit::client::partition_error(&produced), 3);
+    let (status, body) = http_get(broker.metrics_port, "/metrics").unwrap();
+    assert_eq!(status, 200);
+    let value = |series: &str| -> f64 {
+        body.lines()
+            .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in:\n{body}"))
+    };
+    assert_eq!(
+        value(&format!(
+            "oxbow_build_info{{version=\"{}\"}}",
+            env!("CARGO_PKG_VERSION")
+        )),
+        1.0
+    );
+    assert!(value("process_resident_memory_bytes") > 0.0);
+    assert!(value("process_open_fds") > 0.0);
+    assert!(value("process_cpu_seconds_total") >= 0.0);
+    assert_eq!(value("oxbow_controller_active"), 1.0);
+    assert!(value("oxbow_controller_raft_term") >= 1.0);
+    assert!(value("oxbow_controller_raft_applied_index") >= 1.0);
+    assert!(
+        value("oxbow_controller_raft_commit_index") >= value("oxbow_controller_raft_applied_index")
+    );
+    assert_eq!(
+        value("oxbow_controller_raft_voter_lag_entries{voter=\"0\"}"),
+        0.0
+    );
+    assert_eq!(value("oxbow_controller_fenced_brokers"), 0.0);
+    let dir = broker.data.display().to_string();
+    let free = value(&format!(
+        "oxbow_storage_log_dir_free_bytes{{log_dir=\"{dir}\"}}"
+    ));
+    let total = value(&format!(
+        "oxbow_storage_log_dir_total_bytes{{log_dir=\"{dir}\"}}"
+    ));
+    assert!(free > 0.0 && total >= free, "{free} of {total}");
+    assert_eq!(
+        value(
+            "oxbow_server_request_errors_total{api=\"Produce\",error=\"UNKNOWN_TOPIC_OR_PARTITION\"}"
+        ),
+        1.0
+    );
+}

@@ -13,6 +13,35 @@ use crate::storage::{BatchError, LogError};
 /// Kafka's "no error".
 pub const NONE: i16 = 0;
 
+/// A Kafka error code's name as Kafka spells it (`NOT_LEADER_OR_FOLLOWER`), for metric
+/// labels: a closed set, built once from the protocol crate's error table; a code the
+/// table does not know is `UNKNOWN`.
+pub fn error_name(code: i16) -> &'static str {
+    static NAMES: std::sync::OnceLock<std::collections::HashMap<i16, String>> =
+        std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        (-1..=200)
+            .filter_map(|code| ResponseError::try_from_code(code).map(|e| (code, e)))
+            .map(|(code, error)| (code, screaming_snake(&format!("{error:?}"))))
+            .collect()
+    });
+    match code {
+        NONE => "NONE",
+        _ => names.get(&code).map_or("UNKNOWN", String::as_str),
+    }
+}
+
+fn screaming_snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 8);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
 // Codes a handler answers with for a condition it finds itself, in the request or in the
 // broker's view (no module error behind them); the mappings below cover module errors.
 pub const COORDINATOR_NOT_AVAILABLE: i16 = ResponseError::CoordinatorNotAvailable.code();
@@ -194,5 +223,20 @@ pub fn group_result<T>(result: &Result<T, GroupError>) -> i16 {
     match result {
         Ok(_) => NONE,
         Err(error) => group_error(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_names_are_kafkas() {
+        assert_eq!(error_name(NOT_LEADER_OR_FOLLOWER), "NOT_LEADER_OR_FOLLOWER");
+        assert_eq!(error_name(-1), "UNKNOWN_SERVER_ERROR");
+        assert_eq!(error_name(KAFKA_STORAGE_ERROR), "KAFKA_STORAGE_ERROR");
+        assert_eq!(error_name(3), "UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(error_name(0), "NONE");
+        assert_eq!(error_name(9_999), "UNKNOWN");
     }
 }

@@ -470,7 +470,7 @@ fn respond(
                 broker
                     .metrics
                     .request_errors
-                    .with_label_values(&["Fetch", &code.to_string()])
+                    .with_label_values(&["Fetch", errors::error_name(code)])
                     .inc();
                 let (high_watermark, log_start) = read.realign.unwrap_or((-1, -1));
                 if let Some(Some(name)) = names.get(read.topic_index)

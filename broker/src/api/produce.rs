@@ -171,7 +171,7 @@ fn refuse_legacy(context: &RequestContext<'_>, body: Bytes) -> Result<ApiRespons
         .broker
         .metrics
         .request_errors
-        .with_label_values(&["Produce", &errors::UNSUPPORTED_VERSION.to_string()])
+        .with_label_values(&["Produce", errors::error_name(errors::UNSUPPORTED_VERSION)])
         .inc_by(partitions as u64);
     Ok(produce_legacy::refuse(context.version, &request)
         .map_or(ApiResponse::None, ApiResponse::Encoded))
@@ -240,7 +240,7 @@ fn answer(
                 .broker
                 .metrics
                 .request_errors
-                .with_label_values(&["Produce", &code.to_string()])
+                .with_label_values(&["Produce", errors::error_name(code)])
                 .inc();
             response
                 .with_error_code(code)

@@ -28,6 +28,7 @@ pub mod dynamic_configs;
 pub mod feed;
 pub mod image;
 pub mod lifecycle;
+pub mod metrics;
 pub mod placement;
 pub mod publisher;
 pub mod quorum;

@@ -12,6 +12,7 @@ use prometheus::{
     TextEncoder,
 };
 
+use crate::controller::metrics::ControllerMetrics;
 use crate::storage::LogManager;
 
 /// The broker's metric handles.
@@ -27,7 +28,11 @@ pub struct Metrics {
     pub open_connections: IntGauge,
     pub inflight_request_bytes: IntGauge,
     pub fetch_sessions: IntGauge,
+    /// The metadata quorum's gauges, refreshed at each scrape.
+    pub controller: ControllerMetrics,
     log_size: IntGaugeVec,
+    log_dir_free: IntGaugeVec,
+    log_dir_total: IntGaugeVec,
     log_segments: IntGaugeVec,
     log_end_offset: IntGaugeVec,
     offline_log_dirs: IntGauge,
@@ -65,6 +70,21 @@ fn gauge(registry: &Registry, name: &str, help: &str) -> Result<IntGauge, promet
 impl Metrics {
     pub fn new(partition_labels: bool) -> Result<Self, prometheus::Error> {
         let registry = Registry::new();
+        // CPU seconds, resident memory, open and maximum file descriptors, start time.
+        registry.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))?;
+        let build_info = IntGaugeVec::new(
+            Opts::new(
+                "oxbow_build_info",
+                "1, labelled with the running broker's version.",
+            ),
+            &["version"],
+        )?;
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .set(1);
+        registry.register(Box::new(build_info))?;
         let request_latency = HistogramVec::new(
             HistogramOpts::new(
                 "oxbow_server_request_latency_seconds",
@@ -91,8 +111,8 @@ impl Metrics {
             request_errors: counter(
                 &registry,
                 "oxbow_server_request_errors_total",
-                "Error codes returned, by API and Kafka error code.",
-                &["api", "error_code"],
+                "Errors returned, by API and Kafka error name (NOT_LEADER_OR_FOLLOWER).",
+                &["api", "error"],
             )?,
             request_latency,
             bytes_in: counter(
@@ -146,11 +166,24 @@ impl Metrics {
                 "Sum of log end offsets.",
                 storage_labels,
             )?,
+            log_dir_free: gauge_vec(
+                &registry,
+                "oxbow_storage_log_dir_free_bytes",
+                "Bytes available to the broker on each log directory's filesystem.",
+                &["log_dir"],
+            )?,
+            log_dir_total: gauge_vec(
+                &registry,
+                "oxbow_storage_log_dir_total_bytes",
+                "Size of each log directory's filesystem.",
+                &["log_dir"],
+            )?,
             offline_log_dirs: gauge(
                 &registry,
                 "oxbow_storage_offline_log_dirs",
                 "Log directories taken offline after I/O failures.",
             )?,
+            controller: ControllerMetrics::new(&registry)?,
             partition_labels,
             registry,
         })
@@ -185,6 +218,26 @@ impl Metrics {
         }
         self.offline_log_dirs
             .set(logs.log_dirs().iter().filter(|d| d.is_offline()).count() as i64);
+        for dir in logs.log_dirs() {
+            let path = dir.path();
+            let label = path.display().to_string();
+            match nix::sys::statvfs::statvfs(path) {
+                Ok(stats) => {
+                    let block = stats.fragment_size();
+                    let free = stats.blocks_available().saturating_mul(block);
+                    let total = stats.blocks().saturating_mul(block);
+                    self.log_dir_free
+                        .with_label_values(&[&label])
+                        .set(i64::try_from(free).unwrap_or(i64::MAX));
+                    self.log_dir_total
+                        .with_label_values(&[&label])
+                        .set(i64::try_from(total).unwrap_or(i64::MAX));
+                }
+                Err(error) => {
+                    tracing::debug!(log_dir = %label, %error, "Cannot read the log directory's filesystem size");
+                }
+            }
+        }
         let mut text = Vec::new();
         let encoder = TextEncoder::new();
         if let Err(error) = encoder.encode(&self.registry.gather(), &mut text) {

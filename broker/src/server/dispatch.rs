@@ -64,7 +64,7 @@ pub async fn dispatch(
                     .request_errors
                     .with_label_values(&[
                         api.as_metric_label(),
-                        &errors::UNSUPPORTED_VERSION.to_string(),
+                        errors::error_name(errors::UNSUPPORTED_VERSION),
                     ])
                     .inc();
             }
