@@ -104,6 +104,29 @@ fn metrics_an_operator_alerts_on_are_served() {
     let mut client = broker.client();
     let produced = client.produce("nowhere", 0, oxbow_testkit::client::batch(&["v"], 0));
     assert_eq!(oxbow_testkit::client::partition_error(&produced), 3);
+    // A long poll on an empty partition parks for its whole max_wait_ms: that wait is
+    // not handling time (the margin is wide: this checks what is measured, not speed).
+    let created = client.create_topics(vec![oxbow_testkit::client::topic("quiet", 1)]);
+    assert_eq!(created.topics[0].error_code, 0);
+    let polled: FetchResponse = client.request(
+        ApiKey::Fetch,
+        12,
+        &FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(4_000)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![
+                fetch_request::FetchTopic::default()
+                    .with_topic(TopicName("quiet".into()))
+                    .with_partitions(vec![
+                        fetch_request::FetchPartition::default()
+                            .with_partition(0)
+                            .with_partition_max_bytes(1 << 20),
+                    ]),
+            ]),
+    );
+    assert_eq!(polled.responses[0].partitions[0].error_code, 0);
     let (status, body) = http_get(broker.metrics_port, "/metrics").unwrap();
     assert_eq!(status, 200);
     let value = |series: &str| -> f64 {
@@ -145,5 +168,14 @@ fn metrics_an_operator_alerts_on_are_served() {
             "oxbow_server_request_errors_total{api=\"Produce\",error=\"UNKNOWN_TOPIC_OR_PARTITION\"}"
         ),
         1.0
+    );
+    assert_eq!(
+        value("oxbow_server_request_latency_seconds_count{api=\"Fetch\"}"),
+        1.0
+    );
+    let fetch_seconds = value("oxbow_server_request_latency_seconds_sum{api=\"Fetch\"}");
+    assert!(
+        fetch_seconds < 2.0,
+        "the long poll counted: {fetch_seconds} s"
     );
 }

@@ -132,11 +132,13 @@ impl Api for FetchApi {
                     let waits = signals.iter_mut().map(|s| Box::pin(s.changed()));
                     let _ = futures_select_all(waits).await;
                 };
+                let parked_at = Instant::now();
                 tokio::select! {
                     () = any_append => {}
                     () = tokio::time::sleep_until(deadline) => {}
                     _ = shutdown.changed() => {}
                 }
+                context.add_parked(parked_at.elapsed());
             };
             let outcomes: Vec<(SessionKey, Outcome)> = if session_id == 0 {
                 Vec::new()

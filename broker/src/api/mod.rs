@@ -112,9 +112,23 @@ pub struct RequestContext<'a> {
     pub header: &'a RequestHeader,
     pub api: ApiKey,
     pub version: i16,
+    /// Microseconds the handler spent parked waiting for data (a Fetch's long poll):
+    /// left out of the request latency metric, which would otherwise show `max_wait_ms`.
+    pub parked_us: std::sync::atomic::AtomicU64,
 }
 
 impl RequestContext<'_> {
+    /// Notes time the handler spent waiting for data, not working.
+    pub fn add_parked(&self, waited: std::time::Duration) {
+        let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+        self.parked_us
+            .fetch_add(micros, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Time parked so far (see [`Self::add_parked`]).
+    pub fn parked(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.parked_us.load(std::sync::atomic::Ordering::Relaxed))
+    }
     pub fn decode<T: Decodable>(&self, mut body: Bytes) -> Result<T, ApiError> {
         T::decode(&mut body, self.version).map_err(|error| ApiError::Decode {
             api: self.api,

@@ -88,7 +88,7 @@ impl Metrics {
         let request_latency = HistogramVec::new(
             HistogramOpts::new(
                 "oxbow_server_request_latency_seconds",
-                "Request handling latency by API.",
+                "Request handling latency by API; a Fetch's long-poll wait for data is left out.",
             )
             .buckets(vec![
                 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0,

@@ -81,6 +81,7 @@ pub async fn dispatch(
         header: &header,
         api: key,
         version,
+        parked_us: std::sync::atomic::AtomicU64::new(0),
     };
     let span = tracing::debug_span!(
         "request",
@@ -108,7 +109,12 @@ pub async fn dispatch(
         .metrics
         .request_latency
         .with_label_values(&[label])
-        .observe(started.elapsed().as_secs_f64());
+        .observe(
+            started
+                .elapsed()
+                .saturating_sub(context.parked())
+                .as_secs_f64(),
+        );
     if matches!(answer, ApiResponse::None) {
         return Ok(None);
     }
