@@ -92,6 +92,8 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
     };
     let program = std::env::current_exe().context("locating the oxbow binary")?;
     let mut children: Vec<(u16, Child)> = Vec::new();
+    // Each node's log lines, prefixed with the node: merged output an operator can read.
+    let mut output = tokio::task::JoinSet::new();
     for node in 1..=args.brokers {
         let mut overrides = node_overrides(args, node, &cluster_id);
         overrides.extend(extra_overrides.iter().cloned());
@@ -104,11 +106,19 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
             program.display(),
             flags.join(" ")
         );
-        let child = Command::new(&program)
+        let mut child = Command::new(&program)
             .args(&flags)
             .kill_on_drop(true)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .with_context(|| format!("starting node {node}"))?;
+        if let Some(out) = child.stdout.take() {
+            output.spawn(prefix_lines(node, out));
+        }
+        if let Some(err) = child.stderr.take() {
+            output.spawn(prefix_lines(node, err));
+        }
         children.push((node, child));
     }
     let bootstrap: Vec<String> = (1..=args.brokers)
@@ -165,7 +175,26 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
             }
         }
     }
+    while let Some(copied) = output.join_next().await {
+        if let Err(error) = copied {
+            eprintln!("oxbow dev: copying a node's output failed: {error}");
+        }
+    }
     Ok(clean)
+}
+
+/// Copies a node's output to this process's stderr line by line, each line prefixed with
+/// `[node N]`, until the node closes it.
+async fn prefix_lines(node: u16, stream: impl tokio::io::AsyncRead + Unpin) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut lines = tokio::io::BufReader::new(stream).lines();
+    let mut stderr = tokio::io::stderr();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let text = format!("[node {node}] {line}\n");
+        if stderr.write_all(text.as_bytes()).await.is_err() {
+            return;
+        }
+    }
 }
 
 async fn first_exit(children: Vec<&mut (u16, Child)>) -> (u16, String) {

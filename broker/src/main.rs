@@ -56,7 +56,9 @@ fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
+                // openraft logs every failed call to a stopped voter; the quorum's
+                // own lines (controller::quorum::events) say what changed, once.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=off")),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

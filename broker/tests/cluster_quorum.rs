@@ -259,3 +259,45 @@ fn sigterm_while_waiting_for_the_quorum_stops_cleanly() {
     );
     eprintln!("stopped {} ms after SIGTERM", sent.elapsed().as_millis());
 }
+
+/// With a voter down the others say so once (and remind every 30 s), not once per failed
+/// Raft call: the quorum keeps working meanwhile, and the log stays readable.
+#[test]
+fn a_stopped_voter_is_logged_once_not_per_failed_call() {
+    let mut cluster = Cluster::start(3, 0, &[]);
+    cluster.wait_ready(&[1, 2, 3]);
+    let active = cluster.controller_of(1).unwrap();
+    let stopped = (1..=3).find(|id| *id != active).unwrap();
+    let survivor = (1..=3).find(|id| *id != active && *id != stopped).unwrap();
+    let before: Vec<usize> = [active, survivor]
+        .iter()
+        .map(|id| cluster.logs(*id).lines().count())
+        .collect();
+    cluster.kill(stopped);
+    cluster.wait_for("the leader to note the voter unreachable", TIMEOUT, || {
+        cluster.logs(active).contains("Voter unreachable")
+    });
+    // Work that takes many Raft round trips (each one a failed call to the stopped voter).
+    for topic in 0..40 {
+        assert_eq!(
+            cluster.create_topic(survivor, &format!("busy{topic}"), 1, 1),
+            0
+        );
+    }
+    for (id, skip) in [active, survivor].iter().zip(before) {
+        let logs = cluster.logs(*id);
+        let problems: Vec<&str> = logs
+            .lines()
+            .skip(skip)
+            .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+            .collect();
+        assert!(
+            problems.len() <= 6,
+            "node {id} logged {} warnings and errors:\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
+    }
+    let unreachable = cluster.logs(active).matches("Voter unreachable").count();
+    assert_eq!(unreachable, 1);
+}

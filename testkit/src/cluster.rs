@@ -152,7 +152,8 @@ impl Cluster {
             .unwrap();
         node.child = Some(
             command
-                .env("RUST_LOG", "info,openraft=warn")
+                // The broker's own default filter: what an operator reads.
+                .env_remove("RUST_LOG")
                 .stdout(Stdio::null())
                 .stderr(log)
                 .spawn()

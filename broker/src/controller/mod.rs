@@ -187,6 +187,7 @@ impl Controller {
                     node_id,
                     cluster_id: Arc::clone(&cluster_id),
                     peers_down: peers_down.clone(),
+                    reachability: Default::default(),
                 },
             };
             let raft = openraft::Raft::new(
@@ -276,6 +277,12 @@ impl Controller {
             caught_up_target,
         });
         if let (Some(raft), Some(active)) = (raft, active) {
+            let leadership =
+                quorum::events::log_leadership(raft.clone(), node_id, shutdown.clone());
+            tasks.spawn(async move {
+                leadership.await;
+                Ok(())
+            });
             if let Some(listener) = controller_socket {
                 let service = Arc::new(service::ControllerService {
                     raft,

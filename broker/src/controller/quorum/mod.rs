@@ -14,6 +14,7 @@
 //! (`vote.json`), the purge point (`log-state.json`) and the latest snapshot of the image
 //! (`snapshot.json`), so the log stays bounded: entries below a snapshot are purged.
 
+pub mod events;
 pub mod log_store;
 pub mod network;
 pub mod state_machine;

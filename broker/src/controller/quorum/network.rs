@@ -26,6 +26,7 @@ pub struct Sender {
     pub node_id: i32,
     pub cluster_id: Arc<parking_lot::RwLock<Option<String>>>,
     pub peers_down: PeersDown,
+    pub reachability: super::events::VoterReachability,
 }
 
 /// Voters whose process is gone as far as Raft traffic can tell: the connection was
@@ -105,8 +106,16 @@ impl PeerNetwork {
         };
         let result = self.connection.call(&request, option.hard_ttl()).await;
         match &result {
-            Ok(_) => self.sender.peers_down.answered(self.target),
-            Err(error) => self.sender.peers_down.record(self.target, error),
+            Ok(_) => {
+                self.sender.peers_down.answered(self.target);
+                self.sender.reachability.answered(self.target);
+            }
+            Err(error) => {
+                self.sender.peers_down.record(self.target, error);
+                self.sender
+                    .reachability
+                    .failed(self.target, self.connection.address(), error);
+            }
         }
         result
     }
