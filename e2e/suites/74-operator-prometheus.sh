@@ -3,12 +3,17 @@
 # server; brokers and operator run from their images by the pod runner; scrape jobs from the cluster's ServiceMonitors as the Prometheus Operator writes
 # them) scraping the brokers and the operator the way the chart's and the operator's
 # ServiceMonitors say, on the e2e testbed:
-#   ServiceMonitor CRD -> helm install with the chart's ServiceMonitor -> the example Cluster
-#   with metrics.serviceMonitor: true -> Prometheus -> every target up with the operator's
-#   target labels -> produce/consume load, a consumer group lagging on purpose -> PromQL shows
-#   the group's lag, bytes in and out by topic, request rates by API; every query of the
-#   chart's Grafana dashboard returns data -> a broker stopped (SIGSTOP) -> under-replicated
-#   partitions > 0.
+#   ServiceMonitor and PrometheusRule CRDs -> helm install with the chart's ServiceMonitor and
+#   PrometheusRule -> the example Cluster with metrics.serviceMonitor: true -> Prometheus, its
+#   rule files from the PrometheusRules -> every target up with the operator's target labels;
+#   every alert of the chart loaded and evaluating without error -> produce/consume load, a
+#   consumer group lagging on purpose, a request of an unsupported version -> PromQL shows the
+#   group's lag, bytes in and out by topic, request rates by API, errors by Kafka error name;
+#   every query of the chart's Grafana dashboard returns data; exactly one active controller,
+#   OxbowNoActiveController inactive -> a broker stopped (SIGSTOP) -> under-replicated
+#   partitions > 0, OxbowUnderReplicatedPartitions and OxbowBrokerDown (that broker) pending or
+#   firing. The rules' `for` (minutes) is longer than the suite waits: pending proves that the
+#   chart's expression held on the real series.
 # Waits are on conditions (kubectl wait, or a bounded poll of a PromQL result).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,8 +42,8 @@ k8s_local || suite_skip "Prometheus on the testbed (e2e/k8s/prometheus) with cli
 
 k8s_images
 k8s_cluster_up
-kubectl apply --server-side -f "$OXBOW_CACHE/k8s/bin/servicemonitor-crd.yaml" >/dev/null
-kubectl wait --for=condition=Established crd/servicemonitors.monitoring.coreos.com --timeout=60s >/dev/null
+kubectl apply --server-side -f "$OXBOW_CACHE/k8s/bin/servicemonitor-crd.yaml" -f "$OXBOW_CACHE/k8s/bin/prometheusrule-crd.yaml" >/dev/null
+kubectl wait --for=condition=Established crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com --timeout=60s >/dev/null
 k8s_pod_runner --selector app.kubernetes.io/name=oxbow-operator --namespace "$NS"
 k8s_pod_runner --selector app.kubernetes.io/name=oxbow --namespace "$NS"
 # The clients' pod: kafka-python and kcat of the host, in the pod's network namespace (no
@@ -55,8 +60,9 @@ spec:
 EOF
 example() { k8s_pod_exec "$NS" kafka-client python3 "$REPO/e2e/operator/example_client.py" "$@"; }
 
-helm install oxbow charts/oxbow --set metrics.serviceMonitor.enabled=true --wait --timeout 120s >/dev/null \
-  || fail "helm install with metrics.serviceMonitor.enabled=true"
+helm install oxbow charts/oxbow --set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabled=true \
+  --wait --timeout 120s >/dev/null \
+  || fail "helm install with metrics.serviceMonitor.enabled=true, metrics.prometheusRule.enabled=true"
 python3 - manifests/cluster.yaml > "$OXBOW_K8S_STATE/cluster.yaml" <<'PY'
 import sys, yaml
 doc = yaml.safe_load(open(sys.argv[1]))
@@ -70,6 +76,16 @@ kubectl -n "$NS" wait --for=create servicemonitor/events --timeout=60s >/dev/nul
 [ "$(kubectl -n "$NS" get servicemonitors -o name | sort | tr '\n' ' ')" = "servicemonitor.monitoring.coreos.com/events servicemonitor.monitoring.coreos.com/oxbow-operator " ] \
   || fail "ServiceMonitors: $(kubectl -n "$NS" get servicemonitors -o name | tr '\n' ' ')"
 ok "ServiceMonitors from the chart (oxbow-operator) and the operator (events) exist"
+# The chart's alert names, from the object the API server accepted (the Prometheus Operator's CRD schema).
+chart_alerts="$(kubectl -n "$NS" get prometheusrule oxbow -o json | python3 -c '
+import json, sys
+print(" ".join(sorted(r["alert"] for g in json.load(sys.stdin)["spec"]["groups"] for r in g["rules"] if "alert" in r)))')" \
+  || fail "the chart made no PrometheusRule"
+for a in OxbowOfflinePartitions OxbowUnderMinIsrPartitions OxbowUnderReplicatedPartitions OxbowNoActiveController \
+         OxbowBrokerFenced OxbowLogDirNearlyFull OxbowOfflineLogDir OxbowBrokerDown; do
+  grep -qw "$a" <<<"$chart_alerts" || fail "the chart's PrometheusRule lacks $a: $chart_alerts"
+done
+ok "PrometheusRule from the chart (oxbow) accepted by the API server: $chart_alerts"
 
 PROM="$("$REPO/e2e/k8s/prometheus" start)" || fail "e2e/k8s/prometheus start"
 # q EXPR: the instant query's result as JSON lines {"metric": {...}, "value": V}
@@ -82,6 +98,35 @@ for r in d["data"]["result"]:
     print(json.dumps({"metric": r["metric"], "value": float(r["value"][1])}))'
 }
 has_data() { [ -n "$(q "$1")" ]; }
+# alert_rules: "NAME STATE HEALTH [ERROR]" of every alerting rule Prometheus loaded from the chart's
+# PrometheusRule (rule file default-oxbow.yaml, written by e2e/k8s/prometheus).
+alert_rules() {
+  curl -fsS --max-time 10 "$PROM/api/v1/rules?type=alert" | python3 -c '
+import json, sys
+for g in json.load(sys.stdin)["data"]["groups"]:
+    if g["file"].endswith("/default-oxbow.yaml"):
+        for r in g["rules"]:
+            print(r["name"], r["state"], r["health"], r.get("lastError", ""))'
+}
+rule_query() {  # rule_query NAME: the loaded rule's PromQL
+  curl -fsS --max-time 10 "$PROM/api/v1/rules?type=alert" | python3 -c '
+import json, sys
+print(*[r["query"] for g in json.load(sys.stdin)["data"]["groups"] for r in g["rules"] if r["name"] == sys.argv[1]], sep="")' "$1"
+}
+# alert_active NAME [LABEL=VALUE...]: the alert is pending or firing, with those labels
+alert_active() {
+  curl -fsS --max-time 10 "$PROM/api/v1/alerts" | python3 -c '
+import json, sys
+name, want = sys.argv[1], dict(a.split("=", 1) for a in sys.argv[2:])
+sys.exit(0 if any(a["labels"].get("alertname") == name and a["state"] in ("pending", "firing")
+                  and all(a["labels"].get(k) == v for k, v in want.items())
+                  for a in json.load(sys.stdin)["data"]["alerts"]) else 1)' "$@"
+}
+rules_evaluated() {
+  local rules
+  rules="$(alert_rules)" || return 1
+  [ "$(awk '{print $1}' <<<"$rules" | LC_ALL=C sort | tr '\n' ' ')" = "$chart_alerts " ] && [ -z "$(awk '$3 != "ok"' <<<"$rules")" ]
+}
 positive() { q "$1" | python3 -c 'import json,sys; rs=[json.loads(l) for l in sys.stdin]; sys.exit(0 if rs and all(r["value"] > 0 for r in rs) else 1)'; }
 labels_of() { q "$1" | python3 -c 'import json,sys; print(" ".join(sorted(json.loads(l)["metric"].get(sys.argv[1], "-") for l in sys.stdin)))' "$2"; }
 
@@ -95,6 +140,8 @@ for l in '"namespace": "default"' '"service": "events-headless"' '"endpoint": "m
   grep -qF "$l" <<<"$row" || fail "target labels of events-0 lack $l: $row"
 done
 ok "Prometheus (Kubernetes SD, role endpointslice) scrapes brokers $(labels_of 'up{job="events-headless"}' pod) and the operator $(labels_of 'up{job="oxbow-operator-metrics"}' pod), with namespace/service/pod/container/endpoint labels"
+until_true 60 rules_evaluated || fail "the chart's alerting rules, loaded and evaluated (NAME STATE HEALTH ERROR): $(alert_rules | tr '\n' ';')"
+ok "Prometheus loaded the chart's PrometheusRule as a rule file; every alert evaluates without error: $(alert_rules | awk '{print $1 "=" $2}' | tr '\n' ' ')"
 
 # --- load, and a group that lags on purpose ------------------------------------------------------
 work="$OXBOW_K8S_STATE/load"
@@ -111,6 +158,20 @@ kind: Topic
 metadata: {name: ghost}
 spec: {cluster: no-such-cluster, partitions: 1, replicationFactor: 1}
 EOF
+
+# A request of a version no broker serves (Metadata v99): refused with UNSUPPORTED_VERSION,
+# counted in oxbow_server_request_errors_total under the Kafka error name.
+k8s_pod_exec "$NS" kafka-client python3 -c '
+import socket, struct, sys
+host, port = sys.argv[1].rsplit(":", 1)
+request = struct.pack(">hhih", 3, 99, 1, -1)
+with socket.create_connection((host, int(port)), timeout=10) as sock:
+    sock.sendall(struct.pack(">i", len(request)) + request)
+    while sock.recv(4096):
+        pass' "$BOOTSTRAP" || fail "a Metadata v99 request"
+until_true 60 has_data 'oxbow_server_request_errors_total{api="Metadata",error="UNSUPPORTED_VERSION"}' \
+  || fail "errors by name: $(q 'oxbow_server_request_errors_total')"
+ok "errors by Kafka error name: $(labels_of 'oxbow_server_request_errors_total' error | tr ' ' '\n' | sort -u | tr '\n' ' ')"
 
 until_true 90 positive 'oxbow_group_lag_messages{group="lagging"}' || fail "group lag: $(q 'oxbow_group_lag_messages')"
 ok "consumer group lag: $(q 'oxbow_group_lag_messages{group="lagging"}' | head -n 1)"
@@ -133,14 +194,32 @@ while IFS=$'\t' read -r title expr; do
 done <"$work/queries"
 ok "all $(wc -l <"$work/queries") queries of the chart's dashboard (charts/oxbow/dashboards/oxbow.json) return data"
 
-# --- a stopped broker: under-replicated partitions -------------------------------------------------
+# --- a healthy cluster: one active controller, OxbowNoActiveController quiet -------------------------
+[ "$(q 'sum by (namespace, job) (oxbow_controller_active)' | python3 -c 'import json,sys; print(" ".join("%s/%s=%g" % (r["metric"].get("namespace"), r["metric"].get("job"), r["value"]) for r in map(json.loads, sys.stdin)))')" = "default/events-headless=1" ] \
+  || fail "active controllers: $(q 'oxbow_controller_active')"
+no_controller="$(rule_query OxbowNoActiveController)"
+[ -n "$no_controller" ] || fail "OxbowNoActiveController not loaded"
+[ -z "$(q "$no_controller")" ] || fail "OxbowNoActiveController's expression holds on a healthy cluster: $no_controller: $(q "$no_controller")"
+[ -n "$(alert_rules | awk '$1 == "OxbowNoActiveController" && $2 == "inactive" && $3 == "ok"')" ] || fail "OxbowNoActiveController: $(alert_rules | grep OxbowNoActiveController)"
+ok "healthy cluster: $(labels_of 'oxbow_controller_active == 1' pod) is the one active controller; OxbowNoActiveController ($no_controller) is empty and inactive"
+
+# --- a stopped broker: under-replicated partitions, their alert, the broker down ------------------
+# OxbowBrokerDown first: its scrapes time out at once, and the failing liveness probe (6 x 10s)
+# has the pod runner restart the stopped container a minute or two later; the ISR shrinks
+# after replica.lag.time.max.ms (30s).
 pid="$(cat "$(ls "$OXBOW_K8S_STATE"/pods/"$NS".events-2.*/broker.log.pid | head -n 1)")"
 kill -STOP "$pid"
+until_true 45 alert_active OxbowBrokerDown namespace=default pod=events-2 \
+  || { kill -CONT "$pid"; fail "OxbowBrokerDown for events-2 neither pending nor firing: $(q 'up{job="events-headless"}')"; }
+ok "events-2 stopped (SIGSTOP): OxbowBrokerDown{pod=\"events-2\"} pending or firing"
 until_true 150 positive 'sum(oxbow_replication_under_replicated_partitions) > 0' \
   || { kill -CONT "$pid"; fail "no under-replicated partitions with events-2 stopped: $(q 'oxbow_replication_under_replicated_partitions')"; }
 urp="$(q 'sum(oxbow_replication_under_replicated_partitions)')"
+ok "events-2 stopped: under-replicated partitions $urp"
+until_true 60 alert_active OxbowUnderReplicatedPartitions namespace=default job=events-headless \
+  || { kill -CONT "$pid"; fail "OxbowUnderReplicatedPartitions neither pending nor firing: $(alert_rules | tr '\n' ';')"; }
 kill -CONT "$pid" 2>/dev/null || true
-ok "events-2 stopped (SIGSTOP): under-replicated partitions $urp"
+ok "events-2 stopped: OxbowUnderReplicatedPartitions pending or firing (alerts: $(alert_rules | awk '$2 != "inactive" {print $1 "=" $2}' | tr '\n' ' '))"
 
 touch "$work/stop"
 wait "$producer" || true   # the load generator; acks=all across a broker failure is 73-operator-example's check

@@ -43,3 +43,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "oxbow.brokerImage" -}}
 {{- printf "%s:%s" .Values.broker.image.repository (default .Chart.AppVersion .Values.broker.image.tag) -}}
 {{- end -}}
+
+{{/* Alert text naming the Cluster an aggregated alert is about: " in namespace=… job=…", from metrics.prometheusRule.groupBy. */}}
+{{- define "oxbow.alertScope" -}}
+{{- range .Values.metrics.prometheusRule.groupBy -}}
+{{- printf " %s={{ $labels.%s }}" . . -}}
+{{- end -}}
+{{- end -}}
