@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 use oxbow_testkit::Cluster;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -300,4 +301,79 @@ fn a_stopped_voter_is_logged_once_not_per_failed_call() {
     }
     let unreachable = cluster.logs(active).matches("Voter unreachable").count();
     assert_eq!(unreachable, 1);
+}
+
+/// Deleting gigabytes of partition files must not stall the quorum: the Raft log's
+/// writes and fsyncs run off the runtime threads, and deletions go file by file on one
+/// thread. The partition's bulk is allocated with fallocate(1) (real extents for the
+/// filesystem to free, without writing gigabytes first).
+#[test]
+fn deleting_gigabytes_under_a_running_quorum_fences_no_broker() {
+    let cluster = Cluster::start(3, 0, &[]);
+    cluster.wait_ready(&[1, 2, 3]);
+    cluster.create_assigned(1, "bulky", &[&[1, 2, 3]]);
+    cluster.wait_same_image(&[1, 2, 3]);
+    let mut dirs = Vec::new();
+    for id in 1..=3 {
+        let dir = cluster.nodes[&id].data.join("bulky-0");
+        cluster.wait_for("the replica's directory", TIMEOUT, || dir.is_dir());
+        for part in 0..3 {
+            let status = std::process::Command::new("fallocate")
+                .args(["-l", "512MiB"])
+                .arg(dir.join(format!("bulk-{part}.bin")))
+                .status()
+                .unwrap();
+            assert!(status.success(), "fallocate failed");
+        }
+        dirs.push(cluster.nodes[&id].data.clone());
+    }
+    let before: Vec<usize> = (1..=3).map(|id| cluster.logs(id).len()).collect();
+    let response: DeleteTopicsResponse = cluster.client(1).request(
+        ApiKey::DeleteTopics,
+        4,
+        &DeleteTopicsRequest::default()
+            .with_topic_names(vec![TopicName("bulky".into())])
+            .with_timeout_ms(30_000),
+    );
+    assert_eq!(response.responses[0].error_code, 0);
+    // The quorum keeps deciding while the files go.
+    let mut created = 0;
+    let gone = |dirs: &[std::path::PathBuf]| {
+        dirs.iter().all(|data| {
+            std::fs::read_dir(data).unwrap().all(|entry| {
+                !entry
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("bulky-0")
+            })
+        })
+    };
+    cluster.wait_for(
+        "the deleted partition's files to be removed",
+        TIMEOUT,
+        || {
+            assert_eq!(
+                cluster.create_topic(2, &format!("meanwhile{created}"), 1, 3),
+                0
+            );
+            created += 1;
+            gone(&dirs)
+        },
+    );
+    for (id, from) in (1..=3).zip(before) {
+        let logs = cluster.logs(id);
+        let since = &logs[from..];
+        for trouble in [
+            "session expired",
+            "Heartbeat to the controller failed",
+            "fencing",
+        ] {
+            assert!(
+                !since.contains(trouble),
+                "node {id} logged `{trouble}` during the deletion:\n{since}"
+            );
+        }
+    }
+    assert_eq!(cluster.metadata(1).brokers.len(), 3);
 }

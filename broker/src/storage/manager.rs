@@ -386,21 +386,64 @@ pub const DELETED_SUFFIX: &str = "-delete";
 
 /// Removes a directory off the caller's thread: deleting gigabytes of segments must not
 /// hold up the metadata publisher (or the disk writes of the quorum) while it runs.
+/// One thread removes every deleted directory in turn, file by file, cutting big files
+/// down in steps first: freeing a whole topic's extents at once fills the filesystem's
+/// journal, and every fsync behind it (the Raft log's among them) waits.
 pub fn remove_in_background(dir: PathBuf) {
-    let spawned = std::thread::Builder::new()
-        .name("oxbow-delete".into())
-        .spawn({
-            let dir = dir.clone();
-            move || {
-                if let Err(error) = std::fs::remove_dir_all(&dir) {
-                    tracing::warn!(dir = %dir.display(), %error, "Cannot remove a deleted partition directory");
+    type Queued = (PathBuf, std::time::Instant);
+    static DELETER: std::sync::OnceLock<Option<std::sync::mpsc::Sender<Queued>>> =
+        std::sync::OnceLock::new();
+    let deleter = DELETER.get_or_init(|| {
+        let (sender, receiver) = std::sync::mpsc::channel::<Queued>();
+        std::thread::Builder::new()
+            .name("oxbow-delete".into())
+            .spawn(move || {
+                for (dir, queued) in receiver {
+                    // A read under way may still be sending from these files (sendfile):
+                    // they are cut down only once it has surely finished.
+                    std::thread::sleep(DELETE_GRACE.saturating_sub(queued.elapsed()));
+                    if let Err(error) = remove_gradually(&dir) {
+                        tracing::warn!(dir = %dir.display(), %error, "Cannot remove a deleted partition directory");
+                    }
                 }
-            }
-        });
-    if let Err(error) = spawned {
-        tracing::warn!(dir = %dir.display(), %error, "No thread to remove a directory; removing it here");
-        let _ = std::fs::remove_dir_all(&dir);
+            })
+            .map_err(|error| tracing::warn!(%error, "No thread for deletions; deleting inline"))
+            .ok()
+            .map(|_| sender)
+    });
+    let queued = match deleter {
+        Some(sender) => sender.send((dir, std::time::Instant::now())),
+        None => Err(std::sync::mpsc::SendError((dir, std::time::Instant::now()))),
+    };
+    if let Err(std::sync::mpsc::SendError((dir, _))) = queued
+        && let Err(error) = remove_gradually(&dir)
+    {
+        tracing::warn!(dir = %dir.display(), %error, "Cannot remove a deleted partition directory");
     }
+}
+
+/// How long a deleted directory's files stay whole after the rename, for reads under way.
+const DELETE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+/// Bytes freed per step when a big file is cut down before it is unlinked.
+const DELETE_STEP_BYTES: u64 = 64 * 1024 * 1024;
+
+fn remove_gradually(dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            remove_gradually(&path)?;
+            continue;
+        }
+        let file = std::fs::OpenOptions::new().write(true).open(&path)?;
+        let mut size = file.metadata()?.len();
+        while size > DELETE_STEP_BYTES {
+            size -= DELETE_STEP_BYTES;
+            file.set_len(size)?;
+        }
+        drop(file);
+        std::fs::remove_file(&path)?;
+    }
+    std::fs::remove_dir(dir)
 }
 
 fn partition_dirs(log_dir: &Path) -> std::io::Result<Vec<(PathBuf, TopicPartition)>> {

@@ -11,6 +11,12 @@
 //!
 //! `vote.json` and `log-state.json` (the purge point and the committed id) are replaced
 //! atomically.
+//!
+//! Every write and fsync runs on the blocking pool, and the in-memory entries that log
+//! readers (replication to the other voters) use are never locked across one: an fsync
+//! that the disk holds up (a multi-GB deletion filling the filesystem's journal) delays
+//! this log's own durability, never the runtime threads that serve Raft heartbeats,
+//! broker heartbeats and clients.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -62,7 +68,6 @@ struct LogStateFile {
 #[derive(Debug)]
 struct Inner {
     dir: PathBuf,
-    file: File,
     entries: BTreeMap<u64, Entry<MetadataRaft>>,
     state: LogStateFile,
     vote: Option<Vote<u64>>,
@@ -72,6 +77,22 @@ struct Inner {
 #[derive(Debug, Clone)]
 pub struct LogStore {
     inner: Arc<Mutex<Inner>>,
+    /// The open `raft-log`, touched only on the blocking pool (appends, rewrites).
+    file: Arc<Mutex<File>>,
+}
+
+/// [`write_atomically`] as an I/O result.
+fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomically(path, bytes).map_err(std::io::Error::other)
+}
+
+/// Runs blocking file work on the blocking pool; a task that could not run is an I/O error.
+async fn on_blocking_pool<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|error| Err(std::io::Error::other(error)))
 }
 
 fn encode_line(entry: &Entry<MetadataRaft>) -> Result<Vec<u8>, serde_json::Error> {
@@ -161,11 +182,11 @@ impl LogStore {
         Ok(Self {
             inner: Arc::new(Mutex::new(Inner {
                 dir: dir.to_path_buf(),
-                file,
                 entries,
                 state,
                 vote,
             })),
+            file: Arc::new(Mutex::new(file)),
         })
     }
 
@@ -178,26 +199,38 @@ impl LogStore {
 
 // openraft's trait methods return its (large) StorageError; these helpers feed them.
 #[allow(clippy::result_large_err)]
-impl Inner {
-    fn write_state(&self) -> Result<(), StorageError<u64>> {
-        let bytes = serde_json::to_vec(&self.state).map_err(|e| StorageIOError::write(&e))?;
-        write_atomically(&self.dir.join(STATE_FILE), &bytes)
+impl LogStore {
+    /// Writes `log-state.json` from the state held in memory.
+    async fn write_state(&self) -> Result<(), StorageError<u64>> {
+        let (path, bytes) = {
+            let inner = self.inner.lock();
+            let bytes = serde_json::to_vec(&inner.state).map_err(|e| StorageIOError::write(&e))?;
+            (inner.dir.join(STATE_FILE), bytes)
+        };
+        on_blocking_pool(move || replace_file(&path, &bytes))
+            .await
             .map_err(|e| StorageIOError::write(&e).into())
     }
 
     /// Replaces the log file with the entries held in memory.
-    fn rewrite(&mut self) -> Result<(), StorageError<u64>> {
-        let mut text = Vec::new();
-        for entry in self.entries.values() {
-            text.extend(encode_line(entry).map_err(|e| StorageIOError::write_logs(&e))?);
-        }
-        let path = self.dir.join(LOG_FILE);
-        write_atomically(&path, &text).map_err(|e| StorageIOError::write_logs(&e))?;
-        self.file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|e| StorageIOError::write_logs(&e))?;
-        Ok(())
+    async fn rewrite(&self) -> Result<(), StorageError<u64>> {
+        let (path, text) = {
+            let inner = self.inner.lock();
+            let mut text = Vec::new();
+            for entry in inner.entries.values() {
+                text.extend(encode_line(entry).map_err(|e| StorageIOError::write_logs(&e))?);
+            }
+            (inner.dir.join(LOG_FILE), text)
+        };
+        let file = Arc::clone(&self.file);
+        on_blocking_pool(move || {
+            let mut file = file.lock();
+            replace_file(&path, &text)?;
+            *file = OpenOptions::new().append(true).open(&path)?;
+            Ok(())
+        })
+        .await
+        .map_err(|e| StorageIOError::write_logs(&e).into())
     }
 }
 
@@ -238,11 +271,12 @@ impl RaftLogStorage<MetadataRaft> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
-        let mut inner = self.inner.lock();
         let bytes = serde_json::to_vec(vote).map_err(|e| StorageIOError::write_vote(&e))?;
-        write_atomically(&inner.dir.join(VOTE_FILE), &bytes)
+        let path = self.inner.lock().dir.join(VOTE_FILE);
+        on_blocking_pool(move || replace_file(&path, &bytes))
+            .await
             .map_err(|e| StorageIOError::write_vote(&e))?;
-        inner.vote = Some(*vote);
+        self.inner.lock().vote = Some(*vote);
         Ok(())
     }
 
@@ -251,10 +285,8 @@ impl RaftLogStorage<MetadataRaft> for LogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError<u64>> {
-        let mut inner = self.inner.lock();
-        inner.state.committed = committed;
-        inner.write_state()?;
-        Ok(())
+        self.inner.lock().state.committed = committed;
+        self.write_state().await
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError<u64>> {
@@ -270,20 +302,23 @@ impl RaftLogStorage<MetadataRaft> for LogStore {
         I: IntoIterator<Item = Entry<MetadataRaft>> + Send,
         I::IntoIter: Send,
     {
-        let mut inner = self.inner.lock();
         let mut text = Vec::new();
         let mut appended = Vec::new();
         for entry in entries {
             text.extend(encode_line(&entry).map_err(|e| StorageIOError::write_logs(&e))?);
             appended.push(entry);
         }
-        let result = inner
-            .file
-            .write_all(&text)
-            .and_then(|()| inner.file.sync_data());
+        let file = Arc::clone(&self.file);
+        let result = on_blocking_pool(move || {
+            let mut file = file.lock();
+            file.write_all(&text)?;
+            file.sync_data()
+        })
+        .await;
         if let Err(error) = &result {
             tracing::error!(%error, "Appending to the Raft log failed");
         } else {
+            let mut inner = self.inner.lock();
             for entry in appended {
                 inner.entries.insert(entry.log_id.index, entry);
             }
@@ -293,29 +328,29 @@ impl RaftLogStorage<MetadataRaft> for LogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError<u64>> {
-        let mut inner = self.inner.lock();
-        let removed = inner.entries.split_off(&log_id.index);
+        let removed = self.inner.lock().entries.split_off(&log_id.index);
         if !removed.is_empty() {
             tracing::info!(
                 from = log_id.index,
                 entries = removed.len(),
                 "Truncating a conflicting Raft log suffix"
             );
-            inner.rewrite()?;
+            self.rewrite().await?;
         }
         Ok(())
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError<u64>> {
-        let mut inner = self.inner.lock();
         // The purge point is recorded first: a crash between the two steps leaves
         // entries below it, which are ignored, never a hole above it.
-        inner.state.last_purged = Some(log_id);
-        inner.write_state()?;
-        let kept = inner.entries.split_off(&(log_id.index + 1));
-        inner.entries = kept;
-        inner.rewrite()?;
-        Ok(())
+        self.inner.lock().state.last_purged = Some(log_id);
+        self.write_state().await?;
+        {
+            let mut inner = self.inner.lock();
+            let kept = inner.entries.split_off(&(log_id.index + 1));
+            inner.entries = kept;
+        }
+        self.rewrite().await
     }
 }
 

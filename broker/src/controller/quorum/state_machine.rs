@@ -104,6 +104,18 @@ impl MetadataStateMachine {
     }
 }
 
+/// Replaces `path` with `bytes` on the blocking pool (the fsyncs must not hold a runtime
+/// thread), and gives the bytes back.
+async fn write_off_runtime(path: std::path::PathBuf, bytes: Vec<u8>) -> std::io::Result<Vec<u8>> {
+    tokio::task::spawn_blocking(move || {
+        write_atomically(&path, &bytes)
+            .map(|()| bytes)
+            .map_err(std::io::Error::other)
+    })
+    .await
+    .unwrap_or_else(|error| Err(std::io::Error::other(error)))
+}
+
 impl RaftSnapshotBuilder<MetadataRaft> for MetadataStateMachine {
     async fn build_snapshot(&mut self) -> Result<Snapshot<MetadataRaft>, StorageError<u64>> {
         let started = std::time::Instant::now();
@@ -115,7 +127,8 @@ impl RaftSnapshotBuilder<MetadataRaft> for MetadataStateMachine {
         let file = self.snapshot_file(snapshot_id);
         let bytes =
             serde_json::to_vec(&file).map_err(|e| StorageIOError::write_snapshot(None, &e))?;
-        write_atomically(&self.dir.join(SNAPSHOT_FILE), &bytes)
+        let bytes = write_off_runtime(self.dir.join(SNAPSHOT_FILE), bytes)
+            .await
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
         tracing::info!(
             snapshot = %file.snapshot_id,
@@ -183,7 +196,8 @@ impl RaftStateMachine<MetadataRaft> for MetadataStateMachine {
         let bytes = snapshot.into_inner();
         let file: SnapshotFile = serde_json::from_slice(&bytes)
             .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
-        write_atomically(&self.dir.join(SNAPSHOT_FILE), &bytes)
+        write_off_runtime(self.dir.join(SNAPSHOT_FILE), bytes)
+            .await
             .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
         self.last_applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
