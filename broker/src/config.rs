@@ -11,6 +11,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use crate::group::GroupConfig;
+
+pub mod listeners;
 use crate::storage::{LogConfig, LogConfigError};
 
 /// One documented configuration key.
@@ -31,12 +33,12 @@ pub const KEYS: &[KeySpec] = &[
     key(
         "listeners",
         "PLAINTEXT://127.0.0.1:9092",
-        "Listener(s) for Kafka clients, NAME://host:port,...; the first client listener is served (others are logged as not served yet).",
+        "Listeners, NAME://host:port,...: every one not in controller.listener.names serves clients (an empty host: every interface).",
     ),
     key(
         "advertised.listeners",
         "",
-        "Address given to clients in Metadata; defaults to the listener.",
+        "NAME://host:port per listener: the address a client that came in on NAME is given in Metadata; defaults to the listener's own.",
     ),
     key(
         "log.dirs",
@@ -379,6 +381,11 @@ pub const KEYS: &[KeySpec] = &[
         "Security protocol of each listener name (NAME:PROTOCOL,...); controller listener names not in it are PLAINTEXT. Only PLAINTEXT is served yet: a listener of another protocol is refused at start-up.",
     ),
     key(
+        "inter.broker.listener.name",
+        "",
+        "The client listener other brokers reach this one on (followers fetch through it); empty: the first client listener.",
+    ),
+    key(
         "controller.listener.names",
         "CONTROLLER",
         "Name of the listener in `listeners` that serves the controller quorum.",
@@ -501,8 +508,11 @@ pub enum ConfigError {
 pub struct BrokerConfig {
     pub node_id: i32,
     pub listener: SocketAddr,
-    /// Client listeners `listeners` names after the first: not served yet (logged).
-    pub unserved_listeners: Vec<String>,
+    /// Every client listener (not the controller's), in `listeners` order; `listener` and
+    /// `advertised_*` are the inter-broker one's.
+    pub client_listeners: Vec<listeners::ClientListener>,
+    /// `inter.broker.listener.name` (default: the first client listener).
+    pub inter_broker_listener: String,
     pub advertised_host: String,
     pub advertised_port: u16,
     pub log_dirs: Vec<PathBuf>,
@@ -684,10 +694,17 @@ impl BrokerConfig {
             .map(|n| n.trim().to_ascii_uppercase())
             .filter(|n| !n.is_empty())
             .collect();
-        let protocols = security_protocols(&get("listener.security.protocol.map"))
+        let listener_entries =
+            listeners::entries(&listener_text).map_err(|reason| invalid("listeners", &reason))?;
+        let advertised_entries = listeners::entries(&get("advertised.listeners"))
+            .map_err(|reason| invalid("advertised.listeners", &reason))?;
+        let protocols = listeners::security_protocols(&get("listener.security.protocol.map"))
             .map_err(|reason| invalid("listener.security.protocol.map", &reason))?;
-        for key in ["listeners", "advertised.listeners"] {
-            check_listener_protocols(&get(key), &protocols, &controller_names)
+        for (key, entries) in [
+            ("listeners", &listener_entries),
+            ("advertised.listeners", &advertised_entries),
+        ] {
+            listeners::check_protocols(entries, &protocols, &controller_names)
                 .map_err(|reason| invalid(key, &reason))?;
         }
         let controller_listener = match named_listener(&listener_text, &controller_names) {
@@ -712,33 +729,42 @@ impl BrokerConfig {
         if !is_broker && !is_controller {
             return Err(invalid("process.roles", "at least one role is needed"));
         }
+        let client_listeners =
+            listeners::client_listeners(&listener_entries, &advertised_entries, &controller_names)
+                .map_err(|(key, reason)| invalid(key, &reason))?;
+        let inter_broker_name = match get("inter.broker.listener.name").trim() {
+            "" => client_listeners.first().map(|l| l.name.clone()),
+            name => Some(name.to_ascii_uppercase()),
+        };
+        let inter_broker = match &inter_broker_name {
+            Some(name) => client_listeners.iter().find(|l| l.name == *name).cloned(),
+            None => None,
+        };
         // A controller-only node serves no clients: without a client listener it gets an
         // unused placeholder (nothing binds it).
-        let listener = match first_plaintext(&listener_text, &controller_names) {
+        let inter_broker = match inter_broker {
             Some(listener) => listener,
-            None if !is_broker => "127.0.0.1:0".to_string(),
-            None => return Err(invalid("listeners", "expected PLAINTEXT://host:port")),
+            None if !is_broker && client_listeners.is_empty() => listeners::ClientListener {
+                name: String::new(),
+                address: SocketAddr::from(([127, 0, 0, 1], 0)),
+                advertised_host: "127.0.0.1".to_string(),
+                advertised_port: 0,
+            },
+            None if client_listeners.is_empty() => {
+                return Err(invalid("listeners", "expected PLAINTEXT://host:port"));
+            }
+            None => {
+                return Err(invalid(
+                    "inter.broker.listener.name",
+                    "must name one of the client listeners in listeners",
+                ));
+            }
         };
-        let listener: SocketAddr = listener.parse().map_err(|_| {
-            invalid(
-                "listeners",
-                "expected an IP address and port, e.g. PLAINTEXT://127.0.0.1:9092",
-            )
-        })?;
-        let advertised_text = get("advertised.listeners");
-        let (advertised_host, advertised_port) = if advertised_text.trim().is_empty() {
-            (listener.ip().to_string(), listener.port())
-        } else {
-            let address = first_plaintext(&advertised_text, &controller_names)
-                .ok_or_else(|| invalid("advertised.listeners", "expected PLAINTEXT://host:port"))?;
-            let (host, port) = address
-                .rsplit_once(':')
-                .ok_or_else(|| invalid("advertised.listeners", "expected host:port"))?;
-            let port = port
-                .parse()
-                .map_err(|_| invalid("advertised.listeners", "bad port"))?;
-            (host.trim_matches(['[', ']']).to_string(), port)
-        };
+        let listener = inter_broker.address;
+        let (advertised_host, advertised_port) = (
+            inter_broker.advertised_host.clone(),
+            inter_broker.advertised_port,
+        );
         let log_dirs: Vec<PathBuf> = get("log.dirs")
             .split(',')
             .map(str::trim)
@@ -807,7 +833,8 @@ impl BrokerConfig {
         Ok(Self {
             node_id,
             listener,
-            unserved_listeners: unserved_client_listeners(&listener_text, &controller_names),
+            inter_broker_listener: inter_broker.name.clone(),
+            client_listeners,
             advertised_host,
             advertised_port,
             log_dirs,
@@ -941,15 +968,6 @@ impl BrokerConfig {
     }
 }
 
-/// `host:port` of the first client listener in a Kafka listener list: the first one whose
-/// name is not a controller listener's.
-fn first_plaintext(listeners: &str, controller_names: &[String]) -> Option<String> {
-    listeners.split(',').map(str::trim).find_map(|listener| {
-        let (name, address) = listener.split_once("://")?;
-        (!controller_names.contains(&name.to_ascii_uppercase())).then(|| address.to_string())
-    })
-}
-
 /// Kafka's coarser spellings of its time keys: the first key set explicitly of each row
 /// (finest first) gives the `.ms` key its value; `.ms` set itself always wins. A negative
 /// value in any unit means "forever" (-1), as in Kafka.
@@ -995,74 +1013,6 @@ fn resolve_time_synonyms(
         }
     }
     Ok(())
-}
-
-/// `listener.security.protocol.map`: listener name → security protocol, names upper-cased.
-fn security_protocols(text: &str) -> Result<BTreeMap<String, String>, String> {
-    const PROTOCOLS: [&str; 4] = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
-    let mut map = BTreeMap::new();
-    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let (name, protocol) = entry
-            .split_once(':')
-            .ok_or_else(|| format!("`{entry}` is not NAME:PROTOCOL"))?;
-        let protocol = protocol.trim().to_ascii_uppercase();
-        if !PROTOCOLS.contains(&protocol.as_str()) {
-            return Err(format!(
-                "`{protocol}` is not a security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"
-            ));
-        }
-        map.insert(name.trim().to_ascii_uppercase(), protocol);
-    }
-    Ok(map)
-}
-
-/// Refuses a listener whose security protocol Oxbow does not serve yet, or that has none:
-/// serving `SSL://` as plaintext would hand a client's secrets to the network in clear.
-fn check_listener_protocols(
-    listeners: &str,
-    protocols: &BTreeMap<String, String>,
-    controller_names: &[String],
-) -> Result<(), String> {
-    for listener in listeners
-        .split(',')
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-    {
-        let Some((name, _)) = listener.split_once("://") else {
-            return Err(format!("`{listener}` is not NAME://host:port"));
-        };
-        let name = name.to_ascii_uppercase();
-        let protocol = match protocols.get(&name) {
-            Some(protocol) => protocol.as_str(),
-            None if controller_names.contains(&name) => "PLAINTEXT",
-            None => {
-                return Err(format!(
-                    "listener {name} has no security protocol in listener.security.protocol.map"
-                ));
-            }
-        };
-        if protocol != "PLAINTEXT" {
-            return Err(format!(
-                "listener {name} uses security protocol {protocol}, which Oxbow does not serve yet (only PLAINTEXT); it is refused rather than served as plaintext"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Client listeners after the first (`NAME://host:port`): named but not served yet.
-fn unserved_client_listeners(listeners: &str, controller_names: &[String]) -> Vec<String> {
-    listeners
-        .split(',')
-        .map(str::trim)
-        .filter(|listener| {
-            listener
-                .split_once("://")
-                .is_some_and(|(name, _)| !controller_names.contains(&name.to_ascii_uppercase()))
-        })
-        .skip(1)
-        .map(str::to_string)
-        .collect()
 }
 
 /// `host:port` of the listener named one of `names`.
@@ -1290,14 +1240,38 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("EXTERNAL"), "{error}");
-        // Mapped to PLAINTEXT it is accepted and named as not served yet.
+        // Mapped to PLAINTEXT it is a second client listener; the first is inter-broker
+        // unless inter.broker.listener.name says otherwise.
         let config = load(&[
             "listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094",
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
+            "advertised.listeners=PLAINTEXT://internal:9092,EXTERNAL://public:31000",
         ])
         .unwrap();
         assert_eq!(config.listener.to_string(), "127.0.0.1:9092");
-        assert_eq!(config.unserved_listeners, vec!["EXTERNAL://127.0.0.1:9094"]);
+        assert_eq!(config.client_listeners.len(), 2);
+        assert_eq!(config.inter_broker_listener, "PLAINTEXT");
+        assert_eq!(
+            (config.advertised_host.as_str(), config.advertised_port),
+            ("internal", 9092)
+        );
+        let config = load(&[
+            "listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
+            "inter.broker.listener.name=EXTERNAL",
+        ])
+        .unwrap();
+        assert_eq!(config.listener.to_string(), "127.0.0.1:9094");
+        let error = load(&["inter.broker.listener.name=NOPE"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("inter.broker.listener.name"), "{error}");
+        // Host names and an empty host, as Kafka takes them.
+        let config = load(&["listeners=PLAINTEXT://localhost:9092"]).unwrap();
+        assert!(config.listener.ip().is_loopback());
+        assert_eq!(config.advertised_host, "localhost");
+        let config = load(&["listeners=PLAINTEXT://:9092"]).unwrap();
+        assert!(config.listener.ip().is_unspecified());
         let error = load(&["listener.security.protocol.map=PLAINTEXT:TLS"])
             .unwrap_err()
             .to_string();

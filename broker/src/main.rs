@@ -94,9 +94,6 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let sockets = Sockets::bind(&config).await?;
-    for listener in &config.unserved_listeners {
-        tracing::warn!(%listener, served = %config.listener, "Listener not served: Oxbow serves one client listener yet");
-    }
     let defaults = config.log_defaults.clone();
     let (logs, report) = LogManager::open(
         &config.log_dirs,
@@ -132,6 +129,17 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             host: config.advertised_host.clone(),
             port: config.advertised_port,
         },
+        listeners: config
+            .client_listeners
+            .iter()
+            .map(|l| {
+                let endpoint = Endpoint {
+                    host: l.advertised_host.clone(),
+                    port: l.advertised_port,
+                };
+                (l.name.clone(), endpoint)
+            })
+            .collect(),
         rack: config.rack.clone(),
         leader_balance: config.auto_leader_rebalance.then(|| LeaderBalance {
             check_interval: Duration::from_secs(config.leader_imbalance_check_interval_s),
@@ -209,9 +217,17 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
                 stopped_early = true;
             }
         }
-        match sockets.kafka {
-            Some(socket) if !stopped_early => Some(start_listening(socket, config.listener)?),
-            _ => None,
+        if stopped_early {
+            None
+        } else {
+            let mut listening = Vec::with_capacity(sockets.kafka.len());
+            for (listener, socket) in config.client_listeners.iter().zip(sockets.kafka) {
+                listening.push((
+                    Arc::<str>::from(listener.name.as_str()),
+                    start_listening(socket, listener.address)?,
+                ));
+            }
+            Some(listening)
         }
     } else {
         None
@@ -240,9 +256,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     ));
     if !stopped_early {
         tracing::info!(
-            listener = %config.listener,
+            listeners = %config
+                .client_listeners
+                .iter()
+                .map(|l| format!("{}://{} (advertised {}:{})", l.name, l.address, l.advertised_host, l.advertised_port))
+                .collect::<Vec<_>>()
+                .join(", "),
+            inter_broker_listener = %config.inter_broker_listener,
             controller_listener = ?config.controller_listener,
-            advertised = %format!("{}:{}", config.advertised_host, config.advertised_port),
             node_id = config.node_id,
             roles = %format!("{}{}", if config.is_broker { "broker " } else { "" }, if config.is_controller { "controller" } else { "" }),
             voters = ?config.voters,
@@ -252,14 +273,19 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         );
     }
     let routes = Arc::new(api::routes());
-    let server = listener.map(|listener| {
-        tokio::spawn(server::run(
-            listener,
-            Arc::clone(&state),
-            routes,
-            shutdown_rx,
-        ))
-    });
+    let servers: Vec<_> = listener
+        .into_iter()
+        .flatten()
+        .map(|(name, listener)| {
+            tokio::spawn(server::run(
+                name,
+                listener,
+                Arc::clone(&state),
+                Arc::clone(&routes),
+                shutdown_rx.clone(),
+            ))
+        })
+        .collect();
 
     let mut failure = None;
     if !stopped_early {
@@ -277,10 +303,10 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         controlled_shutdown(&controller).await;
     }
     let _ = shutdown_tx.send(true);
-    if let Some(server) = server
-        && let Err(error) = server.await
-    {
-        tracing::error!(%error, "Server task failed");
+    for server in servers {
+        if let Err(error) = server.await {
+            tracing::error!(%error, "Server task failed");
+        }
     }
     if let Err(error) = maintenance.await {
         tracing::error!(%error, "Maintenance task failed");
@@ -326,7 +352,8 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
 /// The Kafka listener's socket is bound but listens only once the broker has joined the
 /// cluster, so until then clients are refused and try another broker, as before.
 struct Sockets {
-    kafka: Option<socket2::Socket>,
+    /// One per client listener, in `config.client_listeners` order.
+    kafka: Vec<socket2::Socket>,
     controller: Option<tokio::net::TcpListener>,
     metrics: Option<tokio::net::TcpListener>,
 }
@@ -345,13 +372,17 @@ impl Sockets {
                 None => Ok(None),
             }
         }
-        let kafka =
-            match config.is_broker {
-                true => Some(bind_only(config.listener).with_context(|| {
-                    format!("cannot bind the Kafka listener {}", config.listener)
-                })?),
-                false => None,
-            };
+        let mut kafka = Vec::new();
+        if config.is_broker {
+            for listener in &config.client_listeners {
+                kafka.push(bind_only(listener.address).with_context(|| {
+                    format!(
+                        "cannot bind the Kafka listener {} {}",
+                        listener.name, listener.address
+                    )
+                })?);
+            }
+        }
         Ok(Self {
             kafka,
             controller: bind(

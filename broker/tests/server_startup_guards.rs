@@ -84,7 +84,9 @@ fn a_taken_kafka_port_stops_the_broker_before_anything_is_written() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains(&format!("cannot bind the Kafka listener 127.0.0.1:{port}")),
+        stderr.contains(&format!(
+            "cannot bind the Kafka listener PLAINTEXT 127.0.0.1:{port}"
+        )),
         "{stderr}"
     );
     assert!(

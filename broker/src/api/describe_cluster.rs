@@ -65,13 +65,16 @@ impl Api for DescribeClusterApi {
                     .brokers
                     .values()
                     .filter(|b| include_fenced || !b.fenced)
-                    .map(|b| {
-                        DescribeClusterBroker::default()
-                            .with_broker_id(BrokerId(b.node_id))
-                            .with_host(StrBytes::from_string(b.endpoint.host.clone()))
-                            .with_port(i32::from(b.endpoint.port))
-                            .with_rack(b.rack.clone().map(StrBytes::from_string))
-                            .with_is_fenced(b.fenced)
+                    .filter_map(|b| {
+                        let endpoint = b.endpoint_for(context.listener)?;
+                        Some(
+                            DescribeClusterBroker::default()
+                                .with_broker_id(BrokerId(b.node_id))
+                                .with_host(StrBytes::from_string(endpoint.host.clone()))
+                                .with_port(i32::from(endpoint.port))
+                                .with_rack(b.rack.clone().map(StrBytes::from_string))
+                                .with_is_fenced(b.fenced),
+                        )
                     })
                     .collect(),
             );

@@ -402,7 +402,7 @@ fn respond(
     let zero_copy = broker.config.fetch_sendfile;
     let nonce: u64 = rand::random();
     let mut placeholders = Vec::new();
-    let mut hints = LeaderHints::new(broker);
+    let mut hints = LeaderHints::new(broker, context.listener);
     let incremental = answered.is_some();
     let mut topics: Vec<FetchableTopicResponse> = fetched
         .iter()

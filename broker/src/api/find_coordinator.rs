@@ -48,6 +48,7 @@ impl Api for FindCoordinatorApi {
                         .and_then(|t| t.partition(partition_for(key, t.partition_count())))
                         .and_then(|p| image.brokers.get(&p.leader))
                         .filter(|b| !b.fenced)
+                        .and_then(|b| Some((b, b.endpoint_for(context.listener)?)))
                         .ok_or(errors::COORDINATOR_NOT_AVAILABLE)
                 };
                 match coordinator {
@@ -57,11 +58,11 @@ impl Api for FindCoordinatorApi {
                         .with_host(StrBytes::from_static_str(""))
                         .with_port(-1)
                         .with_error_code(code),
-                    Ok(leader) => Coordinator::default()
+                    Ok((leader, endpoint)) => Coordinator::default()
                         .with_key(key.clone())
                         .with_node_id(BrokerId(leader.node_id))
-                        .with_host(StrBytes::from_string(leader.endpoint.host.clone()))
-                        .with_port(i32::from(leader.endpoint.port))
+                        .with_host(StrBytes::from_string(endpoint.host.clone()))
+                        .with_port(i32::from(endpoint.port))
                         .with_error_code(errors::NONE),
                 }
             };

@@ -17,6 +17,8 @@ use super::errors;
 /// The leaders named so far in one response, to list their endpoints once.
 pub struct LeaderHints {
     image: Arc<ClusterImage>,
+    /// The listener the request came in on: endpoints are this listener's.
+    listener: String,
     named: BTreeSet<i32>,
 }
 
@@ -29,9 +31,10 @@ pub struct LeaderEndpoint {
 }
 
 impl LeaderHints {
-    pub fn new(broker: &BrokerState) -> Self {
+    pub fn new(broker: &BrokerState, listener: &str) -> Self {
         Self {
             image: broker.controller.image(),
+            listener: listener.to_string(),
             named: BTreeSet::new(),
         }
     }
@@ -58,7 +61,7 @@ impl LeaderHints {
             .image
             .brokers
             .get(&state.leader)
-            .filter(|b| !b.fenced)?;
+            .filter(|b| !b.fenced && b.endpoint_for(&self.listener).is_some())?;
         self.named.insert(leader.node_id);
         Some((leader.node_id, state.leader_epoch))
     }
@@ -68,11 +71,14 @@ impl LeaderHints {
         self.named
             .iter()
             .filter_map(|id| self.image.brokers.get(id))
-            .map(|broker| LeaderEndpoint {
-                node_id: broker.node_id,
-                host: broker.endpoint.host.clone(),
-                port: i32::from(broker.endpoint.port),
-                rack: broker.rack.clone(),
+            .filter_map(|broker| {
+                let endpoint = broker.endpoint_for(&self.listener)?;
+                Some(LeaderEndpoint {
+                    node_id: broker.node_id,
+                    host: endpoint.host.clone(),
+                    port: i32::from(endpoint.port),
+                    rack: broker.rack.clone(),
+                })
             })
             .collect()
     }

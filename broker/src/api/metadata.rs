@@ -77,12 +77,17 @@ impl Api for MetadataApi {
                 .with_brokers(
                     image
                         .live_brokers()
-                        .map(|b| {
-                            MetadataResponseBroker::default()
-                                .with_node_id(BrokerId(b.node_id))
-                                .with_host(StrBytes::from_string(b.endpoint.host.clone()))
-                                .with_port(i32::from(b.endpoint.port))
-                                .with_rack(b.rack.clone().map(StrBytes::from_string))
+                        .filter_map(|b| {
+                            // Each broker's address on the listener this client used;
+                            // one not on that listener is left out, as Kafka does.
+                            let endpoint = b.endpoint_for(context.listener)?;
+                            Some(
+                                MetadataResponseBroker::default()
+                                    .with_node_id(BrokerId(b.node_id))
+                                    .with_host(StrBytes::from_string(endpoint.host.clone()))
+                                    .with_port(i32::from(endpoint.port))
+                                    .with_rack(b.rack.clone().map(StrBytes::from_string)),
+                            )
                         })
                         .collect(),
                 )

@@ -112,6 +112,9 @@ pub struct RequestContext<'a> {
     pub header: &'a RequestHeader,
     pub api: ApiKey,
     pub version: i16,
+    /// The name of the listener the request came in on: brokers' addresses in answers are
+    /// those of that listener (Kafka's `advertised.listeners` per listener).
+    pub listener: &'a str,
     /// Microseconds the handler spent parked waiting for data (a Fetch's long poll):
     /// left out of the request latency metric, which would otherwise show `max_wait_ms`.
     pub parked_us: std::sync::atomic::AtomicU64,

@@ -96,7 +96,7 @@ impl Api for ProduceApi {
                 appended.push((name, topic_id, resolved, partitions));
             }
             let mut responses = Vec::with_capacity(appended.len());
-            let mut hints = LeaderHints::new(context.broker);
+            let mut hints = LeaderHints::new(context.broker, context.listener);
             for (name, topic_id, topic, partitions) in appended {
                 let mut answers = Vec::with_capacity(partitions.len());
                 for (index, outcome) in partitions {

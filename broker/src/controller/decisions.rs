@@ -22,7 +22,7 @@ pub use reassignment::Reassignment;
 
 use super::image::{ClusterImage, TopicImage};
 use super::placement::{Candidate, PlacementError, place_partitions};
-use super::records::{Endpoint, MetadataRecord, PartitionState};
+use super::records::{Endpoint, ListenerEndpoints, MetadataRecord, PartitionState};
 use crate::storage::LogConfig;
 
 /// Producer ids are reserved in blocks so the log is not written per InitProducerId.
@@ -139,8 +139,12 @@ pub enum ControllerCommand {
     RegisterBroker {
         node_id: i32,
         incarnation: Uuid,
+        /// The inter-broker listener's address (followers fetch from it).
         endpoint: Endpoint,
         rack: Option<String>,
+        /// Every client listener's address, by name.
+        #[serde(default)]
+        listeners: ListenerEndpoints,
     },
     /// A registered broker's heartbeat; unfences it when it has caught up with the log.
     BrokerHeartbeat {
@@ -332,6 +336,7 @@ pub fn decide(
             incarnation,
             endpoint,
             rack,
+            listeners,
         } => {
             if let Some(existing) = image.brokers.get(node_id)
                 && existing.incarnation != *incarnation
@@ -356,6 +361,7 @@ pub fn decide(
                 incarnation: *incarnation,
                 endpoint: endpoint.clone(),
                 rack: rack.clone(),
+                listeners: listeners.clone(),
             });
             Ok((records, CommandOutcome::Done))
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::records::{Endpoint, MetadataRecord, PartitionState};
+use super::records::{Endpoint, ListenerEndpoints, MetadataRecord, PartitionState};
 
 /// One topic as the metadata log describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +43,22 @@ pub struct BrokerImage {
     pub rack: Option<String>,
     /// A fenced broker leads nothing and is left out of Metadata.
     pub fenced: bool,
+    /// Its address on each client listener, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub listeners: ListenerEndpoints,
+}
+
+impl BrokerImage {
+    /// Where a client that came in on `listener` reaches this broker: its address on the
+    /// listener of the same name (none: the broker is not on that listener, and Kafka
+    /// leaves it out of the answer). A broker registered before named listeners has one
+    /// address for all.
+    pub fn endpoint_for(&self, listener: &str) -> Option<&Endpoint> {
+        if self.listeners.is_empty() {
+            return Some(&self.endpoint);
+        }
+        self.listeners.get(listener)
+    }
 }
 
 /// Brokers, topics, partitions, configs and id allocations.
@@ -71,6 +87,7 @@ impl ClusterImage {
                 incarnation,
                 endpoint,
                 rack,
+                listeners,
             } => {
                 self.brokers.insert(
                     *node_id,
@@ -80,6 +97,7 @@ impl ClusterImage {
                         endpoint: endpoint.clone(),
                         rack: rack.clone(),
                         fenced: true,
+                        listeners: listeners.clone(),
                     },
                 );
             }
@@ -226,6 +244,7 @@ mod tests {
                     port: 9092,
                 },
                 rack: Some("a".into()),
+                listeners: Default::default(),
             },
             MetadataRecord::BrokerUnfenced { node_id: 1 },
             MetadataRecord::TopicCreated {

@@ -53,6 +53,7 @@ pub async fn run_broker(
                 incarnation: controller.incarnation,
                 endpoint: controller.settings.endpoint.clone(),
                 rack: controller.settings.rack.clone(),
+                listeners: controller.settings.listeners.clone(),
             };
             controller.heartbeat(&command).await.map(|reply| {
                 tracing::info!(

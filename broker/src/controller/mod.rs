@@ -90,8 +90,10 @@ pub struct QuorumSettings {
     /// Raft entries between snapshots of the image (the log is purged behind them).
     pub snapshot_interval_entries: u64,
     pub metadata_dir: PathBuf,
-    /// Where clients reach this broker.
+    /// Where other brokers reach this one (the inter-broker listener's advertised address).
     pub endpoint: Endpoint,
+    /// The advertised address of every client listener, by name.
+    pub listeners: records::ListenerEndpoints,
     pub rack: Option<String>,
     /// `auto.leader.rebalance.enable` and its timer; `None` when off.
     pub leader_balance: Option<active::LeaderBalance>,

@@ -434,6 +434,7 @@ mod tests {
                 port: 1,
             },
             rack: None,
+            listeners: Default::default(),
         });
         assert_eq!(
             topic_scope(Scope::between(&third, &fourth)),

@@ -15,6 +15,11 @@ pub struct Endpoint {
     pub port: u16,
 }
 
+/// A broker's advertised address on each of its client listeners, by listener name
+/// (Kafka's `advertised.listeners`). Empty in registrations of brokers from before named
+/// listeners: their one `endpoint` serves every listener.
+pub type ListenerEndpoints = BTreeMap<String, Endpoint>;
+
 /// One partition's placement and leadership, as a record carries it in full.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionState {
@@ -75,6 +80,8 @@ pub enum MetadataRecord {
         incarnation: Uuid,
         endpoint: Endpoint,
         rack: Option<String>,
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        listeners: ListenerEndpoints,
     },
     BrokerFenced {
         node_id: i32,

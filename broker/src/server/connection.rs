@@ -31,6 +31,7 @@ struct Frame {
 pub async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
+    listener: Arc<str>,
     state: Arc<BrokerState>,
     routes: Arc<Routes>,
     shutdown: watch::Receiver<bool>,
@@ -51,7 +52,7 @@ pub async fn serve(
         let Frame { bytes, _permit } = *frame;
         let size = bytes.len() as i64;
         let response = Box::pin(
-            dispatch::dispatch(bytes.freeze(), &state, &routes)
+            dispatch::dispatch(bytes.freeze(), &listener, &state, &routes)
                 .instrument(tracing::debug_span!("connection", %peer)),
         )
         .await;
@@ -175,7 +176,7 @@ async fn read_frame_body(
 mod tests {
     use super::*;
 
-    fn future_size<A, B, C, D, E, Fut>(_: impl FnOnce(A, B, C, D, E) -> Fut) -> usize {
+    fn future_size<A, B, C, D, E, F, Fut>(_: impl FnOnce(A, B, C, D, E, F) -> Fut) -> usize {
         std::mem::size_of::<Fut>()
     }
 

@@ -37,6 +37,7 @@ pub struct Response {
 /// `Ok(None)`: nothing to send (acks=0). `Err`: close the connection, with the reason.
 pub async fn dispatch(
     frame: Bytes,
+    listener: &str,
     state: &Arc<BrokerState>,
     routes: &Routes,
 ) -> Result<Option<Response>, DispatchError> {
@@ -81,6 +82,7 @@ pub async fn dispatch(
         header: &header,
         api: key,
         version,
+        listener,
         parked_us: std::sync::atomic::AtomicU64::new(0),
     };
     let span = tracing::debug_span!(

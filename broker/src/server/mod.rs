@@ -31,6 +31,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Accepts connections until `shutdown` flips, then waits for open connections to
 /// answer what they already read.
 pub async fn run(
+    name: Arc<str>,
     listener: TcpListener,
     state: Arc<BrokerState>,
     routes: Arc<Routes>,
@@ -57,9 +58,10 @@ pub async fn run(
                 let state = Arc::clone(&state);
                 let routes = Arc::clone(&routes);
                 let shutdown = shutdown.clone();
+                let name = Arc::clone(&name);
                 connections.spawn(async move {
                     state.metrics.open_connections.inc();
-                    connection::serve(stream, peer, Arc::clone(&state), routes, shutdown).await;
+                    connection::serve(stream, peer, name, Arc::clone(&state), routes, shutdown).await;
                     state.metrics.open_connections.dec();
                 });
             }

@@ -105,6 +105,7 @@ fn register(node_id: i32, incarnation: Uuid) -> ControllerCommand {
             port: 9092,
         },
         rack: None,
+        listeners: Default::default(),
     }
 }
 
