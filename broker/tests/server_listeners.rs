@@ -34,14 +34,19 @@ fn start(overrides: &[String], ready_port: u16) -> (Broker, tempfile::TempDir) {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !http_get(ready_port, "/readyz").is_some_and(|(status, _)| status == 200) {
+    while http_get(ready_port, "/readyz").is_none_or(|(status, _)| status != 200) {
         assert!(Instant::now() < deadline, "the broker did not become ready");
         std::thread::sleep(Duration::from_millis(20));
     }
     (Broker(child), dir)
 }
 
-fn addresses(port: u16) -> (Vec<(String, i32)>, (String, i32), (String, i32)) {
+/// host:port as an answer gives it.
+type Address = (String, i32);
+
+/// The brokers of Metadata, the broker of DescribeCluster and the group coordinator, as
+/// the listener on `port` answers.
+fn addresses(port: u16) -> (Vec<Address>, Address, Address) {
     let mut client = RawClient::connect(port);
     let metadata = client.metadata(&[], false);
     let brokers = metadata
