@@ -637,9 +637,19 @@ impl BrokerConfig {
             };
             let key = rest.to_ascii_lowercase().replace('_', ".");
             // Only declared keys are taken from the environment: OXBOW_* variables of
-            // other tools (OXBOW_CACHE, OXBOW_BIN, …) are not broker settings.
+            // other tools (OXBOW_CACHE, OXBOW_BIN, …) are not broker settings. One a
+            // letter or two away from a key is a misspelt setting, refused as an
+            // unknown --override is, rather than silently left out.
             if KEYS.iter().any(|k| k.name == key) {
                 set(&key, value, &format!("environment variable {name}"))?;
+            } else if let Some(near) = KEYS.iter().find(|k| edit_distance(k.name, &key) <= 2) {
+                return Err(ConfigError::UnknownKey {
+                    key,
+                    source_name: format!(
+                        "environment variable {name}; did you mean OXBOW_{}?",
+                        near.name.to_ascii_uppercase().replace('.', "_")
+                    ),
+                });
             }
         }
         for item in overrides {
@@ -968,6 +978,24 @@ impl BrokerConfig {
     }
 }
 
+/// Levenshtein distance between two keys (bytes; keys are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 /// Kafka's coarser spellings of its time keys: the first key set explicitly of each row
 /// (finest first) gives the `.ms` key its value; `.ms` set itself always wins. A negative
 /// value in any unit means "forever" (-1), as in Kafka.
@@ -1182,6 +1210,28 @@ mod tests {
             let error = load(&bad).unwrap_err().to_string();
             assert!(error.contains(key), "{bad:?}: {error}");
         }
+    }
+
+    #[test]
+    fn a_misspelt_environment_key_is_refused_and_other_tools_variables_ignored() {
+        let env = |name: &str| vec![(name.to_string(), "5".to_string())];
+        let error = BrokerConfig::load(&[], env("OXBOW_NUM_PARTITION"), &[]).unwrap_err();
+        assert!(
+            error.to_string().contains("OXBOW_NUM_PARTITIONS"),
+            "{error}"
+        );
+        let error = BrokerConfig::load(&[], env("OXBOW_LOG_RETENTION_HOUR"), &[]).unwrap_err();
+        assert!(error.to_string().contains("log.retention.hour"), "{error}");
+        for tool in [
+            "OXBOW_CACHE",
+            "OXBOW_SKIPS",
+            "OXBOW_BINARY",
+            "OXBOW_SUITE_PORT",
+        ] {
+            assert!(BrokerConfig::load(&[], env(tool), &[]).is_ok(), "{tool}");
+        }
+        let config = BrokerConfig::load(&[], env("OXBOW_NUM_PARTITIONS"), &[]).unwrap();
+        assert_eq!(config.num_partitions, 5);
     }
 
     #[test]
