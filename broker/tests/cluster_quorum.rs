@@ -299,8 +299,14 @@ fn a_stopped_voter_is_logged_once_not_per_failed_call() {
             problems.join("\n")
         );
     }
-    let unreachable = cluster.logs(active).matches("Voter unreachable").count();
-    assert_eq!(unreachable, 1);
+    // Once for the stopped voter (another may flap on timeouts on a loaded machine: each
+    // flap is a change, logged once too).
+    let logs = cluster.logs(active);
+    let unreachable = logs
+        .lines()
+        .filter(|l| l.contains("Voter unreachable") && l.contains(&format!("voter={stopped}")))
+        .count();
+    assert_eq!(unreachable, 1, "{logs}");
 }
 
 /// Deleting gigabytes of partition files must not stall the quorum: the Raft log's
