@@ -15,8 +15,10 @@
 // produce to an unknown partition, over the size limit and with a bad CRC, produce keyless
 // records to a compacted topic and records with out-of-range timestamps (KIP-467 record
 // errors), produce lz4 to a compression.type=zstd topic (stored codec, values read back),
-// create topics with invalid compression and timestamp configs, and ask metadata for an
-// unknown topic.
+// create topics with invalid compression and timestamp configs, ask metadata for an
+// unknown topic, and feed a compacted topic a seeded sequence of batches (codecs, tombstones,
+// a batch whose newest record of a key is in its middle), then read it back once cleaned
+// (compaction.go).
 package main
 
 import (

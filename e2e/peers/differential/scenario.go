@@ -403,6 +403,8 @@ func runScenario(ctx context.Context, bootstrap string) (Observations, error) {
 	step("topic_configs", func() error { return topicConfigsStep(ctx, cl, adm, obs, create, suffix) })
 	step("broker_configs", func() error { return brokerConfigsStep(ctx, cl, obs, topic) })
 	step("log_append_time_bit", func() error { return logAppendTimeBitStep(ctx, cl, adm, obs, create, suffix) })
+	// 17. Log compaction: a seeded produce sequence, then what a consumer reads once cleaned.
+	step("compaction", func() error { return compactionStep(ctx, bootstrap, cl, adm, obs, create, suffix) })
 
 	// 11. Metadata for an unknown topic, without auto-creation.
 	step("metadata_unknown_topic", func() error {
@@ -428,10 +430,15 @@ func runScenario(ctx context.Context, bootstrap string) (Observations, error) {
 // waitForLeaders waits until every partition of the topic has a leader and returns the
 // raw-request target (the leader of partition 0; the scenario runs against one broker).
 func waitForLeaders(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string) (*target, error) {
+	return waitForPartitionLeaders(ctx, cl, adm, topic, partitions)
+}
+
+// waitForPartitionLeaders is waitForLeaders for a topic of `count` partitions.
+func waitForPartitionLeaders(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string, count int) (*target, error) {
 	for {
 		details, err := adm.ListTopics(ctx, topic)
 		if err == nil {
-			if d, ok := details[topic]; ok && d.Err == nil && len(d.Partitions) == partitions {
+			if d, ok := details[topic]; ok && d.Err == nil && len(d.Partitions) == count {
 				ready := true
 				for _, p := range d.Partitions {
 					ready = ready && p.Leader >= 0 && p.Err == nil
