@@ -185,7 +185,8 @@ pub enum BatchOrigin {
     Producer,
     /// From a log (a segment, or a leader's log fetched by a follower): compaction keeps a
     /// batch's base offset and last offset delta and drops records from between them, so
-    /// `1 <= record_count <= last_offset_delta + 1`.
+    /// `record_count <= last_offset_delta + 1`; an empty batch (no records) keeps a
+    /// producer's last sequence after its records were all superseded, as in Kafka.
     Log,
 }
 
@@ -222,9 +223,9 @@ pub fn validate_batch(
     let count = i64::from(header.record_count);
     let count_fits = match origin {
         BatchOrigin::Producer => count == span,
-        BatchOrigin::Log => count <= span,
+        BatchOrigin::Log => (0..=span).contains(&count),
     };
-    if header.record_count <= 0 || header.last_offset_delta < 0 || !count_fits {
+    if header.last_offset_delta < 0 || !count_fits {
         return Err(BatchError::RecordCountMismatch {
             record_count: header.record_count,
             last_offset_delta: header.last_offset_delta,

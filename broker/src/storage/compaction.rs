@@ -7,7 +7,9 @@
 //!                                           delta, timestamps, producer id/epoch/base
 //!                                           sequence, codec) around the survivors' bytes,
 //!                                           re-compressed; length, count and CRC anew
-//!       batch with nothing left           → dropped
+//!       batch with nothing left           → dropped, unless it is an idempotent producer's
+//!                                           last: then kept empty (no records), so its
+//!                                           sequence survives a restart (Kafka's rule)
 //! ```
 //!
 //! A record's offset and timestamp are deltas from its batch's header, so keeping the
@@ -102,8 +104,14 @@ impl Log {
             })?;
         }
         let tombstone_horizon = now.saturating_sub(config.delete_retention_ms);
+        let producers_last = self.writer.lock().producers.last_offsets();
+        let rules = CleaningRules {
+            newest: &newest,
+            tombstone_horizon,
+            producers_last: &producers_last,
+        };
         for segment in cleanable {
-            let cleaned = self.clean_segment(&segment, &newest, tombstone_horizon, &mut report)?;
+            let cleaned = self.clean_segment(&segment, &rules, &mut report)?;
             if let Some(cleaned) = cleaned {
                 self.segments.write().insert(cleaned.base_offset(), cleaned);
                 report.segments_cleaned += 1;
@@ -174,10 +182,14 @@ impl Log {
     fn clean_segment(
         &self,
         segment: &Arc<LogSegment>,
-        newest: &HashMap<Bytes, u64>,
-        tombstone_horizon: i64,
+        rules: &CleaningRules<'_>,
         report: &mut CompactionReport,
     ) -> Result<Option<Arc<LogSegment>>, LogError> {
+        let CleaningRules {
+            newest,
+            tombstone_horizon,
+            producers_last,
+        } = *rules;
         let mut output = Vec::with_capacity(segment.size() as usize);
         let mut removed = 0u64;
         let config = self.config();
@@ -210,10 +222,19 @@ impl Log {
                 let oldest = report.oldest_kept_tombstone_ms.get_or_insert(i64::MAX);
                 *oldest = (*oldest).min(header.max_timestamp);
             }
+            // A producer's last batch stays, emptied if all its records went: its header
+            // carries the producer's sequence, which a restart rebuilds the state from.
+            let producers_last_batch = header.has_producer_id()
+                && producers_last.get(&header.producer_id) == Some(&(header.last_offset() as u64));
             if kept == header.record_count {
                 output.extend_from_slice(raw);
-            } else if kept > 0 {
-                let codec = header.compression_codec();
+            } else if kept > 0 || producers_last_batch {
+                // An emptied batch is written uncompressed, as Kafka writes it.
+                let codec = if kept == 0 {
+                    CODEC_NONE
+                } else {
+                    header.compression_codec()
+                };
                 record_section::rebuild_batch(
                     raw,
                     &survivors,
@@ -268,6 +289,17 @@ impl Log {
         })();
         result.map_err(|e| self.fail(e))
     }
+}
+
+/// What decides which records of a pass survive.
+#[derive(Clone, Copy)]
+struct CleaningRules<'a> {
+    /// The newest offset of each key in the cleanable segments.
+    newest: &'a HashMap<Bytes, u64>,
+    /// Tombstones in batches older than this go.
+    tombstone_horizon: i64,
+    /// Each idempotent producer's last offset in the log.
+    producers_last: &'a HashMap<i64, u64>,
 }
 
 /// Calls `visit(raw batch, header, records section inflated)` for every batch of a

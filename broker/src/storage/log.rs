@@ -112,7 +112,7 @@ pub(super) struct LogWriter {
     pub(super) active: ActiveSegment,
     unflushed_messages: i64,
     last_flush_ms: i64,
-    producers: ProducerStateTable,
+    pub(super) producers: ProducerStateTable,
 }
 
 impl std::fmt::Debug for LogWriter {

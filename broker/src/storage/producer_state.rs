@@ -141,6 +141,15 @@ impl ProducerStateTable {
         }
     }
 
+    /// Each producer's last offset in the log: the cleaner keeps that batch (emptied if
+    /// need be), so the producer's sequence survives a restart.
+    pub fn last_offsets(&self) -> HashMap<i64, u64> {
+        self.producers
+            .iter()
+            .filter_map(|(id, entry)| Some((*id, entry.batches.back()?.last_offset)))
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.producers.len()
     }

@@ -184,5 +184,23 @@ proptest! {
         let reopened: Vec<u64> = all_records(&t.log, 0).into_iter().map(|r| r.0).collect();
         prop_assert_eq!(&reopened, &expected);
         prop_assert_eq!(t.log.log_end_offset(), end);
+        // The idempotent producer's state was rebuilt from the headers the cleaner kept:
+        // its next sequence is taken, and a retry of its last batch is a duplicate.
+        if sequence > 0 {
+            let record = SimpleRecord {
+                key: Some(Bytes::from_static(b"after")),
+                value: Some(Bytes::from_static(b"restart")),
+                timestamp: t.log.now_ms(),
+                headers: vec![],
+            };
+            let next = build_batch(
+                std::slice::from_ref(&record),
+                Compression::None,
+                ProducerFields { producer_id: 9, producer_epoch: 0, base_sequence: sequence },
+            )
+            .unwrap();
+            let appended = t.log.append(&next, 0);
+            prop_assert!(appended.is_ok(), "sequence {} after cleaning and a restart: {:?}", sequence, appended.err());
+        }
     }
 }
