@@ -15,10 +15,10 @@ use crate::state::BrokerState;
 use super::errors;
 
 /// The leaders named so far in one response, to list their endpoints once.
-pub struct LeaderHints {
+pub struct LeaderHints<'a> {
     image: Arc<ClusterImage>,
     /// The listener the request came in on: endpoints are this listener's.
-    listener: String,
+    listener: &'a str,
     named: BTreeSet<i32>,
 }
 
@@ -30,11 +30,11 @@ pub struct LeaderEndpoint {
     pub rack: Option<String>,
 }
 
-impl LeaderHints {
-    pub fn new(broker: &BrokerState, listener: &str) -> Self {
+impl<'a> LeaderHints<'a> {
+    pub fn new(broker: &BrokerState, listener: &'a str) -> Self {
         Self {
             image: broker.controller.image(),
-            listener: listener.to_string(),
+            listener,
             named: BTreeSet::new(),
         }
     }
@@ -61,7 +61,7 @@ impl LeaderHints {
             .image
             .brokers
             .get(&state.leader)
-            .filter(|b| !b.fenced && b.endpoint_for(&self.listener).is_some())?;
+            .filter(|b| !b.fenced && b.endpoint_for(self.listener).is_some())?;
         self.named.insert(leader.node_id);
         Some((leader.node_id, state.leader_epoch))
     }
@@ -72,7 +72,7 @@ impl LeaderHints {
             .iter()
             .filter_map(|id| self.image.brokers.get(id))
             .filter_map(|broker| {
-                let endpoint = broker.endpoint_for(&self.listener)?;
+                let endpoint = broker.endpoint_for(self.listener)?;
                 Some(LeaderEndpoint {
                     node_id: broker.node_id,
                     host: endpoint.host.clone(),

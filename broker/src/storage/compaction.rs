@@ -96,7 +96,9 @@ impl Log {
                 for record in record_section::records(section, header.record_count) {
                     let record = record.map_err(|e| e.to_string())?;
                     if let Some(key) = record.key {
-                        let offset = header.base_offset + i64::from(record.offset_delta);
+                        let offset = header
+                            .base_offset
+                            .wrapping_add(i64::from(record.offset_delta));
                         newest.insert(Bytes::copy_from_slice(key), offset as u64);
                     }
                 }
@@ -205,7 +207,10 @@ impl Log {
                 let keep = match record.key {
                     None => true,
                     Some(key) => {
-                        let offset = (header.base_offset + i64::from(record.offset_delta)) as u64;
+                        let offset = (header
+                            .base_offset
+                            .wrapping_add(i64::from(record.offset_delta)))
+                            as u64;
                         newest.get(key) == Some(&offset)
                             && (record.value_bytes.is_some()
                                 || header.max_timestamp >= tombstone_horizon)
