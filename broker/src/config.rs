@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use crate::group::GroupConfig;
 
 pub mod listeners;
+pub mod providers;
 use crate::storage::{LogConfig, LogConfigError};
 
 /// One documented configuration key.
@@ -39,6 +40,11 @@ pub const KEYS: &[KeySpec] = &[
         "advertised.listeners",
         "",
         "NAME://host:port per listener: the address a client that came in on NAME is given in Metadata; defaults to the listener's own.",
+    ),
+    key(
+        "config.providers",
+        "",
+        "Kafka config providers (KIP-297): names, each with config.providers.NAME.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider, FileConfigProvider or DirectoryConfigProvider (and .param.allowlist.pattern for env); any value may then hold ${NAME:[path:]key}.",
     ),
     key(
         "log.dirs",
@@ -588,7 +594,13 @@ impl BrokerConfig {
             .map(|k| (k.name.to_string(), k.default.to_string()))
             .collect();
         let mut explicit = std::collections::BTreeSet::new();
+        let mut provider_keys = BTreeMap::new();
+        let env: BTreeMap<String, String> = env.into_iter().collect();
         let mut set = |key: &str, value: String, source_name: &str| -> Result<(), ConfigError> {
+            if key.starts_with(providers::PROVIDER_PREFIX) {
+                provider_keys.insert(key.to_string(), value);
+                return Ok(());
+            }
             match raw.get_mut(key) {
                 Some(slot) => {
                     *slot = value;
@@ -631,7 +643,7 @@ impl BrokerConfig {
                 set(&key, value, &path.display().to_string())?;
             }
         }
-        for (name, value) in env {
+        for (name, value) in &env {
             let Some(rest) = name.strip_prefix("OXBOW_") else {
                 continue;
             };
@@ -641,7 +653,7 @@ impl BrokerConfig {
             // letter or two away from a key is a misspelt setting, refused as an
             // unknown --override is, rather than silently left out.
             if KEYS.iter().any(|k| k.name == key) {
-                set(&key, value, &format!("environment variable {name}"))?;
+                set(&key, value.clone(), &format!("environment variable {name}"))?;
             } else if let Some(near) = KEYS.iter().find(|k| edit_distance(k.name, &key) <= 2) {
                 return Err(ConfigError::UnknownKey {
                     key,
@@ -658,6 +670,7 @@ impl BrokerConfig {
                 .ok_or_else(|| ConfigError::OverrideSyntax(item.clone()))?;
             set(key.trim(), value.trim().to_string(), "--override")?;
         }
+        providers::resolve(&mut raw, &provider_keys, &env)?;
         resolve_time_synonyms(&mut raw, &explicit)?;
         let mut config = Self::from_raw(raw)?;
         config.explicit = explicit;
@@ -1232,6 +1245,48 @@ mod tests {
         }
         let config = BrokerConfig::load(&[], env("OXBOW_NUM_PARTITIONS"), &[]).unwrap();
         assert_eq!(config.num_partitions, 5);
+    }
+
+    #[test]
+    fn config_providers_resolve_values_from_every_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("broker.yaml");
+        std::fs::write(
+            &file,
+            "config.providers: env\n\
+             config.providers.env.class: org.apache.kafka.common.config.provider.EnvVarConfigProvider\n\
+             listeners: PLAINTEXT://:9092,EXTERNAL://:9094\n\
+             listener.security.protocol.map: PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT\n\
+             advertised.listeners: PLAINTEXT://b-0:9092,EXTERNAL://${env:HOST_IP}:30094\n",
+        )
+        .unwrap();
+        let env = vec![
+            ("HOST_IP".to_string(), "10.1.0.3".to_string()),
+            (
+                "OXBOW_NUM_PARTITIONS".to_string(),
+                "${env:PARTS}".to_string(),
+            ),
+            ("PARTS".to_string(), "7".to_string()),
+        ];
+        let config = BrokerConfig::load(&[file], env, &[]).unwrap();
+        let external = config
+            .client_listeners
+            .iter()
+            .find(|l| l.name == "EXTERNAL")
+            .unwrap();
+        assert_eq!(
+            (external.advertised_host.as_str(), external.advertised_port),
+            ("10.1.0.3", 30094)
+        );
+        assert_eq!(config.num_partitions, 7);
+        // A provider's keys need the provider listed, as in Kafka.
+        let error = BrokerConfig::load(
+            &[],
+            [],
+            &["config.providers.x.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider".to_string()],
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("not listed"), "{error}");
     }
 
     #[test]

@@ -8,8 +8,12 @@
 //!                      then the user's overrides. Its hash is in the pod template, so a
 //!                      change rolls the brokers (one at a time).
 //!   NAME-<n>.yaml      per broker: node.id = n, process.roles, listeners,
-//!                      advertised.listeners (the pod's stable DNS name). Adding a broker
-//!                      adds a file without rolling the others.
+//!                      advertised.listeners (the pod's stable DNS name, or its IP, and
+//!                      the external address). Adding a broker adds a file without
+//!                      rolling the others. Addresses only the kubelet knows (the pod's
+//!                      IP, its node's) are `${env:POD_IP}` / `${env:HOST_IP}`, resolved
+//!                      by the broker's env config provider (Kafka's KIP-887), which
+//!                      broker.yaml turns on.
 //!   /var/run/oxbow/rack.yaml   written at start-up by the `rack-init` init container:
 //!                      `broker.rack: <the node's zone>`.
 //! ```
@@ -22,7 +26,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::names::Names;
-use crate::crd::{ClusterSpec, ExternalType};
+use crate::crd::{AdvertiseMode, ClusterSpec, ExternalType};
 
 /// Mount path of the ConfigMap in the broker container.
 pub const CONFIG_DIR: &str = "/etc/oxbow";
@@ -52,6 +56,7 @@ pub const MANAGED_KEYS: &[&str] = &[
     "log.dir",
     "broker.rack",
     "metrics.listener",
+    "config.providers",
 ];
 
 /// Value type of a known config key.
@@ -330,8 +335,15 @@ pub fn shared_config(
     entries.insert("log.dirs".to_string(), LOG_DIR.to_string());
     entries.insert(
         "metrics.listener".to_string(),
-        format!("0.0.0.0:{}", spec.metrics.port),
+        format!("{}:{}", bind_host(spec), spec.metrics.port),
     );
+    if uses_env_provider(spec) {
+        entries.insert("config.providers".to_string(), "env".to_string());
+        entries.insert(
+            "config.providers.env.class".to_string(),
+            ENV_PROVIDER_CLASS.to_string(),
+        );
+    }
     for (key, value) in overrides {
         entries.insert(key.clone(), value.clone());
     }
@@ -372,27 +384,38 @@ pub fn broker_config(spec: &ClusterSpec, names: &Names, ordinal: i32) -> String 
         }
         .to_string(),
     );
-    let kafka_port = spec.listeners.kafka_port;
+    let internal_host = match spec.listeners.advertise {
+        AdvertiseMode::ServiceDns => names.pod_dns(ordinal),
+        AdvertiseMode::PodIp => POD_IP.to_string(),
+    };
     let mut advertised = vec![format!(
-        "PLAINTEXT://{}:{kafka_port}",
-        names.pod_dns(ordinal)
+        "PLAINTEXT://{internal_host}:{}",
+        spec.listeners.kafka_port
     )];
     if let Some(external) = &spec.listeners.external {
-        let host = external
-            .advertised_host
-            .clone()
-            .unwrap_or_else(|| names.external_service_dns(ordinal));
-        let port = match external.type_ {
-            ExternalType::NodePort => external
-                .node_port_base
-                .map_or(external.port, |base| base + ordinal),
-            ExternalType::LoadBalancer => external.port,
+        let (host, port) = match external.type_ {
+            ExternalType::NodePort => (
+                external
+                    .advertised_host
+                    .clone()
+                    .unwrap_or_else(|| HOST_IP.to_string()),
+                external
+                    .node_port_base
+                    .map_or(external.port, |base| base + ordinal),
+            ),
+            ExternalType::LoadBalancer => (
+                external
+                    .advertised_host
+                    .clone()
+                    .unwrap_or_else(|| names.external_service_dns(ordinal)),
+                external.port,
+            ),
         };
         advertised.push(format!("EXTERNAL://{host}:{port}"));
     }
     entries.insert(
         "listeners".to_string(),
-        listeners(spec, "0.0.0.0", controller),
+        listeners(spec, bind_host(spec), controller),
     );
     entries.insert("advertised.listeners".to_string(), advertised.join(","));
     if spec.listeners.external.is_some() {
@@ -404,30 +427,33 @@ pub fn broker_config(spec: &ClusterSpec, names: &Names, ordinal: i32) -> String 
     render_yaml(&entries)
 }
 
+/// The pod's own address, filled in by the broker's env config provider (Kafka's
+/// `${env:NAME}`) from the variable the kubelet sets from `status.podIP`.
+const POD_IP: &str = "${env:POD_IP}";
+/// The address of the pod's node (`status.hostIP`), likewise.
+const HOST_IP: &str = "${env:HOST_IP}";
+const ENV_PROVIDER_CLASS: &str = "org.apache.kafka.common.config.provider.EnvVarConfigProvider";
+
+/// Where brokers bind: every interface, or only the pod IP they advertise.
+fn bind_host(spec: &ClusterSpec) -> &'static str {
+    match spec.listeners.advertise {
+        AdvertiseMode::ServiceDns => "0.0.0.0",
+        AdvertiseMode::PodIp => POD_IP,
+    }
+}
+
+/// Whether a NodePort listener advertises each broker's node address (no advertisedHost).
+pub fn advertises_node_address(spec: &ClusterSpec) -> bool {
+    spec.listeners.external.as_ref().is_some_and(|external| {
+        external.type_ == ExternalType::NodePort && external.advertised_host.is_none()
+    })
+}
+
+/// Whether the broker files hold `${env:...}` values (the pod IP or the node's address).
+fn uses_env_provider(spec: &ClusterSpec) -> bool {
+    spec.listeners.advertise == AdvertiseMode::PodIp || advertises_node_address(spec)
+}
+
 /// Every listener the operator renders is plaintext: the broker refuses a listener name
 /// with no protocol in the map (Kafka's rule), and EXTERNAL is not one of Kafka's defaults.
 const SECURITY_PROTOCOL_MAP: &str = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,EXTERNAL:PLAINTEXT";
-
-/// Extra broker arguments for `listeners.advertise: PodIP`: bind and advertise the pod IP
-/// (`$(POD_IP)` is expanded by the kubelet from the container's env). Every broker gets the
-/// controller listener here because the pod template is shared by all ordinals.
-pub fn pod_ip_overrides(spec: &ClusterSpec) -> Vec<String> {
-    let mut advertised = format!("PLAINTEXT://$(POD_IP):{}", spec.listeners.kafka_port);
-    let mut overrides = Vec::new();
-    if let Some(external) = &spec.listeners.external {
-        advertised.push_str(&format!(",EXTERNAL://$(POD_IP):{}", external.port));
-        overrides.push("--override".to_string());
-        overrides.push(format!(
-            "listener.security.protocol.map={SECURITY_PROTOCOL_MAP}"
-        ));
-    }
-    overrides.extend([
-        "--override".to_string(),
-        format!("listeners={}", listeners(spec, "$(POD_IP)", true)),
-        "--override".to_string(),
-        format!("advertised.listeners={advertised}"),
-        "--override".to_string(),
-        format!("metrics.listener=$(POD_IP):{}", spec.metrics.port),
-    ]);
-    overrides
-}

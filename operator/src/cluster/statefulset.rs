@@ -21,7 +21,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::config::{self, CONFIG_DIR, DATA_MOUNT, RACK_DIR, RACK_FILE, SHARED_CONFIG_FILE};
 use super::names::{Names, meta};
 use super::settings::BuildSettings;
-use crate::crd::{AdvertiseMode, Cluster};
+use crate::crd::Cluster;
 
 /// Pod template annotation holding the hash of the shared config: a change rolls brokers.
 pub const CONFIG_HASH_ANNOTATION: &str = "oxbow.dev/config-hash";
@@ -87,9 +87,6 @@ fn broker_container(cluster: &Cluster, settings: &BuildSettings) -> Container {
         args.extend(["--config".to_string(), format!("{RACK_DIR}/{RACK_FILE}")]);
         mounts.push(mount("rack", RACK_DIR));
     }
-    if spec.listeners.advertise == AdvertiseMode::PodIp {
-        args.extend(config::pod_ip_overrides(spec));
-    }
     let mut ports = vec![
         container_port("kafka", spec.listeners.kafka_port),
         container_port("controller", spec.listeners.controller_port),
@@ -97,6 +94,15 @@ fn broker_container(cluster: &Cluster, settings: &BuildSettings) -> Container {
     ];
     if let Some(external) = &spec.listeners.external {
         ports.push(container_port("external", external.port));
+    }
+    // The broker files name POD_IP and HOST_IP as `${env:...}` (see config.rs).
+    let mut env = vec![
+        env_from_field("POD_NAME", "metadata.name"),
+        env_from_field("POD_NAMESPACE", "metadata.namespace"),
+        env_from_field("POD_IP", "status.podIP"),
+    ];
+    if config::advertises_node_address(spec) {
+        env.push(env_from_field("HOST_IP", "status.hostIP"));
     }
     Container {
         name: "broker".to_string(),
@@ -108,11 +114,7 @@ fn broker_container(cluster: &Cluster, settings: &BuildSettings) -> Container {
         image_pull_policy: spec.image_pull_policy.map(|p| p.as_str().to_string()),
         command: Some(vec!["oxbow".to_string()]),
         args: Some(args),
-        env: Some(vec![
-            env_from_field("POD_NAME", "metadata.name"),
-            env_from_field("POD_NAMESPACE", "metadata.namespace"),
-            env_from_field("POD_IP", "status.podIP"),
-        ]),
+        env: Some(env),
         ports: Some(ports),
         readiness_probe: Some(http_probe("/readyz", "metrics", 5, 3)),
         liveness_probe: Some(http_probe("/healthz", "metrics", 10, 6)),

@@ -80,35 +80,63 @@ fn brokers_beyond_the_voters_are_broker_only() {
 #[test]
 fn pod_ip_mode_binds_and_advertises_the_pod_ip() {
     let desired = build::build(
-        &cluster("replicas: 1\nlisteners:\n  advertise: PodIP"),
+        &cluster("replicas: 2\nlisteners:\n  advertise: PodIP"),
         &settings(),
     )
     .unwrap();
+    let data = desired.config_map.data.as_ref().unwrap();
+    let shared = &data["broker.yaml"];
+    assert!(shared.contains("config.providers: env\n"), "{shared}");
+    assert!(
+        shared.contains("metrics.listener: \"${env:POD_IP}:9644\""),
+        "{shared}"
+    );
+    let broker = &data["events-1.yaml"];
+    assert!(
+        broker.contains("advertised.listeners: \"PLAINTEXT://${env:POD_IP}:9092\""),
+        "{broker}"
+    );
+    assert!(
+        broker.contains("listeners: \"PLAINTEXT://${env:POD_IP}:9092\""),
+        "{broker}"
+    );
     let pod = desired.stateful_set.spec.unwrap().template.spec.unwrap();
-    let broker = &pod.containers[0];
-    let args = broker.args.as_ref().unwrap();
+    let env = pod.containers[0].env.as_ref().unwrap();
+    assert!(env.iter().any(|e| e.name == "POD_IP"));
+    assert!(!env.iter().any(|e| e.name == "HOST_IP"));
+}
+
+#[test]
+fn a_nodeport_listener_without_a_host_advertises_each_brokers_node() {
+    let desired = build::build(
+        &cluster("replicas: 3\nlisteners:\n  external: {type: NodePort, nodePortBase: 30094}"),
+        &settings(),
+    )
+    .unwrap();
+    let data = desired.config_map.data.as_ref().unwrap();
+    assert!(data["broker.yaml"].contains("config.providers: env\n"));
+    let broker = &data["events-2.yaml"];
     assert!(
-        args.contains(
-            &"listeners=PLAINTEXT://$(POD_IP):9092,CONTROLLER://$(POD_IP):9093".to_string()
-        ),
-        "{args:?}"
+        broker.contains("EXTERNAL://${env:HOST_IP}:30096"),
+        "{broker}"
     );
-    assert!(
-        args.contains(&"advertised.listeners=PLAINTEXT://$(POD_IP):9092".to_string()),
-        "{args:?}"
-    );
-    assert!(
-        args.contains(&"metrics.listener=$(POD_IP):9644".to_string()),
-        "{args:?}"
-    );
-    assert!(
-        broker
-            .env
-            .as_ref()
-            .unwrap()
-            .iter()
-            .any(|e| e.name == "POD_IP")
-    );
+    let pod = desired.stateful_set.spec.unwrap().template.spec.unwrap();
+    let host_ip = pod.containers[0]
+        .env
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|e| e.name == "HOST_IP")
+        .and_then(|e| e.value_from.as_ref())
+        .and_then(|v| v.field_ref.as_ref())
+        .map(|f| f.field_path.clone());
+    assert_eq!(host_ip.as_deref(), Some("status.hostIP"));
+    let ports: Vec<_> = desired
+        .external_services
+        .iter()
+        .map(|s| s.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].node_port)
+        .collect();
+    assert_eq!(ports, [Some(30094), Some(30095), Some(30096)]);
 }
 
 #[test]

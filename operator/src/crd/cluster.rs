@@ -256,7 +256,7 @@ impl Default for ListenersSpec {
 /// leaders they are sent to.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("self.type != 'NodePort' || (has(self.advertisedHost) && has(self.nodePortBase))").message("a NodePort external listener needs advertisedHost and nodePortBase"))]
+#[x_kube(validation = Rule::new("self.type != 'NodePort' || has(self.nodePortBase)").message("a NodePort external listener needs nodePortBase"))]
 pub struct ExternalListener {
     /// Service type of the per-broker Services.
     #[serde(rename = "type")]
@@ -269,8 +269,10 @@ pub struct ExternalListener {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 65535))]
     pub node_port_base: Option<i32>,
-    /// Host name or address clients use to reach the nodes (NodePort) or the load balancers;
-    /// with a LoadBalancer and no host, the per-broker Service's DNS name is advertised.
+    /// Host name or address clients use to reach the nodes (NodePort) or the load balancers.
+    /// NodePort without it: each broker advertises the node it runs on (the pod's
+    /// `status.hostIP`, the node's InternalIP), as a client that reaches any node needs.
+    /// LoadBalancer without it: the per-broker Service's cluster DNS name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advertised_host: Option<String>,
 }
