@@ -648,21 +648,28 @@ impl BrokerConfig {
                 continue;
             };
             let key = rest.to_ascii_lowercase().replace('_', ".");
-            // Only declared keys are taken from the environment: OXBOW_* variables of
-            // other tools (OXBOW_CACHE, OXBOW_BIN, …) are not broker settings. One a
-            // letter or two away from a key is a misspelt setting, refused as an
-            // unknown --override is, rather than silently left out.
             if KEYS.iter().any(|k| k.name == key) {
                 set(&key, value.clone(), &format!("environment variable {name}"))?;
-            } else if let Some(near) = KEYS.iter().find(|k| edit_distance(k.name, &key) <= 2) {
-                return Err(ConfigError::UnknownKey {
-                    key,
-                    source_name: format!(
-                        "environment variable {name}; did you mean OXBOW_{}?",
-                        near.name.to_ascii_uppercase().replace('.', "_")
-                    ),
-                });
+                continue;
             }
+            // The variables of Oxbow's own tools reach brokers they start: not settings.
+            if is_tool_variable(rest) {
+                continue;
+            }
+            let hint = KEYS
+                .iter()
+                .find(|k| edit_distance(k.name, &key) <= 2)
+                .map(|near| {
+                    format!(
+                        "; did you mean OXBOW_{}?",
+                        near.name.to_ascii_uppercase().replace('.', "_")
+                    )
+                })
+                .unwrap_or_default();
+            return Err(ConfigError::UnknownKey {
+                key,
+                source_name: format!("environment variable {name}{hint}"),
+            });
         }
         for item in overrides {
             let (key, value) = item
@@ -992,6 +999,49 @@ impl BrokerConfig {
 }
 
 /// Levenshtein distance between two keys (bytes; keys are ASCII).
+/// `OXBOW_*` names (without the prefix) that Oxbow's other programs read: the operator,
+/// the e2e suites and testbed, the benchmarks. A broker they start sees them in its
+/// environment; every other `OXBOW_*` variable must name a broker key.
+const TOOL_VARIABLES: &[&str] = &[
+    "BIN",
+    "BINARY",
+    "BOOTSTRAP_OVERRIDES",
+    "BROKER_IMAGE",
+    "CACHE",
+    "CLIENTS",
+    "CLUSTER_PORTS",
+    "DECODE_CASES",
+    "EXTRA_OVERRIDES",
+    "FAILOVER_RUNS",
+    "FUZZ_SECONDS",
+    "IMAGE_BINDIR",
+    "LEADER_ELECTION",
+    "LEASE_NAME",
+    "POD_DIR",
+    "PORTS",
+    "RACK_CLUSTER_ROLE",
+    "RDKAFKA_ECHO",
+    "SKIPS",
+    "SUITES",
+    "SUITE_PORT",
+    "WATCH_NAMESPACE",
+];
+/// Prefixes (after `OXBOW_`) of tool variables; no broker key starts with one.
+const TOOL_PREFIXES: &[&str] = &[
+    "BENCH_",
+    "K8S_",
+    "MOVE_",
+    "OPERATOR_",
+    "REASSIGN_",
+    "REPLICATION_",
+    "ROLL_GATE_",
+];
+
+/// Whether `OXBOW_<rest>` is a variable of Oxbow's tools rather than a broker setting.
+pub fn is_tool_variable(rest: &str) -> bool {
+    TOOL_VARIABLES.contains(&rest) || TOOL_PREFIXES.iter().any(|p| rest.starts_with(p))
+}
+
 fn edit_distance(a: &str, b: &str) -> usize {
     let b = b.as_bytes();
     let mut row: Vec<usize> = (0..=b.len()).collect();
@@ -1223,6 +1273,63 @@ mod tests {
             let error = load(&bad).unwrap_err().to_string();
             assert!(error.contains(key), "{bad:?}: {error}");
         }
+    }
+
+    #[test]
+    fn an_unknown_environment_key_is_refused() {
+        let env = vec![("OXBOW_DEFAULT_REPLICATION".to_string(), "3".to_string())];
+        let error = BrokerConfig::load(&[], env, &[]).unwrap_err().to_string();
+        assert!(
+            error.contains("default.replication") && error.contains("OXBOW_DEFAULT_REPLICATION"),
+            "{error}"
+        );
+    }
+
+    /// Every `OXBOW_*` name the repository's tools and docs use outside the broker is a
+    /// broker key or a tool variable: a new tool variable not listed would stop every
+    /// broker that tool starts.
+    #[test]
+    fn the_tools_variables_are_all_known() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let pattern = regex::Regex::new(r"OXBOW_([A-Z0-9_]+)").unwrap();
+        let mut unknown = std::collections::BTreeSet::new();
+        let mut seen = 0;
+        let mut dirs: Vec<PathBuf> = ["e2e", "operator", "testkit", ".ci", "charts", "docs", "manifests"]
+            .iter()
+            .map(|d| root.join(d))
+            .collect();
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let name = entry.file_name().to_string_lossy().to_string();
+                if path.is_dir() {
+                    if !matches!(name.as_str(), "target" | "node_modules" | ".venv") {
+                        dirs.push(path);
+                    }
+                    continue;
+                }
+                let Ok(text) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                for found in pattern.captures_iter(&text) {
+                    let rest = &found[1];
+                    seen += 1;
+                    let key = rest.to_ascii_lowercase().replace('_', ".");
+                    // A trailing `_` is a prefix built into names (OXBOW_REPLICATION_{name}).
+                    if !is_tool_variable(rest) && !KEYS.iter().any(|k| k.name == key) {
+                        unknown.insert(format!("OXBOW_{rest} ({})", path.display()));
+                    }
+                }
+            }
+        }
+        assert!(seen > 50, "found only {seen} OXBOW_ names: wrong root?");
+        assert!(
+            unknown.is_empty(),
+            "add these to TOOL_VARIABLES or TOOL_PREFIXES: {unknown:?}"
+        );
     }
 
     #[test]

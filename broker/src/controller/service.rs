@@ -123,6 +123,8 @@ async fn connection(
     // The broker whose heartbeats this connection carries: when it closes, the broker's
     // process is most likely gone.
     let mut heartbeats_of = None;
+    // The active controller whose log entries this connection carries.
+    let mut entries_from = None;
     let result = loop {
         let request: RpcRequest = tokio::select! {
             request = read_frame(&mut stream) => match request {
@@ -140,6 +142,12 @@ async fn connection(
             }) => Some((*node_id, *incarnation)),
             _ => None,
         };
+        if let RpcBody::AppendEntries(rpc) = &request.body
+            && rpc.vote.is_committed()
+            && rpc.vote.leader_id().voted_for() == u64::try_from(request.from_node).ok()
+        {
+            entries_from = Some(request.from_node);
+        }
         let reply = service.handle(request).await;
         if heartbeat.is_some() && matches!(reply, RpcReply::Command(Ok(_))) {
             heartbeats_of = heartbeat;
@@ -151,5 +159,49 @@ async fn connection(
     if let Some((node_id, incarnation)) = heartbeats_of {
         service.active.connection_lost(node_id, incarnation);
     }
+    if let Some(leader) = entries_from {
+        let raft = service.raft.clone();
+        tokio::spawn(async move { elect_if_leader_gone(&raft, leader).await });
+    }
     result
+}
+
+/// How long a refused connection may take to be refused.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// Called when the active controller's connection closed: if its controller port now
+/// refuses connections, its process is gone, and this voter stands for election at once
+/// instead of waiting out the leader's lease and an election timeout (1.1-1.4 s). A
+/// leader that is only slow or cut off (its port does not answer at all) is left to the
+/// timeouts, as Raft intends.
+async fn elect_if_leader_gone(raft: &Raft, leader: i32) {
+    let Ok(leader_id) = u64::try_from(leader) else {
+        return;
+    };
+    let address = {
+        let metrics = raft.metrics();
+        let metrics = metrics.borrow();
+        if metrics.current_leader != Some(leader_id) {
+            return;
+        }
+        match metrics.membership_config.membership().get_node(&leader_id) {
+            Some(node) => node.addr.clone(),
+            None => return,
+        }
+    };
+    let refused = match tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(&address)).await {
+        Ok(Err(error)) => error.kind() == std::io::ErrorKind::ConnectionRefused,
+        Ok(Ok(_)) | Err(_) => false,
+    };
+    if !refused || raft.metrics().borrow().current_leader != Some(leader_id) {
+        return;
+    }
+    tracing::info!(
+        controller = leader,
+        %address,
+        "The active controller's connection closed and its port refuses connections; standing for election"
+    );
+    if let Err(error) = raft.trigger().elect().await {
+        tracing::warn!(%error, "Cannot start an election");
+    }
 }
