@@ -1294,10 +1294,18 @@ mod tests {
         let pattern = regex::Regex::new(r"OXBOW_([A-Z0-9_]+)").unwrap();
         let mut unknown = std::collections::BTreeSet::new();
         let mut seen = 0;
-        let mut dirs: Vec<PathBuf> = ["e2e", "operator", "testkit", ".ci", "charts", "docs", "manifests"]
-            .iter()
-            .map(|d| root.join(d))
-            .collect();
+        let mut dirs: Vec<PathBuf> = [
+            "e2e",
+            "operator",
+            "testkit",
+            ".ci",
+            "charts",
+            "docs",
+            "manifests",
+        ]
+        .iter()
+        .map(|d| root.join(d))
+        .collect();
         while let Some(dir) = dirs.pop() {
             let Ok(entries) = std::fs::read_dir(&dir) else {
                 continue;

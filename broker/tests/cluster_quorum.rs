@@ -62,6 +62,14 @@ fn three_voters_agree_fail_over_and_rejoin() {
     let new_active = cluster.controller_of(survivors[0]).unwrap();
     assert_ne!(new_active, active);
     assert!(survivors.contains(&new_active));
+    // The survivors saw the controller's connection close and its port refuse: they stood
+    // for election at once rather than waiting out its lease and an election timeout.
+    assert!(
+        survivors.iter().any(|id| cluster
+            .logs(*id)
+            .contains("its port refuses connections; standing for election")),
+        "no survivor stood for election on the closed connection"
+    );
 
     // The killed node restarts from its data and catches up with what it missed.
     cluster.launch(active);

@@ -51,6 +51,7 @@ kept. Fault lines carry their UTC start time to find them in the node logs.
 Knobs (environment): OXBOW_REPLICATION_KILLS (20; --long 100), _TERMS (5; 20), _STOPS
 (1; 10), _DOUBLES (1; 10), _PARTITIONS (2; 100), _ACKS1_KILLS (3; 10), _RATE (total msg/s,
 1000), _JAVA (Java-client producers, 1), _MIN_ISR (2), _SEED, _NETNS (auto | 0 | 1), and
+_KEEP=1 (keep the work dir and node logs after a passing run), and
 _REQUIRE_ISR=0, which after a fault
 waits only for live leaders, not for restored ISRs (to develop this harness against a broker
 that does not replicate; such a run is reported as skipped at best, never as passed).
@@ -573,7 +574,8 @@ def main():
         cluster.logs_tail()
         log(f"work dir kept: {work}")
         sys.exit(1)
-    shutil.rmtree(work, ignore_errors=True)
+    if os.environ.get("OXBOW_REPLICATION_KEEP") != "1":
+        shutil.rmtree(work, ignore_errors=True)
     if skipped:
         for reason in skipped:
             skip(reason)

@@ -123,8 +123,11 @@ async fn connection(
     // The broker whose heartbeats this connection carries: when it closes, the broker's
     // process is most likely gone.
     let mut heartbeats_of = None;
-    // The active controller whose log entries this connection carries.
+    // The active controller whose replication stream this connection is. A confirmation
+    // of leadership (every controller decision) comes on a connection of its own that
+    // carries one request and closes: only a connection that carried more is the stream.
     let mut entries_from = None;
+    let mut appends = 0u32;
     let result = loop {
         let request: RpcRequest = tokio::select! {
             request = read_frame(&mut stream) => match request {
@@ -146,7 +149,8 @@ async fn connection(
             && rpc.vote.is_committed()
             && rpc.vote.leader_id().voted_for() == u64::try_from(request.from_node).ok()
         {
-            entries_from = Some(request.from_node);
+            appends = appends.saturating_add(1);
+            entries_from = (appends > 1).then_some(request.from_node);
         }
         let reply = service.handle(request).await;
         if heartbeat.is_some() && matches!(reply, RpcReply::Command(Ok(_))) {
@@ -168,6 +172,13 @@ async fn connection(
 
 /// How long a refused connection may take to be refused.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(250);
+/// Pauses between probes: a killed process's connections and listening socket close one by
+/// one, so the first probe may still be accepted by the kernel.
+const PROBE_PAUSES: [Duration; 3] = [
+    Duration::from_millis(20),
+    Duration::from_millis(30),
+    Duration::from_millis(50),
+];
 
 /// Called when the active controller's connection closed: if its controller port now
 /// refuses connections, its process is gone, and this voter stands for election at once
@@ -182,6 +193,7 @@ async fn elect_if_leader_gone(raft: &Raft, leader: i32) {
         let metrics = raft.metrics();
         let metrics = metrics.borrow();
         if metrics.current_leader != Some(leader_id) {
+            tracing::debug!(controller = leader, current = ?metrics.current_leader, "A former controller's connection closed");
             return;
         }
         match metrics.membership_config.membership().get_node(&leader_id) {
@@ -189,11 +201,21 @@ async fn elect_if_leader_gone(raft: &Raft, leader: i32) {
             None => return,
         }
     };
-    let refused = match tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(&address)).await {
-        Ok(Err(error)) => error.kind() == std::io::ErrorKind::ConnectionRefused,
-        Ok(Ok(_)) | Err(_) => false,
-    };
+    let mut refused = false;
+    for pause in std::iter::once(Duration::ZERO).chain(PROBE_PAUSES) {
+        tokio::time::sleep(pause).await;
+        match tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(&address)).await {
+            Ok(Err(error)) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                refused = true;
+                break;
+            }
+            Ok(Ok(_)) => continue,
+            // Not answering at all (a partition, a stopped process): Raft's timeouts decide.
+            Ok(Err(_)) | Err(_) => return,
+        }
+    }
     if !refused || raft.metrics().borrow().current_leader != Some(leader_id) {
+        tracing::debug!(controller = leader, %address, refused, "The active controller's connection closed; its port answers");
         return;
     }
     tracing::info!(
