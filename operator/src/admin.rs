@@ -31,6 +31,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Largest response frame accepted (a Metadata answer of a big cluster fits easily).
+mod moves;
+pub use moves::Partitions;
+
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 /// Time limit of one request, including connecting.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -109,6 +112,10 @@ pub fn error_name(code: i16) -> &'static str {
         41 => "NOT_CONTROLLER",
         42 => "INVALID_REQUEST",
         44 => "POLICY_VIOLATION",
+        60 => "REASSIGNMENT_IN_PROGRESS",
+        84 => "ELECTION_NOT_NEEDED",
+        85 => "NO_REASSIGNMENT_IN_PROGRESS",
+        102 => "BROKER_ID_NOT_REGISTERED",
         _ => "UNKNOWN",
     }
 }
@@ -551,6 +558,10 @@ fn api_name(key: i16) -> &'static str {
         Ok(ApiKey::CreatePartitions) => "CreatePartitions",
         Ok(ApiKey::DescribeConfigs) => "DescribeConfigs",
         Ok(ApiKey::IncrementalAlterConfigs) => "IncrementalAlterConfigs",
+        Ok(ApiKey::AlterPartitionReassignments) => "AlterPartitionReassignments",
+        Ok(ApiKey::ListPartitionReassignments) => "ListPartitionReassignments",
+        Ok(ApiKey::ElectLeaders) => "ElectLeaders",
+        Ok(ApiKey::UnregisterBroker) => "UnregisterBroker",
         _ => "Kafka",
     }
 }

@@ -12,7 +12,8 @@
 //!
 //! Modules:
 //! - [`crd`]: the `Cluster` and `Topic` types, status conditions, generated CRD YAML.
-//! - [`cluster`]: the Cluster reconciler, its object builders and broker config rendering.
+//! - [`cluster`]: the Cluster reconciler, its object builders, broker config rendering and
+//!   the data moves of a scale (`cluster::scale`).
 //! - [`admin`]: the Kafka admin client the reconcilers use.
 //! - [`bootstrap`]: which addresses reach a Cluster's brokers.
 //! - [`context`]: what reconciles share: client, settings, events, back-off.
@@ -20,7 +21,9 @@
 //! - [`rack`]: the `rack-init` step of a broker pod (node zone → `broker.rack`).
 //! - [`metrics`]: operator metrics and the `/metrics`, `/healthz`, `/readyz` server.
 //! - [`topic`]: the Topic reconciler and its pure plan.
-//! - [`placement`]: rack-aware replica assignment (pure functions, no I/O).
+//!
+//! Replica placement (new topics, drain and balance plans) is the `oxbow-placement` crate,
+//! the same code the controller places new partitions with.
 
 pub mod admin;
 pub mod bootstrap;
@@ -29,6 +32,5 @@ pub mod context;
 pub mod crd;
 pub mod leader;
 pub mod metrics;
-pub mod placement;
 pub mod rack;
 pub mod topic;

@@ -11,6 +11,7 @@ pub mod config;
 pub mod names;
 pub mod reconcile;
 pub mod roll;
+pub mod scale;
 pub mod settings;
 mod statefulset;
 pub mod status;

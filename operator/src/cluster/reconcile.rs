@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 use super::build::{self, BuildError, Desired, service_monitor_resource};
 use super::names::{FIELD_MANAGER, Names};
 use super::roll;
+use super::scale;
 use super::status::{self, Observed};
 use crate::context::Context;
 use crate::crd::{Cluster, ClusterStatus};
@@ -129,7 +130,7 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     let names = Names::new(&cluster.name_any(), &namespace);
     let reference = cluster.object_ref(&());
     let generation = cluster.metadata.generation;
-    let desired = match build::build(cluster, &ctx.settings) {
+    let mut desired = match build::build(cluster, &ctx.settings) {
         Ok(desired) => desired,
         Err(BuildError::InvalidConfig(message)) => {
             ctx.event(&reference, true, "InvalidSpec", "Validate", message.clone())
@@ -152,12 +153,32 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
             what: "StatefulSet",
             source,
         })?;
-    let monitor_error = apply_all(&desired, ctx, &namespace).await?;
-    delete_orphans(&desired, ctx, &names).await?;
     let previous_replicas = previous
         .as_ref()
         .and_then(|s| s.spec.as_ref())
         .and_then(|s| s.replicas);
+    // A scale-in keeps the leaving brokers until they hold no replica.
+    let scaling = if previous_replicas.is_some() {
+        let candidates = crate::bootstrap::addresses(ctx, cluster, &namespace).await;
+        let leaving = leaving_pods(ctx, &names, cluster.spec.replicas).await;
+        scale::reconcile(cluster, previous_replicas, &candidates, leaving).await
+    } else {
+        scale::Outcome {
+            keep: cluster.spec.replicas,
+            status: None,
+            event: None,
+        }
+    };
+    if scaling.keep != cluster.spec.replicas {
+        // The leaving brokers keep their config files and Services while they drain.
+        let mut keeping = cluster.clone();
+        keeping.spec.replicas = scaling.keep;
+        if let Ok(kept) = build::build(&keeping, &ctx.settings) {
+            desired = kept;
+        }
+    }
+    let monitor_error = apply_all(&desired, ctx, &namespace).await?;
+    delete_orphans(&desired, ctx, &names).await?;
     match previous_replicas {
         None => {
             ctx.event(
@@ -169,17 +190,24 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
             )
             .await;
         }
-        Some(before) if before != cluster.spec.replicas => {
+        Some(before) if before != scaling.keep => {
             ctx.event(
                 &reference,
                 false,
                 "Scaled",
                 "Scale",
-                format!("Scaling from {before} to {} brokers", cluster.spec.replicas),
+                format!(
+                    "Scaling the StatefulSet from {before} to {} brokers",
+                    scaling.keep
+                ),
             )
             .await;
         }
         Some(_) => {}
+    }
+    if let Some((warning, reason, message)) = scaling.event.clone() {
+        ctx.event(&reference, warning, reason, "Scale", message)
+            .await;
     }
     let observed = observe(ctx, &names).await?;
     let mut roll_blocked = None;
@@ -199,6 +227,7 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
         &observed,
         generation,
         monitor_error.as_deref(),
+        scaling.status,
     );
     if let Some(message) = roll_blocked {
         for condition in status
@@ -349,6 +378,22 @@ where
             source,
         }),
     }
+}
+
+/// How many broker pods with an ordinal of `keep` or more still exist.
+async fn leaving_pods(ctx: &Context, names: &Names, keep: i32) -> Result<usize, String> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &names.namespace);
+    let list = pods
+        .list(&ListParams::default().labels(&names.selector_string()))
+        .await
+        .map_err(|e| format!("cannot list the broker pods: {e}"))?;
+    Ok(list
+        .items
+        .iter()
+        .filter_map(|p| p.name_any().rsplit_once('-').map(|(_, n)| n.to_string()))
+        .filter_map(|ordinal| ordinal.parse::<i32>().ok())
+        .filter(|ordinal| *ordinal >= keep)
+        .count())
 }
 
 /// Reads the StatefulSet, its pods and their nodes' racks.

@@ -6,7 +6,9 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::names::Names;
-use crate::crd::{BrokerStatus, Cluster, ClusterStatus, condition, merge_conditions, types};
+use crate::crd::{
+    BrokerStatus, Cluster, ClusterStatus, ScalingStatus, condition, merge_conditions, types,
+};
 
 /// What the reconciler read back after applying.
 #[derive(Debug, Clone, Default)]
@@ -129,6 +131,7 @@ pub fn compute(
     observed: &Observed,
     generation: Option<i64>,
     degraded_message: Option<&str>,
+    scaling: Option<ScalingStatus>,
 ) -> ClusterStatus {
     let brokers = broker_entries(cluster, names, observed);
     let sts_status = observed
@@ -140,7 +143,9 @@ pub fn compute(
     let ready_replicas = i32::try_from(ready_count).unwrap_or(i32::MAX);
     let outdated = brokers.iter().filter(|b| b.state == "Outdated").count();
     let wanted = cluster.spec.replicas;
-    let (ready, reason, message) = if outdated > 0 {
+    let (ready, reason, message) = if let Some(scaling) = &scaling {
+        (false, scaling.phase.as_str(), scaling.message.clone())
+    } else if outdated > 0 {
         (
             false,
             "Rolling",
@@ -166,15 +171,23 @@ pub fn compute(
         .as_ref()
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
-    let degraded = match degraded_message {
-        Some(message) => condition(
+    let refused = scaling.as_ref().filter(|s| s.phase == "Refused");
+    let degraded = match (refused, degraded_message) {
+        (Some(scaling), _) => condition(
+            types::DEGRADED,
+            true,
+            "ScaleInRefused",
+            scaling.message.clone(),
+            generation,
+        ),
+        (None, Some(message)) => condition(
             types::DEGRADED,
             true,
             "ServiceMonitorUnavailable",
             message,
             generation,
         ),
-        None => condition(types::DEGRADED, false, "AsExpected", "", generation),
+        (None, None) => condition(types::DEGRADED, false, "AsExpected", "", generation),
     };
     let conditions = merge_conditions(
         existing,
@@ -198,6 +211,7 @@ pub fn compute(
         brokers,
         bootstrap: Some(names.bootstrap(cluster.spec.listeners.kafka_port)),
         selector: Some(names.selector_string()),
+        scaling,
     }
 }
 

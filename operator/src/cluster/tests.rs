@@ -465,7 +465,7 @@ mod status {
             pod("events-0", "v2", true),
             pod("events-1", "v2", true),
         ]);
-        let status = compute(&cluster, &names, &seen, Some(1), None);
+        let status = compute(&cluster, &names, &seen, Some(1), None, None);
         assert!(is_ready(&status));
         assert_eq!(status.ready_replicas, 2);
         assert_eq!(status.brokers[1].rack.as_deref(), Some("zone-a"));
@@ -497,6 +497,7 @@ mod status {
             &seen,
             Some(2),
             None,
+            None,
         );
         assert!(!is_ready(&status));
         assert_eq!(status.brokers[0].state, "Outdated");
@@ -512,6 +513,7 @@ mod status {
             &seen,
             Some(1),
             None,
+            None,
         );
         assert!(!is_ready(&status));
         let ready = status
@@ -521,5 +523,39 @@ mod status {
             .unwrap();
         assert_eq!(ready.reason, "BrokersNotReady");
         assert_eq!(status.brokers[2].state, "Missing");
+    }
+
+    #[test]
+    fn a_refused_scale_in_is_degraded_and_not_ready_with_its_reason() {
+        let seen = observed(vec![
+            pod("events-0", "v2", true),
+            pod("events-1", "v2", true),
+            pod("events-2", "v2", true),
+        ]);
+        let scaling = crate::crd::ScalingStatus {
+            from: 3,
+            to: 2,
+            phase: "Refused".into(),
+            message: "cannot scale in to 2 broker(s): partition orders-0 has 3 replicas".into(),
+        };
+        let status = compute(
+            &cluster("replicas: 2"),
+            &Names::new("events", "streams"),
+            &seen,
+            Some(4),
+            None,
+            Some(scaling.clone()),
+        );
+        assert!(!is_ready(&status));
+        let find = |t: &str| status.conditions.iter().find(|c| c.type_ == t).unwrap();
+        assert_eq!(
+            (
+                find("Degraded").status.as_str(),
+                find("Degraded").reason.as_str()
+            ),
+            ("True", "ScaleInRefused")
+        );
+        assert_eq!(find("Ready").message, scaling.message);
+        assert_eq!(status.scaling, Some(scaling));
     }
 }

@@ -49,6 +49,11 @@ pub const DEFAULT_STORAGE_SIZE: &str = "10Gi";
         json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
     ),
     printcolumn(
+        name = "Scaling",
+        type_ = "string",
+        json_path = ".status.scaling.message"
+    ),
+    printcolumn(
         name = "Bootstrap",
         type_ = "string",
         json_path = ".status.bootstrap",
@@ -363,6 +368,24 @@ pub struct ClusterStatus {
     /// Label selector of the broker pods (used by the scale subresource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
+    /// A scale that moves data, while it runs (or while it is refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<ScalingStatus>,
+}
+
+/// A scale in progress: a scale-in drains the leaving brokers before their pods go, a
+/// scale-out moves replicas onto the new brokers.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScalingStatus {
+    /// Brokers before.
+    pub from: i32,
+    /// Brokers asked for.
+    pub to: i32,
+    /// StartingBrokers, Balancing, ElectingLeaders, Draining, RemovingBrokers or Refused.
+    pub phase: String,
+    /// What is happening, in a sentence.
+    pub message: String,
 }
 
 /// One broker as the operator sees it.

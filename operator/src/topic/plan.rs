@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::admin::{BrokerDescription, TopicDescription};
-use crate::placement::{self, BrokerSlot};
+use oxbow_placement::{Candidate, place_partitions};
 
 /// The desired topic, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,8 +153,9 @@ pub fn replication_factor(topic: &TopicDescription) -> i32 {
 }
 
 /// When the brokers report at least two racks, the operator assigns replicas itself with
-/// [`placement::assign_replicas`] so that replicas of a partition land in different racks;
-/// otherwise (no racks, one rack) it lets the cluster place them.
+/// the controller's own placement ([`place_partitions`], shared code) so that replicas of
+/// a partition land in different racks also on a Kafka cluster; otherwise (no racks, one
+/// rack) it lets the cluster place them.
 fn rack_aware_assignment(
     desired: &DesiredTopic,
     brokers: &[BrokerDescription],
@@ -164,10 +165,10 @@ fn rack_aware_assignment(
     if racks.len() < 2 || brokers.iter().any(|b| b.rack.is_none()) {
         return None;
     }
-    let slots: Vec<BrokerSlot> = brokers
+    let candidates: Vec<Candidate> = brokers
         .iter()
-        .map(|b| BrokerSlot {
-            id: b.id,
+        .map(|b| Candidate {
+            node_id: b.id,
             rack: b.rack.clone(),
         })
         .collect();
@@ -176,7 +177,7 @@ fn rack_aware_assignment(
     // Start from a stable per-topic offset so that many topics do not all lead on broker 0.
     let start =
         usize::try_from(crate::cluster::build::fnv1a(desired.name.as_bytes()) % 1024).ok()?;
-    placement::assign_replicas(&slots, partitions, replication_factor, start).ok()
+    place_partitions(&candidates, &[], partitions, replication_factor, start).ok()
 }
 
 /// A short summary of replicas and leaders, e.g. `3 partitions x 3 replicas; leaders 0:1 1:1 2:1; replicas 0:3 1:3 2:3`.

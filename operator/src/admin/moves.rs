@@ -1,0 +1,205 @@
+//! Moving replicas with Kafka's own admin APIs: every partition's replicas (Metadata),
+//! reassignments (AlterPartitionReassignments / ListPartitionReassignments, KIP-455),
+//! preferred-leader election (ElectLeaders, KIP-460) and forgetting a removed broker
+//! (UnregisterBroker, KIP-778). Any broker forwards them to the active controller.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kafka_protocol::messages::BrokerId;
+use kafka_protocol::messages::alter_partition_reassignments_request::{
+    AlterPartitionReassignmentsRequest, ReassignablePartition, ReassignableTopic,
+};
+use kafka_protocol::messages::elect_leaders_request::{ElectLeadersRequest, TopicPartitions};
+use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsRequest;
+use kafka_protocol::messages::metadata_request::MetadataRequest;
+use kafka_protocol::messages::unregister_broker_request::UnregisterBrokerRequest;
+use oxbow_placement::reassignment::TopicPartition;
+
+use super::{
+    AdminClient, AdminError, BrokerDescription, OPERATION_TIMEOUT_MS, PartitionDescription, check,
+    topic_name,
+};
+
+/// ElectLeaders' election type for the preferred (first) replica.
+const PREFERRED: i8 = 0;
+/// ElectLeaders: the preferred replica already leads.
+const ELECTION_NOT_NEEDED: i16 = 84;
+/// UnregisterBroker: the broker is not registered (already unregistered).
+const BROKER_ID_NOT_REGISTERED: i16 = 102;
+
+/// Every partition of every topic, as Metadata lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Partitions {
+    pub brokers: Vec<BrokerDescription>,
+    pub partitions: BTreeMap<TopicPartition, PartitionDescription>,
+}
+
+impl AdminClient {
+    /// The brokers and every partition of every topic.
+    pub async fn partitions(&mut self) -> Result<Partitions, AdminError> {
+        let request = MetadataRequest::default()
+            .with_topics(None)
+            .with_allow_auto_topic_creation(false);
+        let response = self.call(&request).await?;
+        let brokers = response
+            .brokers
+            .iter()
+            .map(|b| BrokerDescription {
+                id: b.node_id.0,
+                rack: b.rack.as_ref().map(|r| r.to_string()),
+            })
+            .collect();
+        let mut partitions = BTreeMap::new();
+        for topic in &response.topics {
+            check("Metadata", topic.error_code, None)?;
+            let Some(name) = topic.name.as_ref() else {
+                continue;
+            };
+            for p in &topic.partitions {
+                partitions.insert(
+                    TopicPartition {
+                        topic: name.0.to_string(),
+                        partition: p.partition_index,
+                    },
+                    PartitionDescription {
+                        leader: p.leader_id.0,
+                        replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
+                        in_sync_replicas: p.isr_nodes.iter().map(|b| b.0).collect(),
+                    },
+                );
+            }
+        }
+        Ok(Partitions {
+            brokers,
+            partitions,
+        })
+    }
+
+    /// Partitions whose reassignment is still moving data.
+    pub async fn reassignments_in_progress(
+        &mut self,
+    ) -> Result<BTreeSet<TopicPartition>, AdminError> {
+        let request = ListPartitionReassignmentsRequest::default()
+            .with_timeout_ms(OPERATION_TIMEOUT_MS)
+            .with_topics(None);
+        let response = self.call(&request).await?;
+        check(
+            "ListPartitionReassignments",
+            response.error_code,
+            response.error_message.as_ref(),
+        )?;
+        Ok(response
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(|p| TopicPartition {
+                    topic: t.name.0.to_string(),
+                    partition: p.partition_index,
+                })
+            })
+            .collect())
+    }
+
+    /// Starts moving each partition to its new replica list, all in one request.
+    pub async fn reassign(
+        &mut self,
+        assignments: &BTreeMap<TopicPartition, Vec<i32>>,
+    ) -> Result<(), AdminError> {
+        let mut topics: BTreeMap<&str, Vec<ReassignablePartition>> = BTreeMap::new();
+        for (partition, replicas) in assignments {
+            topics.entry(partition.topic.as_str()).or_default().push(
+                ReassignablePartition::default()
+                    .with_partition_index(partition.partition)
+                    .with_replicas(Some(replicas.iter().map(|id| BrokerId(*id)).collect())),
+            );
+        }
+        let request = AlterPartitionReassignmentsRequest::default()
+            .with_timeout_ms(OPERATION_TIMEOUT_MS)
+            .with_topics(
+                topics
+                    .into_iter()
+                    .map(|(name, partitions)| {
+                        ReassignableTopic::default()
+                            .with_name(topic_name(name))
+                            .with_partitions(partitions)
+                    })
+                    .collect(),
+            );
+        let response = self.call(&request).await?;
+        check(
+            "AlterPartitionReassignments",
+            response.error_code,
+            response.error_message.as_ref(),
+        )?;
+        for topic in &response.responses {
+            for partition in &topic.partitions {
+                check(
+                    "AlterPartitionReassignments",
+                    partition.error_code,
+                    partition.error_message.as_ref(),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves leadership of `partitions` to their preferred (first) replicas where that
+    /// replica is in sync; a partition it already leads is not an error.
+    pub async fn elect_preferred_leaders(
+        &mut self,
+        partitions: &BTreeSet<TopicPartition>,
+    ) -> Result<(), AdminError> {
+        if partitions.is_empty() {
+            return Ok(());
+        }
+        let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+        for partition in partitions {
+            topics
+                .entry(partition.topic.as_str())
+                .or_default()
+                .push(partition.partition);
+        }
+        let request = ElectLeadersRequest::default()
+            .with_election_type(PREFERRED)
+            .with_timeout_ms(OPERATION_TIMEOUT_MS)
+            .with_topic_partitions(Some(
+                topics
+                    .into_iter()
+                    .map(|(name, partitions)| {
+                        TopicPartitions::default()
+                            .with_topic(topic_name(name))
+                            .with_partitions(partitions)
+                    })
+                    .collect(),
+            ));
+        let response = self.call(&request).await?;
+        check("ElectLeaders", response.error_code, None)?;
+        for topic in &response.replica_election_results {
+            for result in &topic.partition_result {
+                if result.error_code != ELECTION_NOT_NEEDED {
+                    check(
+                        "ElectLeaders",
+                        result.error_code,
+                        result.error_message.as_ref(),
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets a broker that was removed for good; one never registered (or already
+    /// forgotten) is not an error.
+    pub async fn unregister_broker(&mut self, broker: i32) -> Result<(), AdminError> {
+        let request = UnregisterBrokerRequest::default().with_broker_id(BrokerId(broker));
+        let response = self.call(&request).await?;
+        if response.error_code == BROKER_ID_NOT_REGISTERED {
+            return Ok(());
+        }
+        check(
+            "UnregisterBroker",
+            response.error_code,
+            response.error_message.as_ref(),
+        )
+    }
+}

@@ -1,0 +1,416 @@
+//! Scaling that moves data: a scale-in drains the leaving brokers (the highest ordinals)
+//! in one reassignment before their pods go; a scale-out spreads replicas and preferred
+//! leaders onto the new brokers once they have joined.
+//!
+//! Nothing here is remembered by the operator: each step is decided afresh from what the
+//! brokers report (replica lists and reassignments in progress live in the metadata log)
+//! and from the Cluster (`spec.replicas`, the StatefulSet's replicas, `status.scaling`).
+//! An operator killed at any point decides the same next step when it comes back; a move
+//! that finished is never asked for again, because the plan is made from where the
+//! replicas are now.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use oxbow_placement::Candidate;
+use oxbow_placement::reassignment::{self, PartitionState, Plan, TopicPartition};
+
+use crate::admin::{AdminClient, AdminError, Partitions};
+use crate::crd::{Cluster, ScalingStatus};
+
+/// What the brokers report, for one decision.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Observation {
+    pub cluster: Partitions,
+    /// Partitions whose reassignment is still copying data.
+    pub moving: BTreeSet<TopicPartition>,
+}
+
+/// The next thing to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Start this reassignment (every partition that must change, in one request).
+    Reassign(Plan),
+    /// Reassignments are copying data: wait.
+    Wait { moving: usize },
+    /// Move leadership back to these partitions' preferred replicas.
+    ElectLeaders(BTreeSet<TopicPartition>),
+    /// Nothing is left to move.
+    Done,
+    /// It cannot be done; the message says why.
+    Refused(String),
+}
+
+/// Reads what a decision needs.
+pub async fn observe(admin: &mut AdminClient) -> Result<Observation, AdminError> {
+    Ok(Observation {
+        cluster: admin.partitions().await?,
+        moving: admin.reassignments_in_progress().await?,
+    })
+}
+
+/// The brokers of `ids` as placement sees them (only those registered).
+fn targets(observation: &Observation, ids: &BTreeSet<i32>) -> Vec<Candidate> {
+    observation
+        .cluster
+        .brokers
+        .iter()
+        .filter(|b| ids.contains(&b.id))
+        .map(|b| Candidate {
+            node_id: b.id,
+            rack: b.rack.clone(),
+        })
+        .collect()
+}
+
+/// Brokers `0..count`: a Cluster's brokers are its pods' ordinals.
+pub fn ordinals(count: i32) -> BTreeSet<i32> {
+    (0..count.max(0)).collect()
+}
+
+fn current(observation: &Observation) -> BTreeMap<TopicPartition, PartitionState> {
+    observation
+        .cluster
+        .partitions
+        .iter()
+        .map(|(partition, description)| {
+            (
+                partition.clone(),
+                PartitionState {
+                    replicas: description.replicas.clone(),
+                    // Sizes are not read yet: the plan balances replica counts.
+                    bytes: 0,
+                },
+            )
+        })
+        .collect()
+}
+
+/// Partitions that hold a replica on a broker outside `stay`.
+pub fn on_leaving(observation: &Observation, stay: &BTreeSet<i32>) -> usize {
+    observation
+        .cluster
+        .partitions
+        .values()
+        .filter(|p| p.replicas.iter().any(|id| !stay.contains(id)))
+        .count()
+}
+
+/// The scale-in step: empty every broker outside `stay`, in one plan that also keeps the
+/// remaining brokers balanced.
+pub fn drain_step(observation: &Observation, stay: &BTreeSet<i32>) -> Step {
+    let remaining = stay.len();
+    if let Some((partition, description)) = observation
+        .cluster
+        .partitions
+        .iter()
+        .max_by_key(|(_, p)| p.replicas.len())
+        .filter(|(_, p)| p.replicas.len() > remaining)
+    {
+        return Step::Refused(format!(
+            "cannot scale in to {remaining} broker(s): partition {partition} has {} replicas; lower its topic's replication factor first",
+            description.replicas.len()
+        ));
+    }
+    if !observation.moving.is_empty() {
+        return Step::Wait {
+            moving: observation.moving.len(),
+        };
+    }
+    if on_leaving(observation, stay) == 0 {
+        return Step::Done;
+    }
+    let targets = targets(observation, stay);
+    match reassignment::plan(&targets, &current(observation)) {
+        Ok(plan) if plan.assignments.is_empty() => Step::Done,
+        Ok(plan) => Step::Reassign(plan),
+        Err(error) => Step::Refused(format!("cannot scale in to {remaining} broker(s): {error}")),
+    }
+}
+
+/// The scale-out step: once every broker of `brokers` has registered, spread replicas onto
+/// them, then hand preferred leaderships back.
+pub fn balance_step(observation: &Observation, brokers: &BTreeSet<i32>) -> Step {
+    let targets = targets(observation, brokers);
+    if targets.len() < brokers.len() {
+        return Step::Wait { moving: 0 };
+    }
+    if !observation.moving.is_empty() {
+        return Step::Wait {
+            moving: observation.moving.len(),
+        };
+    }
+    match reassignment::plan(&targets, &current(observation)) {
+        Ok(plan) if !plan.assignments.is_empty() => return Step::Reassign(plan),
+        Ok(_) => {}
+        Err(error) => return Step::Refused(error.to_string()),
+    }
+    let elect: BTreeSet<TopicPartition> = observation
+        .cluster
+        .partitions
+        .iter()
+        .filter(|(_, p)| {
+            p.replicas
+                .first()
+                .is_some_and(|first| *first != p.leader && p.in_sync_replicas.contains(first))
+        })
+        .map(|(partition, _)| partition.clone())
+        .collect();
+    if elect.is_empty() {
+        Step::Done
+    } else {
+        Step::ElectLeaders(elect)
+    }
+}
+
+/// What a reconcile does about scaling: how many brokers the StatefulSet keeps, the status
+/// to show, and an Event for what changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub keep: i32,
+    pub status: Option<ScalingStatus>,
+    pub event: Option<(bool, &'static str, String)>,
+}
+
+fn scaling(from: i32, to: i32, phase: &str, message: String) -> Option<ScalingStatus> {
+    Some(ScalingStatus {
+        from,
+        to,
+        phase: phase.to_string(),
+        message,
+    })
+}
+
+/// Decides (and starts) the data moves of a scale. `current` is the StatefulSet's replica
+/// count (`None` before it exists); `addresses` reach the brokers; `leaving_pods` counts the
+/// pods with an ordinal of `spec.replicas` or more.
+pub async fn reconcile(
+    cluster: &Cluster,
+    current: Option<i32>,
+    addresses: &[String],
+    leaving_pods: Result<usize, String>,
+) -> Outcome {
+    let wanted = cluster.spec.replicas;
+    let previous = cluster.status.as_ref().and_then(|s| s.scaling.clone());
+    let steady = |status| Outcome {
+        keep: wanted,
+        status,
+        event: None,
+    };
+    let Some(current) = current else {
+        return steady(None);
+    };
+    if wanted > current {
+        return Outcome {
+            keep: wanted,
+            status: scaling(
+                current,
+                wanted,
+                "StartingBrokers",
+                format!(
+                    "Starting brokers {current}-{}; their share of the replicas moves to them once they have joined",
+                    wanted - 1
+                ),
+            ),
+            event: None,
+        };
+    }
+    if wanted == current {
+        let Some(previous) = previous else {
+            return steady(None);
+        };
+        return match previous.phase.as_str() {
+            "RemovingBrokers" => remove(previous, addresses, leaving_pods).await,
+            "StartingBrokers" | "Balancing" | "ElectingLeaders" if previous.to == wanted => {
+                balance(previous, addresses).await
+            }
+            // A refused scale-in the user took back, or a scale that no longer applies.
+            _ => steady(None),
+        };
+    }
+    drain(current, wanted, addresses).await
+}
+
+async fn connect(addresses: &[String]) -> Result<AdminClient, String> {
+    crate::bootstrap::connect(addresses)
+        .await
+        .map(|(admin, _)| admin)
+        .map_err(|e| format!("cannot reach the brokers: {e}"))
+}
+
+async fn drain(current: i32, wanted: i32, addresses: &[String]) -> Outcome {
+    let waiting = |message: String| Outcome {
+        keep: current,
+        status: scaling(current, wanted, "Draining", message),
+        event: None,
+    };
+    let mut admin = match connect(addresses).await {
+        Ok(admin) => admin,
+        Err(message) => return waiting(message),
+    };
+    let observation = match observe(&mut admin).await {
+        Ok(observation) => observation,
+        Err(error) => return waiting(format!("cannot read the partitions: {error}")),
+    };
+    let leaving = format!("{wanted}-{}", current - 1);
+    let stay = ordinals(wanted);
+    match drain_step(&observation, &stay) {
+        Step::Refused(message) => Outcome {
+            keep: current,
+            status: scaling(current, wanted, "Refused", message.clone()),
+            event: Some((true, "ScaleInRefused", message)),
+        },
+        Step::Wait { moving } => waiting(format!(
+            "Moving replicas off brokers {leaving}: {moving} partition(s) still copying, {} partition(s) still on them",
+            on_leaving(&observation, &stay)
+        )),
+        Step::Reassign(plan) => match admin.reassign(&plan.assignments).await {
+            Ok(()) => {
+                let message = format!(
+                    "Moving replicas off brokers {leaving}: {} replica(s) of {} partition(s), in one reassignment",
+                    plan.replica_moves,
+                    plan.assignments.len()
+                );
+                Outcome {
+                    keep: current,
+                    status: scaling(current, wanted, "Draining", message.clone()),
+                    event: Some((false, "Draining", message)),
+                }
+            }
+            Err(error) => waiting(format!("cannot start the reassignment: {error}")),
+        },
+        Step::Done | Step::ElectLeaders(_) => {
+            let message = format!(
+                "Brokers {leaving} hold no replicas; removing their pods and unregistering them"
+            );
+            Outcome {
+                keep: wanted,
+                status: scaling(current, wanted, "RemovingBrokers", message.clone()),
+                event: Some((false, "Drained", message)),
+            }
+        }
+    }
+}
+
+async fn remove(
+    previous: ScalingStatus,
+    addresses: &[String],
+    leaving_pods: Result<usize, String>,
+) -> Outcome {
+    let wanted = previous.to;
+    let waiting = |message: String| Outcome {
+        keep: wanted,
+        status: scaling(previous.from, wanted, "RemovingBrokers", message),
+        event: None,
+    };
+    match leaving_pods {
+        Ok(0) => {}
+        Ok(left) => return waiting(format!("Waiting for {left} leaving broker pod(s) to stop")),
+        Err(message) => return waiting(message),
+    }
+    let mut admin = match connect(addresses).await {
+        Ok(admin) => admin,
+        Err(message) => return waiting(message),
+    };
+    for broker in wanted..previous.from {
+        if let Err(error) = admin.unregister_broker(broker).await {
+            return waiting(format!("cannot unregister broker {broker}: {error}"));
+        }
+    }
+    Outcome {
+        keep: wanted,
+        status: None,
+        event: Some((
+            false,
+            "ScaledIn",
+            format!(
+                "Scaled in from {} to {wanted} brokers: brokers {wanted}-{} drained, stopped and unregistered",
+                previous.from,
+                previous.from - 1
+            ),
+        )),
+    }
+}
+
+async fn balance(previous: ScalingStatus, addresses: &[String]) -> Outcome {
+    let wanted = previous.to;
+    let status = |phase: &str, message: String| scaling(previous.from, wanted, phase, message);
+    let waiting = |message: String| Outcome {
+        keep: wanted,
+        status: status(&previous.phase, message),
+        event: None,
+    };
+    let mut admin = match connect(addresses).await {
+        Ok(admin) => admin,
+        Err(message) => return waiting(message),
+    };
+    let observation = match observe(&mut admin).await {
+        Ok(observation) => observation,
+        Err(error) => return waiting(format!("cannot read the partitions: {error}")),
+    };
+    match balance_step(&observation, &ordinals(wanted)) {
+        Step::Wait { moving: 0 } => waiting(format!(
+            "Waiting for brokers {}-{} to join the cluster",
+            previous.from,
+            wanted - 1
+        )),
+        Step::Wait { moving } => Outcome {
+            keep: wanted,
+            status: status(
+                "Balancing",
+                format!(
+                    "Moving replicas onto the new brokers: {moving} partition(s) still copying"
+                ),
+            ),
+            event: None,
+        },
+        Step::Reassign(plan) => match admin.reassign(&plan.assignments).await {
+            Ok(()) => {
+                let message = format!(
+                    "Moving {} replica(s) of {} partition(s) to balance {wanted} brokers, in one reassignment",
+                    plan.replica_moves,
+                    plan.assignments.len()
+                );
+                Outcome {
+                    keep: wanted,
+                    status: status("Balancing", message.clone()),
+                    event: Some((false, "Balancing", message)),
+                }
+            }
+            Err(error) => waiting(format!("cannot start the reassignment: {error}")),
+        },
+        Step::ElectLeaders(partitions) => match admin.elect_preferred_leaders(&partitions).await {
+            Ok(()) => Outcome {
+                keep: wanted,
+                status: status(
+                    "ElectingLeaders",
+                    format!(
+                        "Moved leadership of {} partition(s) to their preferred replicas",
+                        partitions.len()
+                    ),
+                ),
+                event: None,
+            },
+            Err(error) => waiting(format!("cannot elect preferred leaders: {error}")),
+        },
+        Step::Done => Outcome {
+            keep: wanted,
+            status: None,
+            event: Some((
+                false,
+                "Balanced",
+                format!(
+                    "Scaled out from {} to {wanted} brokers: replicas and leaders balanced",
+                    previous.from
+                ),
+            )),
+        },
+        Step::Refused(message) => Outcome {
+            keep: wanted,
+            status: status("Refused", message.clone()),
+            event: Some((true, "BalanceRefused", message)),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,124 @@
+use super::*;
+use crate::admin::{BrokerDescription, PartitionDescription};
+
+fn observation(brokers: i32, partitions: &[(&str, i32, &[i32])]) -> Observation {
+    Observation {
+        cluster: Partitions {
+            brokers: (0..brokers)
+                .map(|id| BrokerDescription { id, rack: None })
+                .collect(),
+            partitions: partitions
+                .iter()
+                .map(|(topic, partition, replicas)| {
+                    (
+                        TopicPartition {
+                            topic: topic.to_string(),
+                            partition: *partition,
+                        },
+                        PartitionDescription {
+                            leader: replicas[0],
+                            replicas: replicas.to_vec(),
+                            in_sync_replicas: replicas.to_vec(),
+                        },
+                    )
+                })
+                .collect(),
+        },
+        moving: BTreeSet::new(),
+    }
+}
+
+#[test]
+fn a_drain_moves_every_replica_off_the_leaving_brokers_in_one_plan() {
+    let seen = observation(
+        5,
+        &[
+            ("a", 0, &[3, 0, 1]),
+            ("a", 1, &[4, 1, 2]),
+            ("a", 2, &[0, 3, 4]),
+            ("b", 0, &[2, 4, 0]),
+        ],
+    );
+    let Step::Reassign(plan) = drain_step(&seen, &ordinals(3)) else {
+        panic!("{:?}", drain_step(&seen, &ordinals(3)));
+    };
+    assert_eq!(plan.assignments.len(), 4);
+    for replicas in plan.assignments.values() {
+        assert!(replicas.iter().all(|id| *id < 3), "{replicas:?}");
+    }
+}
+
+#[test]
+fn a_drain_waits_for_moves_then_is_done() {
+    let mut seen = observation(5, &[("a", 0, &[3, 0, 1])]);
+    seen.moving.insert(TopicPartition {
+        topic: "a".into(),
+        partition: 0,
+    });
+    assert_eq!(drain_step(&seen, &ordinals(3)), Step::Wait { moving: 1 });
+    let drained = observation(5, &[("a", 0, &[2, 0, 1])]);
+    assert_eq!(drain_step(&drained, &ordinals(3)), Step::Done);
+}
+
+#[test]
+fn a_scale_in_below_a_replication_factor_is_refused_with_the_partition() {
+    let seen = observation(3, &[("orders", 0, &[0, 1, 2])]);
+    let Step::Refused(message) = drain_step(&seen, &ordinals(2)) else {
+        panic!("{:?}", drain_step(&seen, &ordinals(2)));
+    };
+    assert!(
+        message.contains("orders-0 has 3 replicas") && message.contains("to 2 broker"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_scale_out_waits_for_the_new_brokers_then_balances_then_elects() {
+    let three = observation(
+        3,
+        &[("a", 0, &[0, 1]), ("a", 1, &[1, 2]), ("a", 2, &[2, 0])],
+    );
+    assert_eq!(balance_step(&three, &ordinals(4)), Step::Wait { moving: 0 });
+    let mut four = three.clone();
+    four.cluster
+        .brokers
+        .push(BrokerDescription { id: 3, rack: None });
+    // Three partitions of two replicas over four brokers: one broker gets one replica
+    // fewer, which is balanced already (±1); a fourth partition makes a move worthwhile.
+    four.cluster.partitions.insert(
+        TopicPartition {
+            topic: "a".into(),
+            partition: 3,
+        },
+        PartitionDescription {
+            leader: 0,
+            replicas: vec![0, 1],
+            in_sync_replicas: vec![0, 1],
+        },
+    );
+    let Step::Reassign(plan) = balance_step(&four, &ordinals(4)) else {
+        panic!("{:?}", balance_step(&four, &ordinals(4)));
+    };
+    assert!(
+        plan.assignments.values().flatten().any(|id| *id == 3),
+        "{plan:?}"
+    );
+    // Once moved, a partition whose preferred replica does not lead is elected.
+    let mut moved = four.clone();
+    for (partition, replicas) in &plan.assignments {
+        let description = moved.cluster.partitions.get_mut(partition).unwrap();
+        description.replicas.clone_from(replicas);
+        description.in_sync_replicas.clone_from(replicas);
+    }
+    let stale_leader = moved
+        .cluster
+        .partitions
+        .iter()
+        .filter(|(_, p)| p.replicas[0] != p.leader)
+        .count();
+    match balance_step(&moved, &ordinals(4)) {
+        Step::ElectLeaders(partitions) => assert_eq!(partitions.len(), stale_leader),
+        Step::Done => assert_eq!(stale_leader, 0),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,162 @@
+//! The data moves of a scale, against real brokers: four `oxbow` processes on loopback
+//! (three voters and a fourth broker), a topic spread over all four with records in every
+//! partition. The operator's drain step empties broker 4 in one reassignment; a scale-in
+//! below the replication factor is refused; the balance step then spreads replicas and
+//! preferred leaders back onto broker 4. Every record written before is read back after,
+//! from each partition's leader. The Kubernetes half (the StatefulSet kept until the
+//! drain is done) is in `src/cluster/tests.rs` and the testbed suites.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use oxbow_operator::admin::AdminClient;
+use oxbow_operator::cluster::scale::{self, Step};
+use oxbow_testkit::Cluster;
+use oxbow_testkit::client::batch;
+
+const TOPIC: &str = "moves";
+const PARTITIONS: i32 = 8;
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Runs `step` until it is done, carrying out what it asks; returns how many
+/// reassignments and elections it started.
+fn run_until_done(port: u16, step: impl Fn(&scale::Observation) -> Step) -> (usize, usize) {
+    let runtime = runtime();
+    let deadline = Instant::now() + TIMEOUT;
+    let (mut reassignments, mut elections) = (0, 0);
+    runtime.block_on(async {
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "the moves did not finish in {TIMEOUT:?}"
+            );
+            let mut admin = AdminClient::connect(&format!("127.0.0.1:{port}"))
+                .await
+                .unwrap();
+            let observation = scale::observe(&mut admin).await.unwrap();
+            let next = step(&observation);
+            eprintln!("step: {next:?}");
+            match next {
+                Step::Done => return,
+                Step::Wait { .. } => {}
+                Step::Reassign(plan) => {
+                    reassignments += 1;
+                    admin.reassign(&plan.assignments).await.unwrap();
+                }
+                Step::ElectLeaders(partitions) => {
+                    elections += 1;
+                    admin.elect_preferred_leaders(&partitions).await.unwrap();
+                }
+                Step::Refused(message) => panic!("refused: {message}"),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    (reassignments, elections)
+}
+
+/// Replicas and preferred leaders per broker, from broker `via`'s Metadata.
+fn spread(cluster: &Cluster, via: i32) -> (BTreeMap<i32, usize>, BTreeMap<i32, usize>) {
+    let topic = cluster.topic_metadata(via, TOPIC);
+    let (mut replicas, mut leaders) = (BTreeMap::new(), BTreeMap::new());
+    for partition in &topic.partitions {
+        for id in &partition.replica_nodes {
+            *replicas.entry(id.0).or_insert(0) += 1;
+        }
+        *leaders.entry(partition.leader_id.0).or_insert(0) += 1;
+    }
+    (replicas, leaders)
+}
+
+fn even(counts: &BTreeMap<i32, usize>) -> bool {
+    counts.values().max().unwrap_or(&0) - counts.values().min().unwrap_or(&0) <= 1
+}
+
+fn records_of(cluster: &Cluster, partition: i32) -> usize {
+    let leader = cluster.partition_state(1, TOPIC, partition).0;
+    let response = cluster.client(leader).fetch(TOPIC, partition, 0);
+    let data = &response.responses[0].partitions[0];
+    assert_eq!(data.error_code, 0, "partition {partition} via {leader}");
+    let mut bytes = data.records.clone().unwrap_or_default();
+    let batches = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut bytes).unwrap();
+    batches.iter().map(|set| set.records.len()).sum()
+}
+
+#[test]
+fn a_drain_empties_the_leaving_broker_in_one_plan_and_a_balance_refills_it() {
+    let cluster = Cluster::start(3, 1, &[]);
+    cluster.wait_ready(&[1, 2, 3, 4]);
+    assert_eq!(cluster.create_topic(1, TOPIC, PARTITIONS, 2), 0);
+    cluster.wait_for("the topic on every broker", TIMEOUT, || {
+        (1..=4).all(|id| cluster.topic_metadata(id, TOPIC).partitions.len() == PARTITIONS as usize)
+    });
+    let (before, _) = spread(&cluster, 1);
+    assert!(before.get(&4).copied().unwrap_or(0) > 0, "{before:?}");
+    for partition in 0..PARTITIONS {
+        let leader = cluster.partition_state(1, TOPIC, partition).0;
+        let values: Vec<String> = (0..50).map(|i| format!("p{partition}-{i}")).collect();
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        let response = cluster
+            .client(leader)
+            .produce(TOPIC, partition, batch(&values, 200));
+        assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+    }
+
+    // Scale-in to brokers 1-3: everything on 4 moves, in one reassignment.
+    let port = cluster.nodes[&1].port;
+    let (reassignments, _) =
+        run_until_done(port, |seen| scale::drain_step(seen, &[1, 2, 3].into()));
+    assert_eq!(reassignments, 1, "the drain took more than one plan");
+    let (drained, _) = spread(&cluster, 2);
+    assert_eq!(
+        drained.get(&4),
+        None,
+        "broker 4 still holds replicas: {drained:?}"
+    );
+    assert!(even(&drained), "replicas after the drain: {drained:?}");
+    for partition in 0..PARTITIONS {
+        assert_eq!(
+            records_of(&cluster, partition),
+            50,
+            "partition {partition} after the drain"
+        );
+    }
+
+    // Below the replication factor nothing is asked of the brokers.
+    let runtime = runtime();
+    let refusal = runtime.block_on(async {
+        let mut admin = AdminClient::connect(&format!("127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        scale::drain_step(&scale::observe(&mut admin).await.unwrap(), &[1].into())
+    });
+    let Step::Refused(message) = refusal else {
+        panic!("{refusal:?}");
+    };
+    assert!(message.contains("has 2 replicas"), "{message}");
+
+    // Scale-out back to four brokers: replicas and preferred leaders spread onto broker 4.
+    let (reassignments, elections) =
+        run_until_done(port, |seen| scale::balance_step(seen, &[1, 2, 3, 4].into()));
+    assert_eq!(reassignments, 1, "the balance took more than one plan");
+    assert!(elections <= 1, "{elections} elections");
+    let (replicas, leaders) = spread(&cluster, 3);
+    assert_eq!(replicas.len(), 4, "{replicas:?}");
+    assert!(even(&replicas), "replicas after the balance: {replicas:?}");
+    assert!(even(&leaders), "leaders after the balance: {leaders:?}");
+    for partition in 0..PARTITIONS {
+        assert_eq!(
+            records_of(&cluster, partition),
+            50,
+            "partition {partition} after the balance"
+        );
+    }
+}
