@@ -6,7 +6,9 @@
 #   helm install (2 operator replicas, Lease leader election, RBAC held to the chart) ->
 #   Cluster from manifests/cluster.yaml (1 broker until the broker forms clusters) -> Ready ->
 #   Topic from manifests/topic.yaml -> produce and consume with a real client (kafka-python)
-#   -> change a topic config -> bad CRs refused or Degraded -> scale -> delete the Topic ->
+#   -> change a topic config -> bad CRs refused or Degraded -> scale out (replicas move to the
+#   new broker) -> a refused scale-in (an RF=2 topic) -> scale in (drained first, nothing
+#   lost) -> delete the Topic ->
 #   topic gone -> leader failover -> operator metrics.
 # Waits are on conditions (kubectl wait, or a bounded poll of a check).
 set -euo pipefail
@@ -224,15 +226,56 @@ kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=60s >/dev/n
 ok "an unknown broker config key gives Degraded/InvalidConfig; fixing the spec makes the Cluster Ready again"
 
 # --- scale ---------------------------------------------------------------------------
+# orders: 6 partitions, one replica each, all on broker 0. Scaling out moves half of them to
+# the new broker; scaling in moves them back before its pod goes; an RF=2 topic refuses a
+# scale-in to one broker until it is gone. Records written first are all read back last.
+example() { python3 "$REPO/e2e/operator/example_client.py" "$@"; }
+replicas_on() {  # replicas_on BROKER TOPIC: how many of TOPIC's replicas BROKER holds
+  example metadata "$bootstrap" | python3 -c '
+import json, sys
+topic = json.load(sys.stdin)["topics"].get(sys.argv[2], {"partitions": []})
+print(sum(p["replicas"].count(int(sys.argv[1])) for p in topic["partitions"]))' "$1" "$2"
+}
+seq 1 300 | sed 's/^/before-scale-/' | kcat -P -b "$bootstrap" -t orders -X acks=all 2>/dev/null \
+  || fail "producing the records to keep across the scale"
 kubectl -n "$NS" scale cluster/events --replicas=2 >/dev/null
 sts_replicas() { [ "$(kubectl -n "$NS" get sts events -o jsonpath='{.spec.replicas}')" = "$1" ]; }
 until_true 60 sts_replicas 2 || fail "kubectl scale did not reach the StatefulSet"
 kubectl -n "$NS" get configmap events -o jsonpath='{.data.events-1\.yaml}' | grep -q 'node.id: 1' || fail "no config for broker 1"
-kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=120s >/dev/null || fail "Ready with 2 brokers"
+# The Balanced event ends the scale (Ready alone may still be the one from before it).
+balanced() { kubectl -n "$NS" get events.events.k8s.io --field-selector reason=Balanced -o name | grep -q .; }
+until_true 180 balanced || fail "no Balanced event: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
+kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=60s >/dev/null || fail "Ready with 2 brokers"
+on1="$(replicas_on 1 orders)"
+[ "$on1" = 3 ] || fail "after scaling out to 2 brokers, broker 1 holds $on1 of orders' 6 replicas, not 3"
+ok "kubectl scale cluster/events --replicas=2: the new broker got 3 of orders' 6 replicas, in one reassignment; Balanced event"
+
+kubectl -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: oxbow.dev/v1alpha1
+kind: Topic
+metadata: {name: pinned, namespace: $NS}
+spec: {cluster: events, partitions: 1, replicationFactor: 2}
+EOF
+kubectl -n "$NS" wait --for=condition=Ready topic/pinned --timeout=120s >/dev/null || fail "Topic pinned (RF 2) Ready"
 kubectl -n "$NS" scale cluster/events --replicas=1 >/dev/null
-until_true 60 sts_replicas 1 || fail "scale down"
+refused() { [ "$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.conditions[?(@.type=="Degraded")].reason}')" = ScaleInRefused ]; }
+until_true 60 refused || fail "a scale-in below pinned's replication factor was not refused"
+message="$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling.message}')"
+case "$message" in *"pinned-0 has 2 replicas"*) ;; *) fail "refusal message: $message" ;; esac
+sts_replicas 2 || fail "a refused scale-in shrank the StatefulSet"
+[ "$(replicas_on 1 orders)" = 3 ] || fail "a refused scale-in moved replicas"
+ok "scale to 1 with an RF=2 topic: refused (Degraded/ScaleInRefused: $message); StatefulSet and replicas untouched"
+
+kubectl -n "$NS" delete topic pinned --timeout=60s >/dev/null || fail "deleting Topic pinned"
+until_true 120 sts_replicas 1 || fail "the scale-in did not go on once pinned was gone: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
+[ "$(replicas_on 1 orders)" = 0 ] || fail "the StatefulSet shrank while broker 1 held replicas"
 kubectl -n "$NS" wait --for=delete pod/events-1 --timeout=120s >/dev/null || fail "events-1 not removed"
-ok "kubectl scale cluster/events --replicas=2 then 1: StatefulSet, per-broker config and status follow"
+kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=120s >/dev/null || fail "Ready with 1 broker"
+scaled_in() { kubectl -n "$NS" get events.events.k8s.io --field-selector reason=ScaledIn -o name | grep -q .; }
+until_true 60 scaled_in || fail "no ScaledIn event"
+got="$(kcat -C -b "$bootstrap" -t orders -o beginning -e -q 2>/dev/null | grep -c '^before-scale-')" || true
+[ "$got" = 300 ] || fail "after scaling out and in, $got of the 300 records written before are left"
+ok "then the scale-in drained broker 1 before its pod went (orders all on broker 0) and unregistered it (ScaledIn); all 300 records written before the scale read back"
 
 # --- config change rolls the broker ---------------------------------------------------
 uid_before="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}')"
