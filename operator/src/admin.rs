@@ -25,6 +25,7 @@ use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
 };
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
+use kafka_protocol::messages::metadata_response::{MetadataResponse, MetadataResponsePartition};
 use kafka_protocol::messages::{ApiKey, BrokerId, RequestHeader, ResponseHeader, TopicName};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -327,14 +328,7 @@ impl AdminClient {
             ]))
             .with_allow_auto_topic_creation(false);
         let response = self.call(&request).await?;
-        let brokers = response
-            .brokers
-            .iter()
-            .map(|b| BrokerDescription {
-                id: b.node_id.0,
-                rack: b.rack.as_ref().map(|r| r.to_string()),
-            })
-            .collect();
+        let brokers = brokers_of(&response);
         let mut described = None;
         for entry in &response.topics {
             let name = entry
@@ -352,16 +346,7 @@ impl AdminClient {
             let partitions = entry
                 .partitions
                 .iter()
-                .map(|p| {
-                    (
-                        p.partition_index,
-                        PartitionDescription {
-                            leader: p.leader_id.0,
-                            replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
-                            in_sync_replicas: p.isr_nodes.iter().map(|b| b.0).collect(),
-                        },
-                    )
-                })
+                .map(|p| (p.partition_index, partition_of(p)))
                 .collect();
             described = Some(TopicDescription {
                 name,
@@ -542,6 +527,27 @@ impl AdminClient {
             )?;
         }
         Ok(())
+    }
+}
+
+/// The brokers a Metadata response lists.
+fn brokers_of(response: &MetadataResponse) -> Vec<BrokerDescription> {
+    response
+        .brokers
+        .iter()
+        .map(|b| BrokerDescription {
+            id: b.node_id.0,
+            rack: b.rack.as_ref().map(|r| r.to_string()),
+        })
+        .collect()
+}
+
+/// One partition of a Metadata response.
+fn partition_of(p: &MetadataResponsePartition) -> PartitionDescription {
+    PartitionDescription {
+        leader: p.leader_id.0,
+        replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
+        in_sync_replicas: p.isr_nodes.iter().map(|b| b.0).collect(),
     }
 }
 

@@ -16,8 +16,8 @@ use kafka_protocol::messages::unregister_broker_request::UnregisterBrokerRequest
 use oxbow_placement::reassignment::TopicPartition;
 
 use super::{
-    AdminClient, AdminError, BrokerDescription, OPERATION_TIMEOUT_MS, PartitionDescription, check,
-    topic_name,
+    AdminClient, AdminError, BrokerDescription, OPERATION_TIMEOUT_MS, PartitionDescription,
+    brokers_of, check, partition_of, topic_name,
 };
 
 /// ElectLeaders' election type for the preferred (first) replica.
@@ -41,14 +41,7 @@ impl AdminClient {
             .with_topics(None)
             .with_allow_auto_topic_creation(false);
         let response = self.call(&request).await?;
-        let brokers = response
-            .brokers
-            .iter()
-            .map(|b| BrokerDescription {
-                id: b.node_id.0,
-                rack: b.rack.as_ref().map(|r| r.to_string()),
-            })
-            .collect();
+        let brokers = brokers_of(&response);
         let mut partitions = BTreeMap::new();
         for topic in &response.topics {
             check("Metadata", topic.error_code, None)?;
@@ -61,11 +54,7 @@ impl AdminClient {
                         topic: name.0.to_string(),
                         partition: p.partition_index,
                     },
-                    PartitionDescription {
-                        leader: p.leader_id.0,
-                        replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
-                        in_sync_replicas: p.isr_nodes.iter().map(|b| b.0).collect(),
-                    },
+                    partition_of(p),
                 );
             }
         }

@@ -237,19 +237,23 @@ async fn connect(addresses: &[String]) -> Result<AdminClient, String> {
         .map_err(|e| format!("cannot reach the brokers: {e}"))
 }
 
+async fn connect_and_observe(addresses: &[String]) -> Result<(AdminClient, Observation), String> {
+    let mut admin = connect(addresses).await?;
+    let observation = observe(&mut admin)
+        .await
+        .map_err(|error| format!("cannot read the partitions: {error}"))?;
+    Ok((admin, observation))
+}
+
 async fn drain(current: i32, wanted: i32, addresses: &[String]) -> Outcome {
     let waiting = |message: String| Outcome {
         keep: current,
         status: scaling(current, wanted, "Draining", message),
         event: None,
     };
-    let mut admin = match connect(addresses).await {
-        Ok(admin) => admin,
+    let (mut admin, observation) = match connect_and_observe(addresses).await {
+        Ok(connected) => connected,
         Err(message) => return waiting(message),
-    };
-    let observation = match observe(&mut admin).await {
-        Ok(observation) => observation,
-        Err(error) => return waiting(format!("cannot read the partitions: {error}")),
     };
     let leaving = format!("{wanted}-{}", current - 1);
     let stay = ordinals(wanted);
@@ -339,13 +343,9 @@ async fn balance(previous: ScalingStatus, addresses: &[String]) -> Outcome {
         status: status(&previous.phase, message),
         event: None,
     };
-    let mut admin = match connect(addresses).await {
-        Ok(admin) => admin,
+    let (mut admin, observation) = match connect_and_observe(addresses).await {
+        Ok(connected) => connected,
         Err(message) => return waiting(message),
-    };
-    let observation = match observe(&mut admin).await {
-        Ok(observation) => observation,
-        Err(error) => return waiting(format!("cannot read the partitions: {error}")),
     };
     match balance_step(&observation, &ordinals(wanted)) {
         Step::Wait { moving: 0 } => waiting(format!(
