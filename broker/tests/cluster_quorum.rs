@@ -320,20 +320,31 @@ fn a_stopped_voter_is_logged_once_not_per_failed_call() {
 /// Deleting gigabytes of partition files must not stall the quorum: the Raft log's
 /// writes and fsyncs run off the runtime threads, and deletions go file by file on one
 /// thread. The partition's bulk is allocated with fallocate(1) (real extents for the
-/// filesystem to free, without writing gigabytes first).
+/// filesystem to free, without writing gigabytes first), sized to the disk's free space.
 #[test]
 fn deleting_gigabytes_under_a_running_quorum_fences_no_broker() {
     let cluster = Cluster::start(3, 0, &[]);
     cluster.wait_ready(&[1, 2, 3]);
     cluster.create_assigned(1, "bulky", &[&[1, 2, 3]]);
     cluster.wait_same_image(&[1, 2, 3]);
+    // 4.5 GiB across the three replicas where the disk has four times that free; less on
+    // a fuller disk (never under 9 × 64 MiB), so the test measures deletion, not ENOSPC.
+    let free = nix::sys::statvfs::statvfs(&cluster.nodes[&1].data).expect("statvfs");
+    let free_mib = (free.blocks_available() as u64 * free.fragment_size() as u64) >> 20;
+    let file_mib = (free_mib / 4 / 9).min(512);
+    assert!(
+        file_mib >= 64,
+        "the deletion test needs {} MiB free on the data disk, has {free_mib} MiB",
+        64 * 9 * 4
+    );
+    eprintln!("allocating 9 files of {file_mib} MiB ({free_mib} MiB free)");
     let mut dirs = Vec::new();
     for id in 1..=3 {
         let dir = cluster.nodes[&id].data.join("bulky-0");
         cluster.wait_for("the replica's directory", TIMEOUT, || dir.is_dir());
         for part in 0..3 {
             let status = std::process::Command::new("fallocate")
-                .args(["-l", "512MiB"])
+                .args(["-l", &format!("{file_mib}MiB")])
                 .arg(dir.join(format!("bulk-{part}.bin")))
                 .status()
                 .unwrap();
