@@ -1008,6 +1008,7 @@ const TOOL_VARIABLES: &[&str] = &[
     "BOOTSTRAP_OVERRIDES",
     "BROKER_IMAGE",
     "CACHE",
+    "CACHE_KEEP_HOURS",
     "CLIENTS",
     "CLUSTER_PORTS",
     "DECODE_CASES",

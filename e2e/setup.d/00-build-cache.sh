@@ -18,15 +18,15 @@ for package in meta["packages"]:
     for target in package["targets"]:
         names.add(target["name"])
 print("\n".join(sorted(names)))')" || names=""
-OXBOW_TARGET="$target" OXBOW_NAMES="$names" python3 - <<'PYEOF'
+PRUNE_TARGET="$target" PRUNE_NAMES="$names" python3 - <<'PYEOF'
 import os, re, shutil, time
 
-target = os.environ["OXBOW_TARGET"]
+target = os.environ["PRUNE_TARGET"]
 keep = float(os.environ.get("OXBOW_CACHE_KEEP_HOURS", "6")) * 3600
 cutoff = time.time() - keep
 # Cargo names a unit `<name>-<16 hex>` in .fingerprint/ and build/ (package name) and
 # deps/ (crate name, `lib` prefix for libraries); incremental/ uses its own hash.
-names = {n.replace("-", "_") for n in os.environ["OXBOW_NAMES"].split()}
+names = {n.replace("-", "_") for n in os.environ["PRUNE_NAMES"].split()}
 unit = re.compile(r"^(?:lib)?(.+?)-([0-9a-z]{13,16})(?:\..*)?$")
 
 def ours(entry):
