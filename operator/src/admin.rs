@@ -31,17 +31,20 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, Str
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Largest response frame accepted (a Metadata answer of a big cluster fits easily).
 mod moves;
+mod throttle;
 pub use moves::Partitions;
+pub use throttle::{THROTTLED_REPLICAS_KEYS, is_move_throttle};
 
+/// Largest response frame accepted (a Metadata answer of a big cluster fits easily).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 /// Time limit of one request, including connecting.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// `timeout_ms` sent with topic operations.
 const OPERATION_TIMEOUT_MS: i32 = 30_000;
-/// Kafka's ConfigResource type for topics.
+/// Kafka's ConfigResource types.
 const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
 /// IncrementalAlterConfigs operations.
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
@@ -467,28 +470,53 @@ impl AdminClient {
         &mut self,
         topic: &str,
     ) -> Result<BTreeMap<String, String>, AdminError> {
-        let request = DescribeConfigsRequest::default().with_resources(vec![
-            DescribeConfigsResource::default()
-                .with_resource_type(RESOURCE_TOPIC)
-                .with_resource_name(StrBytes::from_string(topic.to_string())),
-        ]);
+        let mut all = self.configs_of_topics(&[topic.to_string()], false).await?;
+        Ok(all.remove(topic).unwrap_or_default())
+    }
+
+    /// The dynamic configs of several topics in one DescribeConfigs request; with
+    /// `skip_unknown`, a topic deleted meanwhile is left out instead of failing the call.
+    pub async fn configs_of_topics(
+        &mut self,
+        topics: &[String],
+        skip_unknown: bool,
+    ) -> Result<BTreeMap<String, BTreeMap<String, String>>, AdminError> {
+        let request = DescribeConfigsRequest::default().with_resources(
+            topics
+                .iter()
+                .map(|topic| {
+                    // kafka-protocol defaults to an empty key list, which asks for no
+                    // config at all; null asks for every one.
+                    DescribeConfigsResource::default()
+                        .with_resource_type(RESOURCE_TOPIC)
+                        .with_resource_name(StrBytes::from_string(topic.clone()))
+                        .with_configuration_keys(None)
+                })
+                .collect(),
+        );
         let response = self.call(&request).await?;
-        let mut configs = BTreeMap::new();
+        let mut all = BTreeMap::new();
         for result in &response.results {
+            if skip_unknown && result.error_code == UNKNOWN_TOPIC_OR_PARTITION {
+                continue;
+            }
             check(
                 "DescribeConfigs",
                 result.error_code,
                 result.error_message.as_ref(),
             )?;
-            for entry in &result.configs {
-                if entry.config_source == SOURCE_DYNAMIC_TOPIC
-                    && let Some(value) = &entry.value
-                {
-                    configs.insert(entry.name.to_string(), value.to_string());
-                }
-            }
+            let configs: BTreeMap<String, String> = result
+                .configs
+                .iter()
+                .filter(|entry| entry.config_source == SOURCE_DYNAMIC_TOPIC)
+                .filter_map(|entry| {
+                    let value = entry.value.as_ref()?;
+                    Some((entry.name.to_string(), value.to_string()))
+                })
+                .collect();
+            all.insert(result.resource_name.to_string(), configs);
         }
-        Ok(configs)
+        Ok(all)
     }
 
     /// Sets `set` and removes `delete` on the topic, in one IncrementalAlterConfigs request.
@@ -498,26 +526,45 @@ impl AdminClient {
         set: &BTreeMap<String, String>,
         delete: &[String],
     ) -> Result<(), AdminError> {
-        let mut configs: Vec<AlterableConfig> = set
-            .iter()
-            .map(|(k, v)| {
-                AlterableConfig::default()
-                    .with_name(StrBytes::from_string(k.clone()))
-                    .with_config_operation(OP_SET)
-                    .with_value(Some(StrBytes::from_string(v.clone())))
+        self.alter_configs(vec![ConfigChange {
+            resource_type: RESOURCE_TOPIC,
+            name: topic.to_string(),
+            set: set.clone(),
+            delete: delete.to_vec(),
+        }])
+        .await
+    }
+
+    /// Applies several resources' config changes in one IncrementalAlterConfigs request.
+    async fn alter_configs(&mut self, changes: Vec<ConfigChange>) -> Result<(), AdminError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let resources = changes
+            .into_iter()
+            .map(|change| {
+                let mut configs: Vec<AlterableConfig> = change
+                    .set
+                    .into_iter()
+                    .map(|(k, v)| {
+                        AlterableConfig::default()
+                            .with_name(StrBytes::from_string(k))
+                            .with_config_operation(OP_SET)
+                            .with_value(Some(StrBytes::from_string(v)))
+                    })
+                    .collect();
+                configs.extend(change.delete.into_iter().map(|k| {
+                    AlterableConfig::default()
+                        .with_name(StrBytes::from_string(k))
+                        .with_config_operation(OP_DELETE)
+                }));
+                AlterConfigsResource::default()
+                    .with_resource_type(change.resource_type)
+                    .with_resource_name(StrBytes::from_string(change.name))
+                    .with_configs(configs)
             })
             .collect();
-        configs.extend(delete.iter().map(|k| {
-            AlterableConfig::default()
-                .with_name(StrBytes::from_string(k.clone()))
-                .with_config_operation(OP_DELETE)
-        }));
-        let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
-            AlterConfigsResource::default()
-                .with_resource_type(RESOURCE_TOPIC)
-                .with_resource_name(StrBytes::from_string(topic.to_string()))
-                .with_configs(configs),
-        ]);
+        let request = IncrementalAlterConfigsRequest::default().with_resources(resources);
         let response = self.call(&request).await?;
         for result in &response.responses {
             check(
@@ -528,6 +575,14 @@ impl AdminClient {
         }
         Ok(())
     }
+}
+
+/// One resource's part of an IncrementalAlterConfigs request.
+struct ConfigChange {
+    resource_type: i8,
+    name: String,
+    set: BTreeMap<String, String>,
+    delete: Vec<String>,
 }
 
 /// The brokers a Metadata response lists.

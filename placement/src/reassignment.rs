@@ -63,6 +63,53 @@ pub enum PlanError {
         replicas: usize,
         brokers: usize,
     },
+    #[error(
+        "topic {topic} cannot have replication factor {replication_factor} on {brokers} broker(s)"
+    )]
+    ReplicationFactor {
+        topic: String,
+        replication_factor: usize,
+        brokers: usize,
+    },
+}
+
+/// The reassignment that gives every partition of `topic` `replication_factor` replicas:
+/// new replicas go at the end of the list (the preferred leader stays) to the target with
+/// the fewest replicas, racks apart; removed ones are the non-leading replicas on the
+/// targets with the most, keeping racks apart. Other topics only weigh the load.
+pub fn change_replication_factor(
+    targets: &[Candidate],
+    current: &BTreeMap<TopicPartition, PartitionState>,
+    topic: &str,
+    replication_factor: usize,
+) -> Result<Plan, PlanError> {
+    if replication_factor == 0 || replication_factor > targets.len() {
+        return Err(PlanError::ReplicationFactor {
+            topic: topic.to_string(),
+            replication_factor,
+            brokers: targets.len(),
+        });
+    }
+    let mut work = Work::new(targets, current)?;
+    let partitions: Vec<&TopicPartition> = current.keys().filter(|p| p.topic == topic).collect();
+    // One replica per partition per round, so each round sees the load the last one left.
+    let longest = partitions
+        .iter()
+        .map(|p| current[*p].replicas.len())
+        .max()
+        .unwrap_or(0);
+    for size in (longest.min(replication_factor) + 1)..=replication_factor {
+        for partition in &partitions {
+            work.resize(partition, size);
+        }
+    }
+    for partition in &partitions {
+        work.resize(partition, replication_factor);
+    }
+    // Greedy rounds can corner the last partitions (the least loaded broker is already
+    // theirs): even out by moving only replicas this change adds.
+    work.balance_added(topic);
+    Ok(work.into_plan(current))
 }
 
 /// The reassignment that puts every replica of `current` on `targets`, balanced.
@@ -228,6 +275,60 @@ impl<'a> Work<'a> {
         }
     }
 
+    /// Grows or shrinks one partition's replica list to `size`.
+    fn resize(&mut self, partition: &'a TopicPartition, size: usize) {
+        while self.lists[partition].len() < size {
+            let others = self.lists[partition].clone();
+            let best = self
+                .rack
+                .keys()
+                .filter(|id| !others.contains(id))
+                .min_by_key(|id| {
+                    (
+                        !self.racks_apart(**id, &others),
+                        self.replicas[*id],
+                        self.bytes[*id],
+                        **id,
+                    )
+                })
+                .copied();
+            let Some(to) = best else {
+                return;
+            };
+            self.add(to, partition, 1);
+            if let Some(list) = self.lists.get_mut(partition) {
+                list.push(to);
+            }
+        }
+        while self.lists[partition].len() > size {
+            let list = self.lists[partition].clone();
+            // A replica whose rack another replica shares goes first, then the busiest.
+            let shares_rack = |id: i32| {
+                self.racks > 0
+                    && list
+                        .iter()
+                        .filter(|other| **other != id)
+                        .any(|other| self.rack.get(other) == self.rack.get(&id))
+            };
+            let Some(position) = (1..list.len()).max_by_key(|i| {
+                let id = list[*i];
+                (
+                    !self.rack.contains_key(&id),
+                    shares_rack(id),
+                    self.replicas.get(&id).copied().unwrap_or(0),
+                    self.bytes.get(&id).copied().unwrap_or(0),
+                    id,
+                )
+            }) else {
+                return;
+            };
+            self.add(list[position], partition, -1);
+            if let Some(list) = self.lists.get_mut(partition) {
+                list.remove(position);
+            }
+        }
+    }
+
     fn balance_replicas(&mut self) {
         let total: usize = self.lists.values().map(Vec::len).sum();
         for _ in 0..=total {
@@ -246,10 +347,48 @@ impl<'a> Work<'a> {
         }
     }
 
+    /// Like `balance_replicas`, moving only replicas of `topic` that the plan adds.
+    fn balance_added(&mut self, topic: &str) {
+        let total: usize = self.lists.values().map(Vec::len).sum();
+        for _ in 0..=total {
+            let mut by_load: Vec<i32> = self.replicas.keys().copied().collect();
+            by_load.sort_by_key(|id| (self.replicas[id], self.bytes[id], *id));
+            let step = by_load.iter().rev().find_map(|hi| {
+                by_load
+                    .iter()
+                    .take_while(|lo| self.replicas[*lo] + 1 < self.replicas[hi])
+                    .find_map(|lo| {
+                        self.movable(*hi, *lo, |p, id| {
+                            p.topic == topic && !self.current[p].replicas.contains(&id)
+                        })
+                        .map(|m| (m, *lo))
+                    })
+            });
+            let Some(((partition, position), to)) = step else {
+                return;
+            };
+            self.move_replica(partition, position, to);
+        }
+    }
+
     /// The smallest partition on `from` that `to` can take.
     fn smallest_movable(&self, from: i32, to: i32) -> Option<(&'a TopicPartition, usize)> {
+        self.movable(from, to, |_, _| true)
+    }
+
+    /// The smallest partition on `from` that `to` can take whose replica on `from` passes
+    /// `may_move`.
+    fn movable(
+        &self,
+        from: i32,
+        to: i32,
+        may_move: impl Fn(&TopicPartition, i32) -> bool,
+    ) -> Option<(&'a TopicPartition, usize)> {
         let same_rack = self.rack.get(&from) == self.rack.get(&to);
         self.hosted.get(&from)?.iter().find_map(|(_, partition)| {
+            if !may_move(partition, from) {
+                return None;
+            }
             let list = &self.lists[*partition];
             let position = list.iter().position(|id| *id == from)?;
             if list.contains(&to) {

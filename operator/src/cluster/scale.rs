@@ -7,7 +7,8 @@
 //! and from the Cluster (`spec.replicas`, the StatefulSet's replicas, `status.scaling`).
 //! An operator killed at any point decides the same next step when it comes back; a move
 //! that finished is never asked for again, because the plan is made from where the
-//! replicas are now.
+//! replicas are now. Moves are throttled (`spec.moveThrottleBytesPerSecond`); the
+//! throttles are removed when the moves end, also by an operator that restarted.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -221,13 +222,13 @@ pub async fn reconcile(
         return match previous.phase.as_str() {
             "RemovingBrokers" => remove(previous, addresses, leaving_pods).await,
             "StartingBrokers" | "Balancing" | "ElectingLeaders" if previous.to == wanted => {
-                balance(previous, addresses).await
+                balance(cluster, previous, addresses).await
             }
             // A refused scale-in the user took back, or a scale that no longer applies.
             _ => steady(None),
         };
     }
-    drain(current, wanted, addresses).await
+    drain(cluster, current, wanted, addresses).await
 }
 
 async fn connect(addresses: &[String]) -> Result<AdminClient, String> {
@@ -245,7 +246,44 @@ async fn connect_and_observe(addresses: &[String]) -> Result<(AdminClient, Obser
     Ok((admin, observation))
 }
 
-async fn drain(current: i32, wanted: i32, addresses: &[String]) -> Outcome {
+/// Starts a plan's moves, throttled to `rate` bytes/s per broker.
+async fn start_moves(
+    admin: &mut AdminClient,
+    observation: &Observation,
+    plan: &Plan,
+    rate: u64,
+) -> Result<(), AdminError> {
+    let lists: BTreeMap<TopicPartition, Vec<i32>> = observation
+        .cluster
+        .partitions
+        .iter()
+        .map(|(partition, description)| (partition.clone(), description.replicas.clone()))
+        .collect();
+    admin.start_moves(&lists, &plan.assignments, rate).await
+}
+
+/// Removes the throttles of topics whose moves have finished.
+async fn clear_throttles(admin: &mut AdminClient, observation: &Observation) -> Result<(), String> {
+    let topics: BTreeSet<String> = observation
+        .cluster
+        .partitions
+        .keys()
+        .map(|p| p.topic.clone())
+        .collect();
+    let topics: Vec<String> = topics.into_iter().collect();
+    admin
+        .clear_finished_throttles(&topics, &observation.moving)
+        .await
+        .map(|_| ())
+        .map_err(|error| format!("cannot remove the finished moves' throttles: {error}"))
+}
+
+/// The throttle of a Cluster's moves, bytes/s per broker.
+fn rate(cluster: &Cluster) -> u64 {
+    u64::try_from(cluster.spec.move_throttle_bytes_per_second).unwrap_or(1)
+}
+
+async fn drain(cluster: &Cluster, current: i32, wanted: i32, addresses: &[String]) -> Outcome {
     let waiting = |message: String| Outcome {
         keep: current,
         status: scaling(current, wanted, "Draining", message),
@@ -267,22 +305,27 @@ async fn drain(current: i32, wanted: i32, addresses: &[String]) -> Outcome {
             "Moving replicas off brokers {leaving}: {moving} partition(s) still copying, {} partition(s) still on them",
             on_leaving(&observation, &stay)
         )),
-        Step::Reassign(plan) => match admin.reassign(&plan.assignments).await {
-            Ok(()) => {
-                let message = format!(
-                    "Moving replicas off brokers {leaving}: {} replica(s) of {} partition(s), in one reassignment",
-                    plan.replica_moves,
-                    plan.assignments.len()
-                );
-                Outcome {
-                    keep: current,
-                    status: scaling(current, wanted, "Draining", message.clone()),
-                    event: Some((false, "Draining", message)),
+        Step::Reassign(plan) => {
+            match start_moves(&mut admin, &observation, &plan, rate(cluster)).await {
+                Ok(()) => {
+                    let message = format!(
+                        "Moving replicas off brokers {leaving}: {} replica(s) of {} partition(s), in one reassignment",
+                        plan.replica_moves,
+                        plan.assignments.len()
+                    );
+                    Outcome {
+                        keep: current,
+                        status: scaling(current, wanted, "Draining", message.clone()),
+                        event: Some((false, "Draining", message)),
+                    }
                 }
+                Err(error) => waiting(format!("cannot start the reassignment: {error}")),
             }
-            Err(error) => waiting(format!("cannot start the reassignment: {error}")),
-        },
+        }
         Step::Done | Step::ElectLeaders(_) => {
+            if let Err(message) = clear_throttles(&mut admin, &observation).await {
+                return waiting(message);
+            }
             let message = format!(
                 "Brokers {leaving} hold no replicas; removing their pods and unregistering them"
             );
@@ -335,7 +378,7 @@ async fn remove(
     }
 }
 
-async fn balance(previous: ScalingStatus, addresses: &[String]) -> Outcome {
+async fn balance(cluster: &Cluster, previous: ScalingStatus, addresses: &[String]) -> Outcome {
     let wanted = previous.to;
     let status = |phase: &str, message: String| scaling(previous.from, wanted, phase, message);
     let waiting = |message: String| Outcome {
@@ -363,21 +406,28 @@ async fn balance(previous: ScalingStatus, addresses: &[String]) -> Outcome {
             ),
             event: None,
         },
-        Step::Reassign(plan) => match admin.reassign(&plan.assignments).await {
-            Ok(()) => {
-                let message = format!(
-                    "Moving {} replica(s) of {} partition(s) to balance {wanted} brokers, in one reassignment",
-                    plan.replica_moves,
-                    plan.assignments.len()
-                );
-                Outcome {
-                    keep: wanted,
-                    status: status("Balancing", message.clone()),
-                    event: Some((false, "Balancing", message)),
+        Step::Reassign(plan) => {
+            match start_moves(&mut admin, &observation, &plan, rate(cluster)).await {
+                Ok(()) => {
+                    let message = format!(
+                        "Moving {} replica(s) of {} partition(s) to balance {wanted} brokers, in one reassignment",
+                        plan.replica_moves,
+                        plan.assignments.len()
+                    );
+                    Outcome {
+                        keep: wanted,
+                        status: status("Balancing", message.clone()),
+                        event: Some((false, "Balancing", message)),
+                    }
                 }
+                Err(error) => waiting(format!("cannot start the reassignment: {error}")),
             }
-            Err(error) => waiting(format!("cannot start the reassignment: {error}")),
-        },
+        }
+        Step::ElectLeaders(_) | Step::Done
+            if let Err(message) = clear_throttles(&mut admin, &observation).await =>
+        {
+            waiting(message)
+        }
         Step::ElectLeaders(partitions) => match admin.elect_preferred_leaders(&partitions).await {
             Ok(()) => Outcome {
                 keep: wanted,

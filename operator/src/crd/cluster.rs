@@ -105,6 +105,13 @@ pub struct ClusterSpec {
     #[x_kube(validation = Rule::new("self == oldSelf").message("controllerVoters is immutable"))]
     pub controller_voters: i32,
 
+    /// Bytes per second each broker may spend copying the replicas that a move creates
+    /// (scaling, a Topic's replication factor change): Kafka's replication throttle, applied
+    /// only to the moving replicas, so clients are never slowed. Default 100 MiB/s.
+    #[serde(default = "default_move_throttle")]
+    #[schemars(range(min = 1048576))]
+    pub move_throttle_bytes_per_second: i64,
+
     /// Rack awareness: each broker's `broker.rack` is its node's value of `topologyKey`.
     #[serde(default)]
     pub rack: RackSpec,
@@ -120,6 +127,10 @@ pub struct ClusterSpec {
     /// Pod template overrides: scheduling and priority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_template: Option<PodTemplateOverrides>,
+}
+
+fn default_move_throttle() -> i64 {
+    100 * 1024 * 1024
 }
 
 fn default_controller_voters() -> i32 {

@@ -7,11 +7,14 @@
 //!   deletion (finalizer) ─▶ DeleteTopics
 //! ```
 //!
-//! Impossible requests (fewer partitions, a replication factor above the broker count or a
-//! changed one) get a Degraded condition and wait for a spec change; an unreachable cluster
-//! is transient and retried with back-off.
+//! A changed replication factor becomes a throttled reassignment (`replication.rs`), shown
+//! as Reconciling/ReplicationFactorChanging until every partition has moved. Impossible
+//! requests (fewer partitions, a replication factor above the broker count) get a Degraded
+//! condition and wait for a spec change; an unreachable cluster is transient and retried
+//! with back-off.
 
 pub mod plan;
+pub mod replication;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,6 +39,8 @@ pub const CONTROLLER: &str = "topic";
 const REQUEUE_IDLE: Duration = Duration::from_secs(60);
 /// Re-check while waiting for the cluster.
 const REQUEUE_WAITING: Duration = Duration::from_secs(15);
+/// Re-check while a replication factor change moves data.
+const REQUEUE_MOVING: Duration = Duration::from_secs(5);
 /// Re-check of an impossible request that may become possible (more brokers).
 const REQUEUE_IMPOSSIBLE: Duration = Duration::from_secs(300);
 
@@ -351,6 +356,32 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         return Err(admin_error(source));
     }
     status.applied_configs = desired.configs.clone();
+    let has_throttles = existing_configs
+        .keys()
+        .any(|k| crate::admin::is_move_throttle(k));
+    let moves = replication::step(
+        &mut admin,
+        &cluster,
+        &desired.name,
+        plan.change_replication_factor,
+        has_throttles,
+    )
+    .await
+    .map_err(admin_error)?;
+    let current_rf = view.topic.as_ref().map_or(0, replication_factor);
+    let rate = u64::try_from(cluster.spec.move_throttle_bytes_per_second).unwrap_or(1);
+    let moving = moves.describe(&desired.name, current_rf, desired.replication_factor, rate);
+    if let (replication::Progress::Started { .. }, Some(note)) = (&moves, &moving) {
+        ctx.event(
+            &reference,
+            false,
+            "ReplicationFactorChanging",
+            "Reconcile",
+            note.clone(),
+        )
+        .await;
+        status.last_action = Some(note.clone());
+    }
     if plan.changes_anything() {
         let what = plan.describe(&desired);
         let drift = view.topic.is_some()
@@ -390,41 +421,52 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
     }
     status.last_error = last_error;
     ctx.succeeded(&key(topic));
-    let (outcome, requeue) = match plan.impossible.first() {
-        Some(impossible) => (
-            Outcome {
-                ready: false,
-                degraded: true,
-                reason: impossible.reason,
-                message: impossible.message.clone(),
-            },
-            if impossible.waits_for_brokers() {
-                REQUEUE_WAITING
-            } else {
-                REQUEUE_IMPOSSIBLE
-            },
-        ),
-        None if view.topic.is_none() => (
+    let (outcome, requeue) = match (plan.impossible.first(), moving) {
+        (_, Some(message)) => (
             Outcome {
                 ready: false,
                 degraded: false,
-                reason: "Creating",
-                message: format!("waiting for topic {} to appear in metadata", desired.name),
+                reason: "ReplicationFactorChanging",
+                message,
             },
-            REQUEUE_WAITING,
+            REQUEUE_MOVING,
         ),
-        None => (
-            Outcome {
-                ready: true,
-                degraded: false,
-                reason: "Ready",
-                message: match &unverified {
-                    Some(note) => format!("topic {} matches the spec ({note})", desired.name),
-                    None => format!("topic {} matches the spec", desired.name),
+        (impossible, None) => match impossible {
+            Some(impossible) => (
+                Outcome {
+                    ready: false,
+                    degraded: true,
+                    reason: impossible.reason,
+                    message: impossible.message.clone(),
                 },
-            },
-            REQUEUE_IDLE,
-        ),
+                if impossible.waits_for_brokers() {
+                    REQUEUE_WAITING
+                } else {
+                    REQUEUE_IMPOSSIBLE
+                },
+            ),
+            None if view.topic.is_none() => (
+                Outcome {
+                    ready: false,
+                    degraded: false,
+                    reason: "Creating",
+                    message: format!("waiting for topic {} to appear in metadata", desired.name),
+                },
+                REQUEUE_WAITING,
+            ),
+            None => (
+                Outcome {
+                    ready: true,
+                    degraded: false,
+                    reason: "Ready",
+                    message: match &unverified {
+                        Some(note) => format!("topic {} matches the spec ({note})", desired.name),
+                        None => format!("topic {} matches the spec", desired.name),
+                    },
+                },
+                REQUEUE_IDLE,
+            ),
+        },
     };
     write_status(topic, ctx, outcome, status).await?;
     Ok(Action::requeue(requeue))

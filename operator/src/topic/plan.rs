@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::admin::{BrokerDescription, TopicDescription};
+use crate::admin::{BrokerDescription, TopicDescription, is_move_throttle};
 use oxbow_placement::{Candidate, place_partitions};
 
 /// The desired topic, validated.
@@ -41,6 +41,8 @@ pub struct Plan {
     pub set_configs: BTreeMap<String, String>,
     /// Configs set on the topic in the cluster but absent from the spec.
     pub delete_configs: Vec<String>,
+    /// Move the topic's replicas to this replication factor (a throttled reassignment).
+    pub change_replication_factor: Option<i32>,
     /// Requests that cannot be carried out (yet); the rest of the plan still runs.
     pub impossible: Vec<Impossible>,
 }
@@ -121,23 +123,33 @@ pub fn plan(
         });
     }
     let current_rf = replication_factor(existing);
-    if current_rf != desired.replication_factor {
-        plan.impossible.push(Impossible {
-            reason: "ReplicationFactorChangeUnsupported",
-            message: format!(
-                "the topic has replication factor {current_rf}; changing it to {} needs partition reassignment, which the cluster does not support yet",
-                desired.replication_factor
-            ),
-        });
+    let wanted = usize::try_from(desired.replication_factor).unwrap_or(0);
+    if existing
+        .partitions
+        .values()
+        .any(|p| p.replicas.len() != wanted)
+    {
+        if desired.replication_factor > broker_count {
+            plan.impossible.push(Impossible {
+                reason: "ReplicationFactorTooLarge",
+                message: format!(
+                    "replication factor {} needs at least as many brokers; the cluster has {broker_count} (the topic keeps replication factor {current_rf})",
+                    desired.replication_factor
+                ),
+            });
+        } else {
+            plan.change_replication_factor = Some(desired.replication_factor);
+        }
     }
     for (key, value) in &desired.configs {
         if existing_configs.get(key) != Some(value) {
             plan.set_configs.insert(key.clone(), value.clone());
         }
     }
+    // A move's throttle lists belong to the move (removed when it ends), not drift.
     plan.delete_configs = existing_configs
         .keys()
-        .filter(|k| !desired.configs.contains_key(*k))
+        .filter(|k| !desired.configs.contains_key(*k) && !is_move_throttle(k))
         .cloned()
         .collect();
     plan

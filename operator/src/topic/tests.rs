@@ -117,15 +117,48 @@ fn partitions_grow_but_never_shrink() {
 }
 
 #[test]
-fn replication_factor_change_is_reported_not_attempted() {
+fn replication_factor_change_is_a_move_within_the_broker_count() {
     let p = plan(
         &desired(3, 3, &[]),
         &brokers(&[None, None, None]),
         Some(&existing(3, 1)),
         &BTreeMap::new(),
     );
-    assert_eq!(p.impossible[0].reason, "ReplicationFactorChangeUnsupported");
-    assert!(!p.changes_anything());
+    assert_eq!(p.change_replication_factor, Some(3));
+    assert!(p.impossible.is_empty());
+    let too_many = plan(
+        &desired(3, 4, &[]),
+        &brokers(&[None, None, None]),
+        Some(&existing(3, 1)),
+        &BTreeMap::new(),
+    );
+    assert_eq!(too_many.change_replication_factor, None);
+    assert_eq!(too_many.impossible[0].reason, "ReplicationFactorTooLarge");
+    assert!(
+        too_many.impossible[0]
+            .message
+            .contains("keeps replication factor 1"),
+        "{}",
+        too_many.impossible[0].message
+    );
+}
+
+#[test]
+fn a_moves_throttle_is_not_drift() {
+    let in_cluster = BTreeMap::from([
+        (
+            "leader.replication.throttled.replicas".to_string(),
+            "0:1".to_string(),
+        ),
+        ("segment.ms".to_string(), "1000".to_string()),
+    ]);
+    let p = plan(
+        &desired(3, 1, &[]),
+        &brokers(&[None]),
+        Some(&existing(3, 1)),
+        &in_cluster,
+    );
+    assert_eq!(p.delete_configs, ["segment.ms"]);
 }
 
 #[test]

@@ -251,3 +251,115 @@ fn the_smallest_partitions_move_to_balance() {
         [0]
     );
 }
+
+/// Checks an RF change of topic `t0`: every partition has `rf` distinct replicas on
+/// targets, its preferred leader kept, growth only adds and shrinking only removes, and
+/// other topics are untouched. Returns replicas per broker afterwards.
+fn check_resized(
+    targets: &[Candidate],
+    current: &BTreeMap<TopicPartition, PartitionState>,
+    plan: &Plan,
+    rf: usize,
+) -> BTreeMap<i32, usize> {
+    let ids: BTreeSet<i32> = targets.iter().map(|c| c.node_id).collect();
+    let mut replicas: BTreeMap<i32, usize> = ids.iter().map(|id| (*id, 0)).collect();
+    let mut added = 0;
+    for (partition, list) in apply(current, plan) {
+        let before = &current[&partition].replicas;
+        for id in &list {
+            *replicas.get_mut(id).unwrap() += 1;
+        }
+        if partition.topic != "t0" {
+            assert_eq!(&list, before, "{partition} is not the resized topic");
+            continue;
+        }
+        assert_eq!(list.len(), rf, "{partition}: {before:?} -> {list:?}");
+        assert_eq!(list.iter().collect::<BTreeSet<_>>().len(), rf, "{list:?}");
+        assert_eq!(
+            list[0], before[0],
+            "{partition}: the preferred leader changed"
+        );
+        assert!(list.iter().all(|id| ids.contains(id)), "{list:?}");
+        if rf >= before.len() {
+            assert_eq!(&list[..before.len()], &before[..], "growth moved a replica");
+        } else {
+            assert!(
+                list.iter().all(|id| before.contains(id)),
+                "shrink added one"
+            );
+        }
+        added += list.iter().filter(|id| !before.contains(id)).count();
+    }
+    assert_eq!(added, plan.replica_moves);
+    replicas
+}
+
+proptest! {
+    #[test]
+    fn replication_factor_changes_keep_leaders_and_load_even(
+        n in 1usize..7, topics in 1usize..3, partitions in 1usize..12,
+        from in 1usize..5, to in 1usize..5, seed in 0u64..1000,
+    ) {
+        let (from, to) = (from.min(n), to.min(n));
+        let targets = brokers(0..n as i32, 0);
+        let current = cluster(&targets, topics, partitions, from, seed);
+        let before = check_resized(&targets, &current, &Plan::default(), from);
+        let plan = change_replication_factor(&targets, &current, "t0", to).unwrap();
+        let after = check_resized(&targets, &current, &plan, to);
+        // No added replica could move to a broker with two fewer replicas: new replicas
+        // went to the least loaded brokers the partitions left free.
+        for (partition, list) in apply(&current, &plan) {
+            let old = &current[&partition].replicas;
+            for hi in list.iter().filter(|id| !old.contains(id)) {
+                for (lo, count) in &after {
+                    prop_assert!(
+                        list.contains(lo) || count + 1 >= after[hi],
+                        "{}: {:?} -> {:?}; {:?} -> {:?}", partition, old, list, before, after
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn replication_factor_changes_keep_racks_apart(
+        racks in 2usize..4, per_rack in 1usize..3, partitions in 1usize..12,
+        from in 1usize..4, to in 1usize..4, seed in 0u64..1000,
+    ) {
+        let n = racks * per_rack;
+        let (from, to) = (from.min(racks), to.min(racks));
+        let targets = brokers(0..n as i32, racks);
+        let current = cluster(&targets, 2, partitions, from, seed);
+        let plan = change_replication_factor(&targets, &current, "t0", to).unwrap();
+        check_resized(&targets, &current, &plan, to);
+        for (partition, list) in apply(&current, &plan) {
+            prop_assert!(racks_apart(&targets, &list), "{}: {:?}", partition, list);
+        }
+    }
+}
+
+#[test]
+fn a_replication_factor_above_the_broker_count_is_refused() {
+    let targets = brokers(0..2, 0);
+    let current = cluster(&targets, 1, 2, 1, 1);
+    let error = change_replication_factor(&targets, &current, "t0", 3).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("replication factor 3 on 2 broker(s)"),
+        "{error}"
+    );
+    let unchanged = change_replication_factor(&targets, &current, "t0", 1).unwrap();
+    assert_eq!(unchanged, Plan::default());
+}
+
+#[test]
+fn growing_one_topic_spreads_the_new_replicas_evenly() {
+    // Six single-replica partitions, one per broker, grow to three replicas: 3 per broker.
+    let targets = brokers(0..6, 0);
+    let current = cluster(&targets, 1, 6, 1, 0);
+    let plan = change_replication_factor(&targets, &current, "t0", 3).unwrap();
+    let after = check_resized(&targets, &current, &plan, 3);
+    assert!(after.values().all(|n| *n == 3), "{after:?}");
+    assert_eq!(plan.replica_moves, 12);
+}
