@@ -250,6 +250,29 @@ on1="$(replicas_on 1 orders)"
 [ "$on1" = 3 ] || fail "after scaling out to 2 brokers, broker 1 holds $on1 of orders' 6 replicas, not 3"
 ok "kubectl scale cluster/events --replicas=2: the new broker got 3 of orders' 6 replicas, in one reassignment; Balanced event"
 
+# A Topic's replication factor: above the broker count is a condition, not a half-done
+# move; 1 -> 2 and back are throttled reassignments the Topic reports until they are done.
+kubectl -n "$NS" patch topic orders --type merge -p '{"spec":{"replicationFactor":3}}' >/dev/null
+too_large() { [ "$(kubectl -n "$NS" get topic orders -o jsonpath='{.status.conditions[?(@.type=="Degraded")].reason}')" = ReplicationFactorTooLarge ]; }
+until_true 60 too_large || fail "RF 3 on 2 brokers did not give Degraded/ReplicationFactorTooLarge"
+[ "$(( $(replicas_on 0 orders) + $(replicas_on 1 orders) ))" = 6 ] || fail "an impossible RF change moved replicas"
+kubectl -n "$NS" patch topic orders --type merge -p '{"spec":{"replicationFactor":2}}' >/dev/null
+rf_is() { [ "$(kubectl -n "$NS" get topic orders -o jsonpath='{.status.replicationFactor}')" = "$1" ] \
+  && [ "$(kubectl -n "$NS" get topic orders -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+t0=$SECONDS
+until_true 120 rf_is 2 || fail "orders did not reach RF 2: $(kubectl -n "$NS" get topic orders -o jsonpath='{.status.conditions}')"
+[ "$(replicas_on 0 orders)" = 6 ] && [ "$(replicas_on 1 orders)" = 6 ] || fail "RF 2 on 2 brokers: not every partition on both"
+kubectl -n "$NS" get events.events.k8s.io --field-selector reason=ReplicationFactorChanging -o name | grep -q . \
+  || fail "no ReplicationFactorChanging event"
+throttles="$(client "$bootstrap" config orders leader.replication.throttled.replicas)"
+echo "$throttles" | grep -q 'leader.replication.throttled.replicas' || fail "DescribeConfigs lacks the throttle key: $throttles"
+! echo "$throttles" | grep -qE "'[0-9]+:[0-9]+[,']" || fail "the move's throttle is still on orders: $throttles"
+ok "Topic RF 3 on 2 brokers: Degraded/ReplicationFactorTooLarge, nothing moved; RF 1 -> 2 in $((SECONDS - t0)) s by a throttled reassignment (every partition on both brokers, throttles removed after)"
+kubectl -n "$NS" patch topic orders --type merge -p '{"spec":{"replicationFactor":1}}' >/dev/null
+until_true 120 rf_is 1 || fail "orders did not go back to RF 1"
+[ "$(replicas_on 1 orders)" = 3 ] || fail "RF 2 -> 1 did not keep each partition's preferred leader: broker 1 holds $(replicas_on 1 orders)"
+ok "Topic RF 2 -> 1: each partition kept its preferred replica (3 of 6 on each broker)"
+
 kubectl -n "$NS" apply -f - >/dev/null <<EOF
 apiVersion: oxbow.dev/v1alpha1
 kind: Topic

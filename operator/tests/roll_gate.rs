@@ -1,7 +1,8 @@
 //! The roll gate against brokers that really report under-replicated partitions: a
 //! 3-broker cluster with an RF=3 topic, one broker SIGSTOPped until its partitions' ISR
 //! shrinks. While any partition is under-replicated the gate keeps the roll waiting; once
-//! the broker is resumed and back in every ISR, the gate lets the roll proceed.
+//! the broker is resumed and back in every ISR, the gate moves the leaderships it lost back
+//! to it (preferred-leader elections) and then lets the roll proceed.
 //!
 //! The same check runs against Oxbow (real `oxbow` processes on loopback, in every
 //! `cargo test`) and against Apache Kafka, the reference (`e2e/suites/72-operator-roll-gate.sh`
@@ -62,7 +63,10 @@ fn gate(port: u16) -> RollGate {
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(roll::check(&[format!("127.0.0.1:{port}")]))
+    let brokers = [1, 2, 3].into_iter().collect();
+    runtime
+        .block_on(roll::check(&[format!("127.0.0.1:{port}")], &brokers))
+        .0
 }
 
 /// The scenario on a running 3-broker cluster whose brokers listen on `ports`; `signal`
@@ -87,12 +91,21 @@ fn gate_waits_while_under_replicated(ports: [u16; 3], signal: impl Fn(usize, &st
     wait_for("a partition to be under-replicated", || {
         under_replicated(asked).is_some_and(|count| count > 0)
     });
-    match gate(asked) {
-        RollGate::UnderReplicated(count) => assert!(count > 0),
-        other => panic!("the roll must wait while a broker is stopped, the gate said {other:?}"),
-    }
+    // It waits for the stopped broker: out of the ISR, and once its session expires,
+    // fenced (no longer registered as a live broker).
+    let waits = |gate: &RollGate| match gate {
+        RollGate::UnderReplicated(count) => *count > 0,
+        RollGate::NotRegistered(ids) => ids == &[3],
+        _ => false,
+    };
+    let first = gate(asked);
+    assert!(
+        waits(&first),
+        "the roll must wait while a broker is stopped, the gate said {first:?}"
+    );
     // And it keeps waiting as long as the broker is away.
-    assert!(matches!(gate(asked), RollGate::UnderReplicated(_)));
+    let again = gate(asked);
+    assert!(waits(&again), "{again:?}");
 
     signal(3, "CONT");
     wait_for("the resumed broker back in every ISR", || {
@@ -101,9 +114,19 @@ fn gate_waits_while_under_replicated(ports: [u16; 3], signal: impl Fn(usize, &st
     // The gate reads metadata through the admin client, which may ask another broker:
     // in Kafka a broker's metadata cache learns an ISR expansion a moment after the
     // controller, so the gate opens once that broker has caught up too.
+    let mut seen = Vec::new();
     wait_for("the roll to proceed once replicated", || {
-        gate(asked) == RollGate::Open
+        let now = gate(asked);
+        seen.push(now.clone());
+        now == RollGate::Open
     });
+    // Broker 3 led partitions before it stopped; they moved away while it was gone, and
+    // the gate waited for them to come back (which it asked for) before opening.
+    assert!(
+        seen.iter()
+            .any(|g| matches!(g, RollGate::LeadershipsNotBack(_))),
+        "the gate never waited for leadership to return: {seen:?}"
+    );
 }
 
 #[test]

@@ -192,3 +192,31 @@ impl AdminClient {
         )
     }
 }
+
+impl AdminClient {
+    /// The active controller (the metadata quorum's leader), from DescribeQuorum; `None`
+    /// when the quorum has no leader right now.
+    pub async fn active_controller(&mut self) -> Result<Option<i32>, AdminError> {
+        use kafka_protocol::messages::describe_quorum_request::{
+            DescribeQuorumRequest, PartitionData, TopicData,
+        };
+        let request = DescribeQuorumRequest::default().with_topics(vec![
+            TopicData::default()
+                .with_topic_name(topic_name("__cluster_metadata"))
+                .with_partitions(vec![PartitionData::default().with_partition_index(0)]),
+        ]);
+        let response = self.call(&request).await?;
+        check("DescribeQuorum", response.error_code, None)?;
+        let leader = response
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == 0)
+            .map(|p| {
+                check("DescribeQuorum", p.error_code, None)?;
+                Ok::<_, AdminError>(p.leader_id.0)
+            })
+            .transpose()?;
+        Ok(leader.filter(|id| *id >= 0))
+    }
+}

@@ -31,9 +31,7 @@ pub fn is_move_throttle(key: &str) -> bool {
 
 /// The leader and follower throttle lists (`partition:broker,...`) of one topic's moves:
 /// every replica a moving partition has now serves, every replica it gains fetches.
-pub fn throttled_replicas<'a>(
-    moves: impl IntoIterator<Item = Move<'a>>,
-) -> (String, String) {
+pub fn throttled_replicas<'a>(moves: impl IntoIterator<Item = Move<'a>>) -> (String, String) {
     let mut leaders = BTreeSet::new();
     let mut followers = BTreeSet::new();
     for (partition, current, target) in moves {

@@ -211,11 +211,18 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     }
     let observed = observe(ctx, &names).await?;
     let mut roll_blocked = None;
-    if let Some(pod) = status::pod_to_roll(&observed, cluster.spec.replicas) {
+    if status::pod_to_roll(&observed, cluster.spec.replicas, None).is_some() {
         let candidates = crate::bootstrap::addresses(ctx, cluster, &namespace).await;
-        match roll::check(&candidates).await.reason() {
-            None => restart(ctx, &namespace, &reference, pod).await?,
-            Some(reason) => roll_blocked = Some(format!("restart of {pod} waits: {reason}")),
+        let (gate, active) =
+            roll::check(&candidates, &super::scale::ordinals(cluster.spec.replicas)).await;
+        let active_pod = active.map(|id| names.pod(id));
+        if let Some(pod) =
+            status::pod_to_roll(&observed, cluster.spec.replicas, active_pod.as_deref())
+        {
+            match gate.reason() {
+                None => restart(ctx, &namespace, &reference, pod).await?,
+                Some(reason) => roll_blocked = Some(format!("restart of {pod} waits: {reason}")),
+            }
         }
     }
     if let Some(message) = &roll_blocked {

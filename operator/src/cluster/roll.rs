@@ -1,17 +1,29 @@
-//! The roll gate: the operator restarts an outdated broker only while the cluster has no
-//! under-replicated partition, so a roll never takes away the last in-sync copy of a
-//! partition that is already short of replicas. What the brokers report decides; when no
-//! broker answers, the roll waits too.
+//! The roll gate: the operator restarts the next outdated broker only when the last one is
+//! fully back. Every pod is Ready (checked before the gate), and the brokers report that
+//! every broker of the Cluster is registered, no partition is short of in-sync replicas
+//! (so the restarted broker has caught up on everything it hosts, however long its log
+//! recovery took, and no restart can take a partition below `min.insync.replicas`), and
+//! every preferred replica leads again (the gate asks for the elections itself). The active
+//! controller restarts last, so the quorum changes leader once per roll. What the brokers
+//! report decides; when none answers, the roll waits.
 
-use crate::admin::AdminError;
+use std::collections::BTreeSet;
+
+use oxbow_placement::reassignment::TopicPartition;
+
+use crate::admin::{AdminClient, AdminError, Partitions};
 
 /// May the next broker restart now?
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RollGate {
-    /// No partition is under-replicated: restart.
+    /// Everything is back: restart the next broker.
     Open,
+    /// These brokers of the Cluster are not registered (or fenced): wait.
+    NotRegistered(Vec<i32>),
     /// This many partitions have fewer in-sync replicas than replicas: wait.
     UnderReplicated(usize),
+    /// These partitions' preferred replicas are in sync but do not lead: elect, then wait.
+    LeadershipsNotBack(BTreeSet<TopicPartition>),
     /// The brokers could not be asked: wait.
     Unknown(String),
 }
@@ -21,53 +33,106 @@ impl RollGate {
     pub fn reason(&self) -> Option<String> {
         match self {
             RollGate::Open => None,
-            RollGate::UnderReplicated(count) => {
-                Some(format!("{count} partitions are under-replicated"))
-            }
+            RollGate::NotRegistered(ids) => Some(format!(
+                "broker(s) {} have not registered with the controller yet",
+                ids.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            RollGate::UnderReplicated(count) => Some(format!(
+                "{count} partition(s) are under-replicated (a restarted broker is still catching up)"
+            )),
+            RollGate::LeadershipsNotBack(partitions) => Some(format!(
+                "{} partition(s) are not led by their preferred replica yet; leadership is being moved back",
+                partitions.len()
+            )),
             RollGate::Unknown(message) => Some(message.clone()),
         }
     }
 }
 
-/// Asks the first broker among `candidates` (`host:port`) that answers.
-pub async fn check(candidates: &[String]) -> RollGate {
+/// What the gate and the roll order need from the brokers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RollView {
+    pub cluster: Partitions,
+    pub active_controller: Option<i32>,
+}
+
+/// Asks the first broker among `candidates` (`host:port`) that answers; starts the
+/// preferred-leader elections the gate waits for. Returns the gate and the active
+/// controller.
+pub async fn check(candidates: &[String], brokers: &BTreeSet<i32>) -> (RollGate, Option<i32>) {
     let (mut admin, _) = match crate::bootstrap::connect(candidates).await {
         Ok(connected) => connected,
         Err(error) => {
-            return RollGate::Unknown(format!(
-                "cannot reach the brokers to check replication: {error}"
-            ));
+            return (
+                RollGate::Unknown(format!(
+                    "cannot reach the brokers to check replication: {error}"
+                )),
+                None,
+            );
         }
     };
-    decide(admin.under_replicated_partitions().await)
+    let view = match observe(&mut admin).await {
+        Ok(view) => view,
+        Err(error) => {
+            return (
+                RollGate::Unknown(format!("cannot check replication: {error}")),
+                None,
+            );
+        }
+    };
+    let gate = decide(&view, brokers);
+    if let RollGate::LeadershipsNotBack(partitions) = &gate
+        && let Err(error) = admin.elect_preferred_leaders(partitions).await
+    {
+        return (
+            RollGate::Unknown(format!("cannot move leadership back: {error}")),
+            view.active_controller,
+        );
+    }
+    (gate, view.active_controller)
 }
 
-fn decide(under_replicated: Result<usize, AdminError>) -> RollGate {
-    match under_replicated {
-        Ok(0) => RollGate::Open,
-        Ok(count) => RollGate::UnderReplicated(count),
-        Err(error) => RollGate::Unknown(format!("cannot check replication: {error}")),
+async fn observe(admin: &mut AdminClient) -> Result<RollView, AdminError> {
+    Ok(RollView {
+        cluster: admin.partitions().await?,
+        active_controller: admin.active_controller().await?,
+    })
+}
+
+/// The gate for a Cluster whose brokers are `brokers`.
+pub fn decide(view: &RollView, brokers: &BTreeSet<i32>) -> RollGate {
+    let registered: BTreeSet<i32> = view.cluster.brokers.iter().map(|b| b.id).collect();
+    let missing: Vec<i32> = brokers.difference(&registered).copied().collect();
+    if !missing.is_empty() {
+        return RollGate::NotRegistered(missing);
     }
+    let partitions = view.cluster.partitions.values();
+    let under = partitions
+        .clone()
+        .filter(|p| p.in_sync_replicas.len() < p.replicas.len())
+        .count();
+    if under > 0 {
+        return RollGate::UnderReplicated(under);
+    }
+    let not_back: BTreeSet<TopicPartition> = view
+        .cluster
+        .partitions
+        .iter()
+        .filter(|(_, p)| {
+            p.replicas
+                .first()
+                .is_some_and(|first| *first != p.leader && p.in_sync_replicas.contains(first))
+        })
+        .map(|(partition, _)| partition.clone())
+        .collect();
+    if !not_back.is_empty() {
+        return RollGate::LeadershipsNotBack(not_back);
+    }
+    RollGate::Open
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_zero_under_replicated_partitions_open_the_gate() {
-        assert_eq!(decide(Ok(0)), RollGate::Open);
-        assert_eq!(decide(Ok(2)), RollGate::UnderReplicated(2));
-        assert_eq!(
-            decide(Ok(2)).reason().as_deref(),
-            Some("2 partitions are under-replicated")
-        );
-        let unknown = decide(Err(AdminError::Timeout {
-            api: "Metadata",
-            address: "b:9092".to_string(),
-        }));
-        assert!(matches!(unknown, RollGate::Unknown(_)), "{unknown:?}");
-        assert!(unknown.reason().is_some());
-        assert_eq!(RollGate::Open.reason(), None);
-    }
-}
+mod tests;

@@ -66,7 +66,13 @@ fn is_outdated(observed: &Observed, pod: &Pod) -> bool {
 /// The broker pod to restart next for a configuration change, if it is safe now: every
 /// broker exists and is ready, none is terminating. Highest ordinal first, one at a time
 /// (controller voters, the lowest ordinals, go last).
-pub fn pod_to_roll(observed: &Observed, replicas: i32) -> Option<String> {
+/// The outdated pod to restart next: highest ordinal first, the active controller's pod
+/// last (one change of quorum leader per roll).
+pub fn pod_to_roll(
+    observed: &Observed,
+    replicas: i32,
+    active_controller: Option<&str>,
+) -> Option<String> {
     let live = observed
         .pods
         .iter()
@@ -80,8 +86,19 @@ pub fn pod_to_roll(observed: &Observed, replicas: i32) -> Option<String> {
         .pods
         .iter()
         .filter(|p| is_outdated(observed, p))
-        .max_by_key(|p| p.metadata.name.clone())
+        .max_by_key(|p| {
+            let name = p.metadata.name.as_deref();
+            (name != active_controller, name.map(pod_ordinal))
+        })
         .and_then(|p| p.metadata.name.clone())
+}
+
+/// A pod's StatefulSet ordinal (the number after the last `-`), for ordering.
+fn pod_ordinal(name: &str) -> i64 {
+    name.rsplit('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(-1)
 }
 
 fn broker_entries(cluster: &Cluster, names: &Names, observed: &Observed) -> Vec<BrokerStatus> {

@@ -473,24 +473,38 @@ mod status {
             status.bootstrap.as_deref(),
             Some("events-bootstrap.streams.svc:9092")
         );
-        assert_eq!(pod_to_roll(&seen, 2), None);
+        assert_eq!(pod_to_roll(&seen, 2, None), None);
     }
 
     #[test]
-    fn rolls_highest_outdated_pod_only_when_all_ready() {
+    fn rolls_highest_outdated_pod_and_the_active_controller_last_only_when_all_ready() {
         let seen = observed(vec![
             pod("events-0", "v1", true),
             pod("events-1", "v1", true),
             pod("events-2", "v2", true),
         ]);
-        assert_eq!(pod_to_roll(&seen, 3).as_deref(), Some("events-1"));
+        assert_eq!(pod_to_roll(&seen, 3, None).as_deref(), Some("events-1"));
+        // The active controller's pod goes last, whatever its ordinal.
+        assert_eq!(
+            pod_to_roll(&seen, 3, Some("events-1")).as_deref(),
+            Some("events-0")
+        );
+        let only_controller = observed(vec![
+            pod("events-0", "v2", true),
+            pod("events-1", "v1", true),
+            pod("events-2", "v2", true),
+        ]);
+        assert_eq!(
+            pod_to_roll(&only_controller, 3, Some("events-1")).as_deref(),
+            Some("events-1")
+        );
         let not_ready = observed(vec![
             pod("events-0", "v1", true),
             pod("events-1", "v1", false),
         ]);
-        assert_eq!(pod_to_roll(&not_ready, 2), None);
+        assert_eq!(pod_to_roll(&not_ready, 2, None), None);
         let missing = observed(vec![pod("events-0", "v1", true)]);
-        assert_eq!(pod_to_roll(&missing, 2), None);
+        assert_eq!(pod_to_roll(&missing, 2, None), None);
         let status = compute(
             &cluster("replicas: 3"),
             &Names::new("events", "streams"),
