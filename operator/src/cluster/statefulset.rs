@@ -263,7 +263,14 @@ pub(super) fn stateful_set(
                         }
                         .to_string(),
                     ),
-                    when_scaled: Some("Retain".to_string()),
+                    when_scaled: Some(
+                        if spec.storage.delete_claims_on_scale_in {
+                            "Delete"
+                        } else {
+                            "Retain"
+                        }
+                        .to_string(),
+                    ),
                 },
             ),
             selector: LabelSelector {

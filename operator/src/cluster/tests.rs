@@ -210,6 +210,23 @@ fn yaml_values_that_look_like_other_types_are_quoted() {
 }
 
 #[test]
+fn claims_go_with_the_cluster_or_a_scale_in_only_when_asked() {
+    let desired = build::build(
+        &cluster("replicas: 3\nstorage:\n  deleteClaims: true\n  deleteClaimsOnScaleIn: true"),
+        &settings(),
+    )
+    .unwrap();
+    let retention = desired
+        .stateful_set
+        .spec
+        .unwrap()
+        .persistent_volume_claim_retention_policy
+        .unwrap();
+    assert_eq!(retention.when_deleted.as_deref(), Some("Delete"));
+    assert_eq!(retention.when_scaled.as_deref(), Some("Delete"));
+}
+
+#[test]
 fn stateful_set_is_parallel_on_delete_with_claims_and_rack_init() {
     let desired = build::build(
         &cluster("replicas: 3\nstorage:\n  size: 50Gi\n  storageClassName: fast"),
@@ -234,6 +251,11 @@ fn stateful_set_is_parallel_on_delete_with_claims_and_rack_init() {
         retention.when_deleted.as_deref(),
         Some("Retain"),
         "claims are kept by default"
+    );
+    assert_eq!(
+        retention.when_scaled.as_deref(),
+        Some("Retain"),
+        "a removed broker's claim is kept by default"
     );
     let claim = &spec.volume_claim_templates.unwrap()[0];
     let claim_spec = claim.spec.as_ref().unwrap();

@@ -171,6 +171,11 @@ pub struct StorageSpec {
     /// Delete the claims (and so the data) when the Cluster is deleted. Kept by default.
     #[serde(default)]
     pub delete_claims: bool,
+    /// Delete a removed broker's claim when a scale-in has drained and removed it. Kept by
+    /// default (a later scale-out reuses it; the broker drops the partitions the metadata
+    /// no longer places on it).
+    #[serde(default)]
+    pub delete_claims_on_scale_in: bool,
 }
 
 fn default_storage_size() -> String {
@@ -183,6 +188,7 @@ impl Default for StorageSpec {
             size: default_storage_size(),
             storage_class_name: None,
             delete_claims: false,
+            delete_claims_on_scale_in: false,
         }
     }
 }
