@@ -238,13 +238,36 @@ print(sum(p["replicas"].count(int(sys.argv[1])) for p in topic["partitions"]))' 
 }
 seq 1 300 | sed 's/^/before-scale-/' | kcat -P -b "$bootstrap" -t orders -X acks=all 2>/dev/null \
   || fail "producing the records to keep across the scale"
+# 12 MB more, and moves throttled to 1 MiB/s per broker: the balance copies for seconds, and
+# the operator leader is SIGKILLed while it does. The next leader must finish the scale
+# without a second plan (one Balancing Event) and end it once (one Balanced Event).
+head -c 12000000 /dev/urandom | base64 -w 1000 | kcat -P -b "$bootstrap" -t orders -X acks=all 2>/dev/null \
+  || fail "producing the bulk to move"
+kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"moveThrottleBytesPerSecond":1048576}}' >/dev/null
 kubectl -n "$NS" scale cluster/events --replicas=2 >/dev/null
 sts_replicas() { [ "$(kubectl -n "$NS" get sts events -o jsonpath='{.spec.replicas}')" = "$1" ]; }
 until_true 60 sts_replicas 2 || fail "kubectl scale did not reach the StatefulSet"
 kubectl -n "$NS" get configmap events -o jsonpath='{.data.events-1\.yaml}' | grep -q 'node.id: 1' || fail "no config for broker 1"
+events_of() { kubectl -n "$NS" get events.events.k8s.io --field-selector reason="$1" -o name | wc -l; }
+balancing() { [ "$(events_of Balancing)" -ge 1 ]; }
+until_true 180 balancing || fail "no Balancing event: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
+phase_at_kill="$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling.phase}')"
+victim="$(holder)"
+if k8s_local; then
+  kill -KILL "$(cat "$(ls "$OXBOW_K8S_STATE"/pods/"$SYS"."$victim".*/operator.log.pid | head -n 1)")" \
+    || fail "SIGKILL of operator $victim"
+else
+  kubectl -n "$SYS" delete pod "$victim" --grace-period=0 --force >/dev/null 2>&1 || fail "killing operator $victim"
+fi
+t_kill=$SECONDS
 # The Balanced event ends the scale (Ready alone may still be the one from before it).
-balanced() { kubectl -n "$NS" get events.events.k8s.io --field-selector reason=Balanced -o name | grep -q .; }
-until_true 180 balanced || fail "no Balanced event: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
+balanced() { [ "$(events_of Balanced)" -ge 1 ]; }
+until_true 240 balanced || fail "no Balanced event after the operator was killed: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
+[ "$(events_of Balancing)" = 1 ] || fail "the balance was planned $(events_of Balancing) times: a finished move was asked for again"
+[ "$(events_of Balanced)" = 1 ] || fail "$(events_of Balanced) Balanced events"
+series="$(kubectl -n "$NS" get events.events.k8s.io --field-selector reason=Balancing -o jsonpath='{.items[0].series.count}')"
+[ -z "$series" ] || [ "$series" = 1 ] || fail "the Balancing event repeated $series times"
+ok "operator leader $victim SIGKILLed during the balance (phase $phase_at_kill, moves throttled to 1 MiB/s); $(holder) finished it $((SECONDS - t_kill)) s later with no second plan: one Balancing and one Balanced event"
 kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=60s >/dev/null || fail "Ready with 2 brokers"
 on1="$(replicas_on 1 orders)"
 [ "$on1" = 3 ] || fail "after scaling out to 2 brokers, broker 1 holds $on1 of orders' 6 replicas, not 3"

@@ -26,6 +26,8 @@ pub struct Metrics {
     reconciles: IntCounterVec,
     errors: IntCounterVec,
     duration: HistogramVec,
+    moves: IntCounterVec,
+    moved_replicas: IntCounterVec,
     /// 1 while this replica holds the leader Lease.
     pub leader: IntGauge,
 }
@@ -77,6 +79,28 @@ impl Metrics {
             name: "duration",
             source,
         })?;
+        let moves = IntCounterVec::new(
+            Opts::new(
+                "oxbow_operator_moves_started_total",
+                "Reassignments the operator started, by operation (scale_out, scale_in, replication_factor)",
+            ),
+            &["operation"],
+        )
+        .map_err(|source| MetricsError {
+            name: "moves",
+            source,
+        })?;
+        let moved_replicas = IntCounterVec::new(
+            Opts::new(
+                "oxbow_operator_moved_replicas_total",
+                "Replicas created on new brokers by the reassignments the operator started, by operation",
+            ),
+            &["operation"],
+        )
+        .map_err(|source| MetricsError {
+            name: "moved_replicas",
+            source,
+        })?;
         let leader = IntGauge::new(
             "oxbow_operator_leader",
             "1 while this operator replica is the leader",
@@ -92,6 +116,8 @@ impl Metrics {
             ),
             ("errors", Box::new(errors.clone())),
             ("duration", Box::new(duration.clone())),
+            ("moves", Box::new(moves.clone())),
+            ("moved_replicas", Box::new(moved_replicas.clone())),
             ("leader", Box::new(leader.clone())),
         ] {
             registry
@@ -103,6 +129,8 @@ impl Metrics {
             reconciles,
             errors,
             duration,
+            moves,
+            moved_replicas,
             leader,
         })
     }
@@ -118,6 +146,15 @@ impl Metrics {
     /// Counts one failed reconcile; `category` comes from an error's `category()`.
     pub fn failed(&self, controller: &str, category: &str) {
         self.errors.with_label_values(&[controller, category]).inc();
+    }
+
+    /// Counts a reassignment the operator started: `operation` is `scale_out`, `scale_in`
+    /// or `replication_factor`; `replicas` the replicas it creates.
+    pub fn moves_started(&self, operation: &str, replicas: usize) {
+        self.moves.with_label_values(&[operation]).inc();
+        self.moved_replicas
+            .with_label_values(&[operation])
+            .inc_by(u64::try_from(replicas).unwrap_or(u64::MAX));
     }
 
     /// The text exposition of every metric.
@@ -217,6 +254,17 @@ mod tests {
         );
         assert!(
             text.contains("oxbow_operator_reconcile_duration_seconds_bucket"),
+            "{text}"
+        );
+        metrics.moves_started("scale_out", 3);
+        metrics.moves_started("scale_out", 2);
+        let text = metrics.render();
+        assert!(
+            text.contains("oxbow_operator_moves_started_total{operation=\"scale_out\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("oxbow_operator_moved_replicas_total{operation=\"scale_out\"} 5"),
             "{text}"
         );
     }

@@ -161,7 +161,14 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     let scaling = if previous_replicas.is_some() {
         let candidates = crate::bootstrap::addresses(ctx, cluster, &namespace).await;
         let leaving = leaving_pods(ctx, &names, cluster.spec.replicas).await;
-        scale::reconcile(cluster, previous_replicas, &candidates, leaving).await
+        scale::reconcile(
+            cluster,
+            previous_replicas,
+            &candidates,
+            leaving,
+            &ctx.metrics,
+        )
+        .await
     } else {
         scale::Outcome {
             keep: cluster.spec.replicas,

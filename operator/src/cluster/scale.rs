@@ -17,6 +17,7 @@ use oxbow_placement::reassignment::{self, PartitionState, Plan, TopicPartition};
 
 use crate::admin::{AdminClient, AdminError, Partitions};
 use crate::crd::{Cluster, ScalingStatus};
+use crate::metrics::Metrics;
 
 /// What the brokers report, for one decision.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -189,6 +190,7 @@ pub async fn reconcile(
     current: Option<i32>,
     addresses: &[String],
     leaving_pods: Result<usize, String>,
+    metrics: &Metrics,
 ) -> Outcome {
     let wanted = cluster.spec.replicas;
     let previous = cluster.status.as_ref().and_then(|s| s.scaling.clone());
@@ -222,13 +224,13 @@ pub async fn reconcile(
         return match previous.phase.as_str() {
             "RemovingBrokers" => remove(previous, addresses, leaving_pods).await,
             "StartingBrokers" | "Balancing" | "ElectingLeaders" if previous.to == wanted => {
-                balance(cluster, previous, addresses).await
+                balance(cluster, previous, addresses, metrics).await
             }
             // A refused scale-in the user took back, or a scale that no longer applies.
             _ => steady(None),
         };
     }
-    drain(cluster, current, wanted, addresses).await
+    drain(cluster, current, wanted, addresses, metrics).await
 }
 
 async fn connect(addresses: &[String]) -> Result<AdminClient, String> {
@@ -283,7 +285,13 @@ fn rate(cluster: &Cluster) -> u64 {
     u64::try_from(cluster.spec.move_throttle_bytes_per_second).unwrap_or(1)
 }
 
-async fn drain(cluster: &Cluster, current: i32, wanted: i32, addresses: &[String]) -> Outcome {
+async fn drain(
+    cluster: &Cluster,
+    current: i32,
+    wanted: i32,
+    addresses: &[String],
+    metrics: &Metrics,
+) -> Outcome {
     let waiting = |message: String| Outcome {
         keep: current,
         status: scaling(current, wanted, "Draining", message),
@@ -308,6 +316,7 @@ async fn drain(cluster: &Cluster, current: i32, wanted: i32, addresses: &[String
         Step::Reassign(plan) => {
             match start_moves(&mut admin, &observation, &plan, rate(cluster)).await {
                 Ok(()) => {
+                    metrics.moves_started("scale_in", plan.replica_moves);
                     let message = format!(
                         "Moving replicas off brokers {leaving}: {} replica(s) of {} partition(s), in one reassignment",
                         plan.replica_moves,
@@ -378,7 +387,12 @@ async fn remove(
     }
 }
 
-async fn balance(cluster: &Cluster, previous: ScalingStatus, addresses: &[String]) -> Outcome {
+async fn balance(
+    cluster: &Cluster,
+    previous: ScalingStatus,
+    addresses: &[String],
+    metrics: &Metrics,
+) -> Outcome {
     let wanted = previous.to;
     let status = |phase: &str, message: String| scaling(previous.from, wanted, phase, message);
     let waiting = |message: String| Outcome {
@@ -409,6 +423,7 @@ async fn balance(cluster: &Cluster, previous: ScalingStatus, addresses: &[String
         Step::Reassign(plan) => {
             match start_moves(&mut admin, &observation, &plan, rate(cluster)).await {
                 Ok(()) => {
+                    metrics.moves_started("scale_out", plan.replica_moves);
                     let message = format!(
                         "Moving {} replica(s) of {} partition(s) to balance {wanted} brokers, in one reassignment",
                         plan.replica_moves,

@@ -371,7 +371,8 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
     let current_rf = view.topic.as_ref().map_or(0, replication_factor);
     let rate = u64::try_from(cluster.spec.move_throttle_bytes_per_second).unwrap_or(1);
     let moving = moves.describe(&desired.name, current_rf, desired.replication_factor, rate);
-    if let (replication::Progress::Started { .. }, Some(note)) = (&moves, &moving) {
+    if let (replication::Progress::Started { replicas, .. }, Some(note)) = (&moves, &moving) {
+        ctx.metrics.moves_started("replication_factor", *replicas);
         ctx.event(
             &reference,
             false,
