@@ -9,7 +9,11 @@ usage: example_client.py metadata ADDRESS
            client library picks.
        example_client.py produce-until BOOTSTRAP TOPIC STOP_FILE ACKED_FILE
            kafka-python producer, acks=all, retries on: sends until STOP_FILE exists, appends
-           every acknowledged value to ACKED_FILE; exit 1 if a send failed for good.
+           every acknowledged value to ACKED_FILE and writes ACKED_FILE.summary (JSON: acked,
+           failed, p99_ms, max_ms of the sends); exit 1 if a send failed for good.
+       example_client.py consume-follow BOOTSTRAP TOPIC GROUP STOP_FILE
+           a consumer group member following TOPIC until STOP_FILE exists; writes
+           STOP_FILE.stall (JSON: consumed, longest_stall_s between two received records).
        example_client.py consume-all BOOTSTRAP TOPIC ACKED_FILE
            consumes TOPIC from the beginning until every value in ACKED_FILE was seen.
        example_client.py consume-some BOOTSTRAP TOPIC GROUP COUNT
@@ -89,20 +93,48 @@ def produce_until(bootstrap, topic, stop_file, acked_file):
                              request_timeout_ms=10000, delivery_timeout_ms=120000,
                              max_in_flight_requests_per_connection=1, linger_ms=5)
     failed = 0
+    latencies = []
     with open(acked_file, "a") as out:
         while not os.path.exists(stop_file):
             value = str(uuid.uuid4())
+            started = time.monotonic()
             try:
                 producer.send(topic, value=value.encode()).get(timeout=120)
             except Exception as e:  # a send that failed after all its retries
                 failed += 1
                 print("send failed: %s" % e, file=sys.stderr)
                 continue
+            latencies.append((time.monotonic() - started) * 1000)
             out.write(value + "\n")
             out.flush()
             time.sleep(0.02)
     producer.close()
+    latencies.sort()
+    p99 = latencies[int(len(latencies) * 0.99)] if latencies else 0
+    summary = {"acked": len(latencies), "failed": failed,
+               "p99_ms": round(p99), "max_ms": round(latencies[-1]) if latencies else 0}
+    with open(acked_file + ".summary", "w") as out:
+        json.dump(summary, out)
     sys.exit(1 if failed else 0)
+
+
+def consume_follow(bootstrap, topic, group, stop_file):
+    """A consumer group member that follows TOPIC until STOP_FILE exists; writes the longest
+    gap between two records it received (the stall a client sees) to STOP_FILE.stall."""
+    from kafka import KafkaConsumer
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=True)
+    last, longest, got = None, 0.0, 0
+    while not os.path.exists(stop_file):
+        for records in consumer.poll(timeout_ms=500).values():
+            now = time.monotonic()
+            if records and last is not None:
+                longest = max(longest, now - last)
+            if records:
+                last, got = now, got + len(records)
+    consumer.close()
+    with open(stop_file + ".stall", "w") as out:
+        json.dump({"consumed": got, "longest_stall_s": round(longest, 1)}, out)
 
 
 def consume_all(bootstrap, topic, acked_file):
@@ -148,5 +180,7 @@ if __name__ == "__main__":
         consume_all(*args)
     elif command == "consume-some":
         consume_some(*args)
+    elif command == "consume-follow":
+        consume_follow(*args)
     else:
         raise SystemExit(__doc__)

@@ -238,6 +238,19 @@ print(sum(p["replicas"].count(int(sys.argv[1])) for p in topic["partitions"]))' 
 }
 seq 1 300 | sed 's/^/before-scale-/' | kcat -P -b "$bootstrap" -t orders -X acks=all 2>/dev/null \
   || fail "producing the records to keep across the scale"
+# Sustained load through every move below: an acks=all producer with retries, one send in flight
+# (every acknowledged value recorded) and a consumer group member following the topic.
+kubectl -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: oxbow.dev/v1alpha1
+kind: Topic
+metadata: {name: load, namespace: $NS}
+spec: {cluster: events, partitions: 2, replicationFactor: 1}
+EOF
+kubectl -n "$NS" wait --for=condition=Ready topic/load --timeout=120s >/dev/null || fail "Topic load Ready"
+load="$OXBOW_K8S_STATE/load"; rm -rf "$load"; mkdir -p "$load"
+example produce-until "$bootstrap" load "$load/stop" "$load/acked" 2>"$load/producer.log" & load_producer=$!
+example consume-follow "$bootstrap" load load-followers "$load/stop" 2>"$load/consumer.log" & load_consumer=$!
+t_load=$SECONDS
 # 12 MB more, and moves throttled to 1 MiB/s per broker: the balance copies for seconds, and
 # the operator leader is SIGKILLed while it does. The next leader must finish the scale
 # without a second plan (one Balancing Event) and end it once (one Balanced Event).
@@ -322,6 +335,14 @@ until_true 60 scaled_in || fail "no ScaledIn event"
 got="$(kcat -C -b "$bootstrap" -t orders -o beginning -e -q 2>/dev/null | grep -c '^before-scale-')" || true
 [ "$got" = 300 ] || fail "after scaling out and in, $got of the 300 records written before are left"
 ok "then the scale-in drained broker 1 before its pod went (orders all on broker 0) and unregistered it (ScaledIn); all 300 records written before the scale read back"
+touch "$load/stop"
+wait "$load_producer" || fail "the producer under load had sends that failed for good: $(tail -n 5 "$load/producer.log")"
+wait "$load_consumer" || fail "the following consumer failed: $(tail -n 5 "$load/consumer.log")"
+out="$(example consume-all "$bootstrap" load "$load/acked")" || fail "records acknowledged under load are missing: $out"
+produced="$(cat "$load/acked.summary")"; stall="$(cat "$load/stop.stall")"
+python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); sys.exit(s["failed"] != 0 or s["acked"] == 0)' "$load/acked.summary" \
+  || fail "under load: $produced"
+ok "under load for $((SECONDS - t_load)) s (scale-out with an operator kill, RF 1->2->1, a refused and a done scale-in): producer $produced; consumer group $stall; $out"
 
 # --- config change rolls the broker ---------------------------------------------------
 uid_before="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}')"
