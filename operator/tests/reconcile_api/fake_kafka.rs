@@ -420,9 +420,18 @@ fn answer(
                 match state.topics.get(&name) {
                     None => result = result.with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
                     Some(topic) => {
+                        // Kafka: a null key list asks for every config, a list (even an
+                        // empty one) for exactly those keys.
+                        let wanted = |key: &str| {
+                            resource
+                                .configuration_keys
+                                .as_ref()
+                                .is_none_or(|keys| keys.iter().any(|k| k.as_str() == key))
+                        };
                         let mut configs: Vec<DescribeConfigsResourceResult> = topic
                             .configs
                             .iter()
+                            .filter(|(k, _)| wanted(k))
                             .map(|(k, v)| {
                                 DescribeConfigsResourceResult::default()
                                     .with_name(text(k))
@@ -430,7 +439,8 @@ fn answer(
                                     .with_config_source(SOURCE_DYNAMIC_TOPIC)
                             })
                             .collect();
-                        if !topic.configs.contains_key(DEFAULT_CONFIG.0) {
+                        if !topic.configs.contains_key(DEFAULT_CONFIG.0) && wanted(DEFAULT_CONFIG.0)
+                        {
                             configs.push(
                                 DescribeConfigsResourceResult::default()
                                     .with_name(text(DEFAULT_CONFIG.0))

@@ -307,7 +307,7 @@ async fn reconcile_waits_to_roll_while_partitions_are_under_replicated() {
         );
         assert_eq!(
             ready.message,
-            "restart of events-2 waits: 2 partitions are under-replicated"
+            "restart of events-2 waits: 2 partition(s) are under-replicated (a restarted broker is still catching up)"
         );
         assert!(
             status.brokers.iter().all(|b| b.state == "Outdated"),
