@@ -2,14 +2,16 @@
 //! out replicas and preferred leaders over the brokers that stay (scale-out), in one
 //! reassignment.
 //!
-//! Three passes over the current assignment, each moving as little as it can:
+//! Four passes over the current assignment, each moving as little as it can:
 //! 1. every replica on a broker that is not a target moves, in place (same position in
 //!    the list), to the target with the fewest replicas that keeps the partition's racks
 //!    apart; the biggest partitions go first, while the choice is widest;
-//! 2. while one target holds two replicas more than another, the smallest partition that
-//!    can move between them (not already on the receiver, racks kept apart) moves: the
-//!    fewest bytes for the balance;
-//! 3. preferred leaders (first replicas) are evened out by reordering replica lists, which
+//! 2. each topic's replicas are evened out over the targets (a topic's traffic spreads
+//!    with its partitions), moving its smallest partitions;
+//! 3. while one target holds two replicas more than another, the smallest partition that
+//!    can move between them (not already on the receiver, racks kept apart, preferably
+//!    one whose topic stays even) moves: the fewest bytes for the balance;
+//! 4. preferred leaders (first replicas) are evened out by reordering replica lists, which
 //!    moves no data: a chain of swaps hands one preferred leadership from the broker with
 //!    the most to one with at least two fewer, through partitions that hold both ends of
 //!    each link.
@@ -120,6 +122,7 @@ pub fn plan(
 ) -> Result<Plan, PlanError> {
     let mut work = Work::new(targets, current)?;
     work.evacuate();
+    work.balance_topics();
     work.balance_replicas();
     work.balance_leaders();
     Ok(work.into_plan(current))
@@ -132,6 +135,8 @@ struct Work<'a> {
     /// Racks matter only when every target has one.
     racks: usize,
     replicas: BTreeMap<i32, usize>,
+    /// Each topic's replicas per target.
+    topic_replicas: BTreeMap<(&'a str, i32), usize>,
     bytes: BTreeMap<i32, u64>,
     /// Each target's partitions, smallest first.
     hosted: BTreeMap<i32, BTreeSet<(u64, &'a TopicPartition)>>,
@@ -167,6 +172,7 @@ impl<'a> Work<'a> {
                 .map(|(p, s)| (p, s.replicas.clone()))
                 .collect(),
             replicas: rack.keys().map(|id| (*id, 0)).collect(),
+            topic_replicas: BTreeMap::new(),
             bytes: rack.keys().map(|id| (*id, 0)).collect(),
             hosted: rack.keys().map(|id| (*id, BTreeSet::new())).collect(),
             rack,
@@ -192,6 +198,17 @@ impl<'a> Work<'a> {
             } else {
                 hosted.remove(&(size, partition));
             }
+        }
+        if self.rack.contains_key(&broker) {
+            let count = self
+                .topic_replicas
+                .entry((partition.topic.as_str(), broker))
+                .or_default();
+            *count = if sign > 0 {
+                *count + 1
+            } else {
+                count.saturating_sub(1)
+            };
         }
         if let (Some(count), Some(bytes)) =
             (self.replicas.get_mut(&broker), self.bytes.get_mut(&broker))
@@ -329,16 +346,64 @@ impl<'a> Work<'a> {
         }
     }
 
+    fn in_topic(&self, topic: &str, broker: i32) -> usize {
+        self.topic_replicas
+            .get(&(topic, broker))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Spreads each topic's replicas over the targets within one of each other (so a
+    /// topic's traffic spreads too), moving its smallest partitions; ties go from the
+    /// busiest broker overall to the least busy.
+    fn balance_topics(&mut self) {
+        let topics: BTreeSet<&'a str> = self.lists.keys().map(|p| p.topic.as_str()).collect();
+        for topic in topics {
+            let size = self.lists.keys().filter(|p| p.topic == topic).count();
+            for _ in 0..=size * 4 {
+                let mut by_load: Vec<i32> = self.replicas.keys().copied().collect();
+                by_load.sort_by_key(|id| (self.in_topic(topic, *id), self.replicas[id], *id));
+                let step = by_load.iter().rev().find_map(|hi| {
+                    by_load
+                        .iter()
+                        .take_while(|lo| self.in_topic(topic, **lo) + 1 < self.in_topic(topic, *hi))
+                        .find_map(|lo| {
+                            self.movable(*hi, *lo, |p, _| p.topic == topic)
+                                .map(|m| (m, *lo))
+                        })
+                });
+                let Some(((partition, position), to)) = step else {
+                    break;
+                };
+                self.move_replica(partition, position, to);
+            }
+        }
+    }
+
     fn balance_replicas(&mut self) {
         let total: usize = self.lists.values().map(Vec::len).sum();
         for _ in 0..=total {
             let mut by_load: Vec<i32> = self.replicas.keys().copied().collect();
             by_load.sort_by_key(|id| (self.replicas[id], self.bytes[id], *id));
+            // A move that keeps its topic even is preferred to one that does not.
             let step = by_load.iter().rev().find_map(|hi| {
                 by_load
                     .iter()
                     .take_while(|lo| self.replicas[*lo] + 1 < self.replicas[hi])
-                    .find_map(|lo| self.smallest_movable(*hi, *lo).map(|m| (m, *lo)))
+                    .find_map(|lo| {
+                        self.movable(*hi, *lo, |p, from| {
+                            self.in_topic(&p.topic, *lo) < self.in_topic(&p.topic, from)
+                        })
+                        .map(|m| (m, *lo))
+                    })
+            });
+            let step = step.or_else(|| {
+                by_load.iter().rev().find_map(|hi| {
+                    by_load
+                        .iter()
+                        .take_while(|lo| self.replicas[*lo] + 1 < self.replicas[hi])
+                        .find_map(|lo| self.smallest_movable(*hi, *lo).map(|m| (m, *lo)))
+                })
             });
             let Some(((partition, position), to)) = step else {
                 return;

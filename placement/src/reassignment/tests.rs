@@ -104,6 +104,23 @@ fn check(
     Outcome { replicas, leaders }
 }
 
+/// Each topic's replicas per target.
+fn per_topic(
+    targets: &[Candidate],
+    lists: &BTreeMap<TopicPartition, Vec<i32>>,
+) -> BTreeMap<String, BTreeMap<i32, usize>> {
+    let mut out: BTreeMap<String, BTreeMap<i32, usize>> = BTreeMap::new();
+    for (partition, list) in lists {
+        let counts = out
+            .entry(partition.topic.clone())
+            .or_insert_with(|| targets.iter().map(|c| (c.node_id, 0)).collect());
+        for id in list {
+            *counts.entry(*id).or_default() += 1;
+        }
+    }
+    out
+}
+
 fn racks_apart(targets: &[Candidate], list: &[i32]) -> bool {
     let rack = |id: &i32| {
         targets
@@ -132,6 +149,9 @@ proptest! {
         let outcome = check(&targets, &current, &plan);
         prop_assert!(spread(&outcome.replicas) <= 1, "replicas {:?}", outcome.replicas);
         prop_assert!(spread(&outcome.leaders) <= 1, "leaders {:?}", outcome.leaders);
+        for (topic, counts) in per_topic(&targets, &apply(&current, &plan)) {
+            prop_assert!(spread(&counts) <= 1, "{} replicas {:?}", topic, counts);
+        }
         // Only what the new brokers need moves: their share, no more.
         let total: usize = outcome.replicas.values().sum();
         let share = total.div_ceil(before + added) * added;
@@ -151,6 +171,9 @@ proptest! {
         let outcome = check(&targets, &current, &plan);
         prop_assert!(spread(&outcome.replicas) <= 1, "replicas {:?}", outcome.replicas);
         prop_assert!(spread(&outcome.leaders) <= 1, "leaders {:?}", outcome.leaders);
+        for (topic, counts) in per_topic(&targets, &apply(&current, &plan)) {
+            prop_assert!(spread(&counts) <= 1, "{} replicas {:?}", topic, counts);
+        }
         let on_leaving = current
             .values()
             .flat_map(|s| s.replicas.iter())
