@@ -1025,6 +1025,7 @@ const TOOL_VARIABLES: &[&str] = &[
     "SKIPS",
     "SUITES",
     "SUITE_PORT",
+    "TOPICS_AT_SCALE",
     "WATCH_NAMESPACE",
 ];
 /// Prefixes (after `OXBOW_`) of tool variables; no broker key starts with one.

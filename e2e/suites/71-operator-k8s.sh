@@ -359,6 +359,12 @@ pod_ip="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.status.podIP}')"; boo
 until_true 60 listening || fail "the restarted broker does not listen on $bootstrap"
 ok "a broker config change rolled events-0 (OnDelete, one at a time) onto revision $revision in $((SECONDS - t0)) s"
 
+# --- many Topics ---------------------------------------------------------------------
+# OXBOW_TOPICS_AT_SCALE=10000 for the full size (README); CI runs a reduced one.
+out="$("$REPO/e2e/operator/topics-at-scale" "$NS" events "${OXBOW_TOPICS_AT_SCALE:-300}" "$bootstrap" 2>&1)" \
+  || fail "topics at scale: $out"
+ok "$out"
+
 # --- delete the Topic ----------------------------------------------------------------
 kubectl -n "$NS" delete topic orders --timeout=60s >/dev/null || fail "Topic deletion (finalizer)"
 client "$bootstrap" supports 20 || fail "the broker does not list DeleteTopics (API 20) in ApiVersions"

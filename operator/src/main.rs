@@ -23,6 +23,9 @@ use oxbow_operator::leader::LeaderElector;
 use oxbow_operator::metrics::{self, Health, Metrics};
 use oxbow_operator::{cluster, crd, rack, topic};
 
+/// Topic reconciles that run at once (each holds one admin connection to its cluster).
+const TOPIC_CONCURRENCY: u16 = 16;
+
 #[derive(Debug, Parser)]
 #[command(name = "oxbow-operator", version, about = "Oxbow Kubernetes operator")]
 struct Cli {
@@ -280,7 +283,10 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
                 tracing::debug!(%error, "Cluster controller event");
             }
         });
+    // Thousands of Topics must not become thousands of simultaneous admin connections to
+    // the brokers (and status writes to the API server): a bounded number run at once.
     let topic_controller = Controller::new(topics, watcher::Config::default())
+        .with_config(kube::runtime::controller::Config::default().concurrency(TOPIC_CONCURRENCY))
         .shutdown_on_signal()
         .run(topic::reconcile, topic::error_policy, ctx)
         .for_each(|result| async move {
