@@ -278,8 +278,12 @@ balanced() { [ "$(events_of Balanced)" -ge 1 ]; }
 until_true 240 balanced || fail "no Balanced event after the operator was killed: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
 [ "$(events_of Balancing)" = 1 ] || fail "the balance was planned $(events_of Balancing) times: a finished move was asked for again"
 [ "$(events_of Balanced)" = 1 ] || fail "$(events_of Balanced) Balanced events"
-series="$(kubectl -n "$NS" get events.events.k8s.io --field-selector reason=Balancing -o jsonpath='{.items[0].series.count}')"
-[ -z "$series" ] || [ "$series" = 1 ] || fail "the Balancing event repeated $series times"
+for reason in Balancing Balanced; do
+  series="$(kubectl -n "$NS" get events.events.k8s.io --field-selector reason=$reason -o jsonpath='{.items[0].series.count}')"
+  [ -z "$series" ] || [ "$series" = 1 ] || fail "the $reason event repeated $series times"
+done
+[ -z "$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')" ] \
+  || fail "status.scaling stays after the scale: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
 ok "operator leader $victim SIGKILLed during the balance (phase $phase_at_kill, moves throttled to 1 MiB/s); $(holder) finished it $((SECONDS - t_kill)) s later with no second plan: one Balancing and one Balanced event"
 kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=60s >/dev/null || fail "Ready with 2 brokers"
 on1="$(replicas_on 1 orders)"

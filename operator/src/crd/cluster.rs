@@ -386,7 +386,9 @@ pub struct ClusterStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
     /// A scale that moves data, while it runs (or while it is refused).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Written as null when absent: the status is a merge patch, and only null removes a
+    // field that was there (a finished scale, an error that went away).
+    #[serde(default)]
     pub scaling: Option<ScalingStatus>,
 }
 

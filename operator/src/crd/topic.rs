@@ -109,7 +109,9 @@ pub struct TopicStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_action: Option<String>,
     /// The last error the cluster answered with, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Written as null when absent: the status is a merge patch, and only null removes a
+    // field that was there (a finished scale, an error that went away).
+    #[serde(default)]
     pub last_error: Option<String>,
 }
 
