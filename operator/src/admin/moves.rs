@@ -13,7 +13,7 @@ use kafka_protocol::messages::elect_leaders_request::{ElectLeadersRequest, Topic
 use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsRequest;
 use kafka_protocol::messages::metadata_request::MetadataRequest;
 use kafka_protocol::messages::unregister_broker_request::UnregisterBrokerRequest;
-use oxbow_placement::reassignment::TopicPartition;
+use oxbow_placement::reassignment::{PartitionState, TopicPartition};
 
 use super::{
     AdminClient, AdminError, BrokerDescription, OPERATION_TIMEOUT_MS, PartitionDescription,
@@ -32,6 +32,54 @@ const BROKER_ID_NOT_REGISTERED: i16 = 102;
 pub struct Partitions {
     pub brokers: Vec<BrokerDescription>,
     pub partitions: BTreeMap<TopicPartition, PartitionDescription>,
+}
+
+impl Partitions {
+    /// The registered brokers as placement sees them.
+    pub fn candidates(&self) -> Vec<oxbow_placement::Candidate> {
+        self.brokers
+            .iter()
+            .map(|b| oxbow_placement::Candidate {
+                node_id: b.id,
+                rack: b.rack.clone(),
+            })
+            .collect()
+    }
+
+    /// Every partition as a plan sees it (sizes are not read: plans balance counts).
+    pub fn states(&self) -> BTreeMap<TopicPartition, PartitionState> {
+        self.partitions
+            .iter()
+            .map(|(partition, description)| {
+                let state = PartitionState {
+                    replicas: description.replicas.clone(),
+                    bytes: 0,
+                };
+                (partition.clone(), state)
+            })
+            .collect()
+    }
+
+    /// Every partition's replica list.
+    pub fn replica_lists(&self) -> BTreeMap<TopicPartition, Vec<i32>> {
+        self.partitions
+            .iter()
+            .map(|(partition, description)| (partition.clone(), description.replicas.clone()))
+            .collect()
+    }
+
+    /// Partitions whose preferred (first) replica is in sync but does not lead.
+    pub fn preferred_not_leading(&self) -> BTreeSet<TopicPartition> {
+        self.partitions
+            .iter()
+            .filter(|(_, p)| {
+                p.replicas
+                    .first()
+                    .is_some_and(|first| *first != p.leader && p.in_sync_replicas.contains(first))
+            })
+            .map(|(partition, _)| partition.clone())
+            .collect()
+    }
 }
 
 impl AdminClient {

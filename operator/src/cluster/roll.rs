@@ -109,25 +109,16 @@ pub fn decide(view: &RollView, brokers: &BTreeSet<i32>) -> RollGate {
     if !missing.is_empty() {
         return RollGate::NotRegistered(missing);
     }
-    let partitions = view.cluster.partitions.values();
-    let under = partitions
-        .clone()
+    let under = view
+        .cluster
+        .partitions
+        .values()
         .filter(|p| p.in_sync_replicas.len() < p.replicas.len())
         .count();
     if under > 0 {
         return RollGate::UnderReplicated(under);
     }
-    let not_back: BTreeSet<TopicPartition> = view
-        .cluster
-        .partitions
-        .iter()
-        .filter(|(_, p)| {
-            p.replicas
-                .first()
-                .is_some_and(|first| *first != p.leader && p.in_sync_replicas.contains(first))
-        })
-        .map(|(partition, _)| partition.clone())
-        .collect();
+    let not_back = view.cluster.preferred_not_leading();
     if !not_back.is_empty() {
         return RollGate::LeadershipsNotBack(not_back);
     }

@@ -52,16 +52,9 @@ pub async fn observe(admin: &mut AdminClient) -> Result<Observation, AdminError>
 
 /// The brokers of `ids` as placement sees them (only those registered).
 fn targets(observation: &Observation, ids: &BTreeSet<i32>) -> Vec<Candidate> {
-    observation
-        .cluster
-        .brokers
-        .iter()
-        .filter(|b| ids.contains(&b.id))
-        .map(|b| Candidate {
-            node_id: b.id,
-            rack: b.rack.clone(),
-        })
-        .collect()
+    let mut candidates = observation.cluster.candidates();
+    candidates.retain(|c| ids.contains(&c.node_id));
+    candidates
 }
 
 /// Brokers `0..count`: a Cluster's brokers are its pods' ordinals.
@@ -70,21 +63,7 @@ pub fn ordinals(count: i32) -> BTreeSet<i32> {
 }
 
 fn current(observation: &Observation) -> BTreeMap<TopicPartition, PartitionState> {
-    observation
-        .cluster
-        .partitions
-        .iter()
-        .map(|(partition, description)| {
-            (
-                partition.clone(),
-                PartitionState {
-                    replicas: description.replicas.clone(),
-                    // Sizes are not read yet: the plan balances replica counts.
-                    bytes: 0,
-                },
-            )
-        })
-        .collect()
+    observation.cluster.states()
 }
 
 /// Partitions that hold a replica on a broker outside `stay`.
@@ -146,17 +125,7 @@ pub fn balance_step(observation: &Observation, brokers: &BTreeSet<i32>) -> Step 
         Ok(_) => {}
         Err(error) => return Step::Refused(error.to_string()),
     }
-    let elect: BTreeSet<TopicPartition> = observation
-        .cluster
-        .partitions
-        .iter()
-        .filter(|(_, p)| {
-            p.replicas
-                .first()
-                .is_some_and(|first| *first != p.leader && p.in_sync_replicas.contains(first))
-        })
-        .map(|(partition, _)| partition.clone())
-        .collect();
+    let elect = observation.cluster.preferred_not_leading();
     if elect.is_empty() {
         Step::Done
     } else {
@@ -255,12 +224,7 @@ async fn start_moves(
     plan: &Plan,
     rate: u64,
 ) -> Result<(), AdminError> {
-    let lists: BTreeMap<TopicPartition, Vec<i32>> = observation
-        .cluster
-        .partitions
-        .iter()
-        .map(|(partition, description)| (partition.clone(), description.replicas.clone()))
-        .collect();
+    let lists = observation.cluster.replica_lists();
     admin.start_moves(&lists, &plan.assignments, rate).await
 }
 

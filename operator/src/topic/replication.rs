@@ -3,10 +3,9 @@
 //! throttles' removal once no partition of the topic moves any more. Each step is decided
 //! from what the cluster reports, so a restarted operator carries on where it stopped.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use oxbow_placement::Candidate;
-use oxbow_placement::reassignment::{PartitionState, TopicPartition, change_replication_factor};
+use oxbow_placement::reassignment::{TopicPartition, change_replication_factor};
 
 use crate::admin::{AdminClient, AdminError};
 use crate::crd::Cluster;
@@ -81,27 +80,8 @@ pub async fn step(
         )));
     }
     let observed = admin.partitions().await?;
-    let targets: Vec<Candidate> = observed
-        .brokers
-        .iter()
-        .map(|b| Candidate {
-            node_id: b.id,
-            rack: b.rack.clone(),
-        })
-        .collect();
-    let current: BTreeMap<TopicPartition, PartitionState> = observed
-        .partitions
-        .iter()
-        .map(|(partition, description)| {
-            (
-                partition.clone(),
-                PartitionState {
-                    replicas: description.replicas.clone(),
-                    bytes: 0,
-                },
-            )
-        })
-        .collect();
+    let targets = observed.candidates();
+    let current = observed.states();
     let size = usize::try_from(wanted).unwrap_or(0);
     let plan = match change_replication_factor(&targets, &current, topic, size) {
         Ok(plan) => plan,
@@ -110,10 +90,7 @@ pub async fn step(
     if plan.assignments.is_empty() {
         return Ok(Progress::Settled);
     }
-    let lists: BTreeMap<TopicPartition, Vec<i32>> = current
-        .into_iter()
-        .map(|(partition, state)| (partition, state.replicas))
-        .collect();
+    let lists = observed.replica_lists();
     let rate = u64::try_from(cluster.spec.move_throttle_bytes_per_second).unwrap_or(1);
     admin.start_moves(&lists, &plan.assignments, rate).await?;
     let partitions: BTreeSet<&TopicPartition> = plan.assignments.keys().collect();
