@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use crate::config::{KEYS, LOG_CONFIG_SYNONYMS};
 use crate::controller::image::TopicImage;
+use crate::controller::ControllerError;
+use crate::controller::dynamic_configs::{CORDONED_LOG_DIRS, cordoned_dirs};
 use crate::state::BrokerState;
 
 use super::admin::{AdminError, duplicates, existing_topic};
@@ -102,12 +104,36 @@ pub async fn alter_broker(
         return Err(AdminError::NotDynamic(fixed.join(", ")));
     }
     let node_id = broker_node(broker, target);
+    if matches!(target, ConfigResource::Broker)
+        && let Some(value) = configs.get(CORDONED_LOG_DIRS)
+    {
+        check_cordoned_dirs(&broker.config.log_dirs, value)?;
+    }
     broker
         .controller
         .set_broker_configs(node_id, configs, validate_only)
         .await?;
     if !validate_only {
         tracing::info!(node_id, "Altered dynamic broker configs");
+    }
+    Ok(())
+}
+
+/// A broker can only cordon directories it has (Kafka checks on the broker, which knows
+/// its `log.dirs`; the controller does not).
+fn check_cordoned_dirs(log_dirs: &[std::path::PathBuf], value: &str) -> Result<(), AdminError> {
+    let canonical = |path: &std::path::Path| std::fs::canonicalize(path).ok();
+    let ours: Vec<_> = log_dirs.iter().filter_map(|d| canonical(d)).collect();
+    for dir in cordoned_dirs(value) {
+        let known = dir == "*"
+            || log_dirs.iter().any(|d| d.as_os_str() == dir)
+            || canonical(std::path::Path::new(dir)).is_some_and(|c| ours.contains(&c));
+        if !known {
+            return Err(ControllerError::InvalidRequest(format!(
+                "Invalid value {value} for configuration {CORDONED_LOG_DIRS}: {dir} is not one of this broker's log.dirs"
+            ))
+            .into());
+        }
     }
     Ok(())
 }
@@ -216,6 +242,7 @@ pub fn broker_config_type(key: &str) -> i8 {
         | "process.roles"
         | "controller.quorum.voters"
         | "controller.listener.names"
+        | "cordoned.log.dirs"
         | "log.cleanup.policy" => TYPE_LIST,
         "log.roll.ms"
         | "log.retention.ms"

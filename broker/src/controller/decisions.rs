@@ -480,6 +480,14 @@ pub fn decide(
                     fixed.join(", ")
                 )));
             }
+            if *node_id == super::dynamic_configs::CLUSTER_DEFAULT
+                && configs.contains_key(super::dynamic_configs::CORDONED_LOG_DIRS)
+            {
+                return Err(ControllerError::InvalidRequest(format!(
+                    "{} is set per broker, not as a cluster-wide default",
+                    super::dynamic_configs::CORDONED_LOG_DIRS
+                )));
+            }
             // Kafka answers INVALID_REQUEST (not INVALID_CONFIG) for a bad broker value.
             for (key, value) in configs {
                 super::dynamic_configs::validate(key, value)
@@ -549,11 +557,13 @@ fn known_topic<'a>(image: &'a ClusterImage, name: &str) -> Result<&'a TopicImage
         .ok_or_else(|| ControllerError::UnknownTopic(name.to_string()))
 }
 
-/// Brokers new replicas may go to: registered, unfenced, with a live session.
+/// Brokers new replicas may go to: registered, unfenced, with a live session, not
+/// cordoned (KIP-1066).
 fn candidates(image: &ClusterImage, inputs: &DecisionInputs<'_>) -> Vec<Candidate> {
     image
         .live_brokers()
         .filter(|b| inputs.live_sessions.contains(&b.node_id))
+        .filter(|b| !super::dynamic_configs::is_cordoned(&image.broker_configs, b.node_id))
         .map(|b| Candidate {
             node_id: b.node_id,
             rack: b.rack.clone(),

@@ -10,8 +10,10 @@
 //!                   > the documented default
 //! ```
 //!
-//! Dynamic here: the replication throttle rates, and every broker key a topic config
-//! falls back to (`log.retention.ms`, `min.insync.replicas`, `compression.type`, …), whose
+//! Dynamic here: the replication throttle rates, `cordoned.log.dirs` (KIP-1066: a broker
+//! whose log directories are cordoned takes no new replicas; Oxbow brokers serve one log
+//! directory, so cordoning it, or `*`, cordons the broker), and every broker key a topic
+//! config falls back to (`log.retention.ms`, `min.insync.replicas`, `compression.type`, …), whose
 //! new values reach the logs of every topic that does not set the key itself. Other keys
 //! (listeners, ids, directories) are static, as most of them are in Kafka.
 
@@ -34,9 +36,14 @@ pub fn topic_key_of(broker_key: &str) -> Option<&'static str> {
         .map(|(topic, _)| *topic)
 }
 
+/// KIP-1066: the log directories (or `*`) of a broker that take no new replicas.
+pub const CORDONED_LOG_DIRS: &str = "cordoned.log.dirs";
+
 /// Whether `key` can be changed while brokers run.
 pub fn is_dynamic(key: &str) -> bool {
-    crate::replication::throttle::DYNAMIC_BROKER_KEYS.contains(&key) || topic_key_of(key).is_some()
+    crate::replication::throttle::DYNAMIC_BROKER_KEYS.contains(&key)
+        || key == CORDONED_LOG_DIRS
+        || topic_key_of(key).is_some()
 }
 
 /// Every dynamic key, in a stable order.
@@ -44,7 +51,37 @@ pub fn dynamic_keys() -> impl Iterator<Item = &'static str> {
     crate::replication::throttle::DYNAMIC_BROKER_KEYS
         .iter()
         .copied()
+        .chain(std::iter::once(CORDONED_LOG_DIRS))
         .chain(LOG_CONFIG_SYNONYMS.iter().map(|(_, broker)| *broker))
+}
+
+/// The directories a `cordoned.log.dirs` value names (`*`: all of them); empty when it
+/// names none.
+pub fn cordoned_dirs(value: &str) -> Vec<&str> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|dir| !dir.is_empty())
+        .collect()
+}
+
+/// Whether `node_id` takes no new replicas: its own `cordoned.log.dirs` names a
+/// directory (a broker serves one, so naming it cordons the broker).
+pub fn is_cordoned(configs: &BrokerConfigs, node_id: i32) -> bool {
+    configs
+        .get(&node_id)
+        .and_then(|c| c.get(CORDONED_LOG_DIRS))
+        .is_some_and(|value| !cordoned_dirs(value).is_empty())
+}
+
+fn validate_cordoned(value: &str) -> Result<(), String> {
+    let dirs = cordoned_dirs(value);
+    if dirs.len() > 1 && dirs.contains(&"*") {
+        return Err(format!(
+            "Invalid value {value} for configuration {CORDONED_LOG_DIRS}: * cannot be combined with directories"
+        ));
+    }
+    Ok(())
 }
 
 /// Checks one dynamic setting, in Kafka's wording.
@@ -60,6 +97,7 @@ pub fn validate(key: &str, value: &str) -> Result<(), String> {
                     other => other.to_string(),
                 })
         }
+        None if key == CORDONED_LOG_DIRS => validate_cordoned(value),
         None => {
             crate::replication::throttle::validate_dynamic_broker_config(key, value).map(|_| ())
         }
@@ -141,6 +179,7 @@ mod tests {
         assert!(is_dynamic("log.cleaner.min.cleanable.ratio"));
         assert!(is_dynamic("follower.replication.throttled.rate"));
         assert!(!is_dynamic("node.id"));
+        assert!(is_dynamic(CORDONED_LOG_DIRS));
         assert!(!is_dynamic("retention.ms"), "a topic key, not a broker key");
         assert_eq!(validate("log.retention.ms", "5000"), Ok(()));
         assert_eq!(
@@ -152,5 +191,25 @@ mod tests {
         );
         assert!(validate("leader.replication.throttled.rate", "-1").is_err());
         assert!(dynamic_keys().all(is_dynamic));
+    }
+
+    #[test]
+    fn a_broker_is_cordoned_when_its_own_setting_names_a_directory() {
+        let configs = BrokerConfigs::from([
+            (1, BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), "*".to_string())])),
+            (2, BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), " , ".to_string())])),
+            (3, BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), "/data".to_string())])),
+            (
+                CLUSTER_DEFAULT,
+                BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), "*".to_string())]),
+            ),
+        ]);
+        assert!(is_cordoned(&configs, 1));
+        assert!(!is_cordoned(&configs, 2), "an empty list cordons nothing");
+        assert!(is_cordoned(&configs, 3));
+        assert!(!is_cordoned(&configs, 4), "the cluster default is not a broker's own");
+        assert!(validate(CORDONED_LOG_DIRS, "*").is_ok());
+        assert!(validate(CORDONED_LOG_DIRS, "").is_ok());
+        assert!(validate(CORDONED_LOG_DIRS, "*,/data").is_err());
     }
 }

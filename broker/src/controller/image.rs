@@ -113,6 +113,15 @@ impl ClusterImage {
             }
             MetadataRecord::BrokerUnregistered { node_id } => {
                 self.brokers.remove(node_id);
+                // A cordon belongs to the registration (Kafka keeps it in the broker's
+                // registration record): a broker that joins later under the same id
+                // starts uncordoned.
+                if let Some(configs) = self.broker_configs.get_mut(node_id) {
+                    configs.remove(super::dynamic_configs::CORDONED_LOG_DIRS);
+                    if configs.is_empty() {
+                        self.broker_configs.remove(node_id);
+                    }
+                }
             }
             MetadataRecord::TopicCreated {
                 name,

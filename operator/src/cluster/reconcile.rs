@@ -252,14 +252,12 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
             condition.message.clone_from(&message);
         }
     }
-    let ready = status::is_ready(&status);
+    // A scale in progress looks again soon even when every broker is ready: the leaving
+    // pods' disappearance changes nothing this controller watches.
+    let idle = status::is_ready(&status) && status.scaling.is_none();
     write_status(cluster, ctx, status).await?;
     ctx.succeeded(&key(cluster));
-    Ok(Action::requeue(if ready {
-        REQUEUE_IDLE
-    } else {
-        REQUEUE_BUSY
-    }))
+    Ok(Action::requeue(if idle { REQUEUE_IDLE } else { REQUEUE_BUSY }))
 }
 
 /// Deletes one broker pod so the StatefulSet recreates it on the new revision.

@@ -161,6 +161,71 @@ fn topics_are_placed_on_live_brokers_and_refused_beyond_them() {
     cluster.check();
 }
 
+fn cordon(node_id: i32, value: &str) -> ControllerCommand {
+    ControllerCommand::SetBrokerConfigs {
+        node_id,
+        configs: BTreeMap::from([(
+            super::super::dynamic_configs::CORDONED_LOG_DIRS.to_string(),
+            value.to_string(),
+        )]),
+        validate_only: false,
+    }
+}
+
+#[test]
+fn a_cordoned_broker_takes_no_new_replicas_until_uncordoned_or_unregistered() {
+    let mut cluster = Cluster::new(4);
+    cluster.run(create("before", 4, 2)).unwrap();
+    cluster.run(cordon(4, "*")).unwrap();
+    let CommandOutcome::Topic(topic) = cluster.run(create("during", 6, 3)).unwrap() else {
+        panic!("no topic");
+    };
+    assert!(
+        topic.partitions.iter().all(|p| !p.replicas.contains(&4)),
+        "a new topic landed on the cordoned broker: {topic:?}"
+    );
+    assert!(
+        cluster.image.topics["before"]
+            .partitions
+            .iter()
+            .any(|p| p.replicas.contains(&4)),
+        "cordoning moves nothing that is there already"
+    );
+    // Only three brokers take replicas: RF 4 is refused, as on a three-broker cluster.
+    assert_eq!(
+        cluster.run(create("wide", 1, 4)),
+        Err(ControllerError::InvalidReplicationFactor {
+            requested: 4,
+            brokers: 3
+        })
+    );
+    // Not as a cluster-wide default: that would cordon every broker.
+    assert!(matches!(
+        cluster.run(cordon(-1, "*")),
+        Err(ControllerError::InvalidRequest(_))
+    ));
+    // An empty list uncordons.
+    cluster.run(cordon(4, "")).unwrap();
+    cluster.run(create("wide", 1, 4)).unwrap();
+    // A cordon ends with the registration: the same id joins again uncordoned.
+    cluster.run(cordon(3, "*")).unwrap();
+    cluster
+        .run(ControllerCommand::FenceBroker { node_id: 3 })
+        .unwrap();
+    assert!(
+        super::super::dynamic_configs::is_cordoned(&cluster.image.broker_configs, 3),
+        "a fenced broker stays cordoned"
+    );
+    cluster.check();
+    cluster
+        .image
+        .apply(&MetadataRecord::BrokerUnregistered { node_id: 3 });
+    assert!(!super::super::dynamic_configs::is_cordoned(
+        &cluster.image.broker_configs,
+        3
+    ));
+}
+
 #[test]
 fn a_duplicate_node_id_is_refused_while_the_first_is_alive() {
     let mut cluster = Cluster::new(2);
