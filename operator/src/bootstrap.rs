@@ -1,5 +1,7 @@
 //! How the operator reaches a Cluster's brokers for Kafka admin requests.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
@@ -9,18 +11,29 @@ use crate::cluster::names::Names;
 use crate::context::Context;
 use crate::crd::Cluster;
 
+/// How the operator reaches a Cluster's brokers.
+#[derive(Debug, Clone, Default)]
+pub struct Reach {
+    /// Addresses to try, in order, for requests any broker answers.
+    pub any: Vec<String>,
+    /// Each broker's own address, for what only that broker takes (its own configs).
+    pub brokers: BTreeMap<i32, String>,
+}
+
 /// Addresses the operator tries, in order, to reach `cluster`'s brokers: an override
 /// (`--bootstrap-override`), then the pod IPs of its running brokers (reachable from the
 /// operator's pod in any cluster, and without cluster DNS), then the bootstrap Service.
 pub async fn addresses(ctx: &Context, cluster: &Cluster, namespace: &str) -> Vec<String> {
+    reach(ctx, cluster, namespace).await.any
+}
+
+/// [`addresses`], and each broker's own pod IP (a broker's own configs go to it).
+pub async fn reach(ctx: &Context, cluster: &Cluster, namespace: &str) -> Reach {
     let name = cluster.name_any();
-    if let Some(address) = ctx.bootstrap_overrides.get(&format!("{namespace}/{name}")) {
-        return vec![address.clone()];
-    }
     let names = Names::new(&name, namespace);
     let port = cluster.spec.listeners.kafka_port;
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
-    let mut out: Vec<String> = match pods
+    let brokers: BTreeMap<i32, String> = match pods
         .list(&ListParams::default().labels(&names.selector_string()))
         .await
     {
@@ -28,16 +41,26 @@ pub async fn addresses(ctx: &Context, cluster: &Cluster, namespace: &str) -> Vec
             .items
             .iter()
             .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
-            .map(|ip| format!("{ip}:{port}"))
+            .filter_map(|p| {
+                let ordinal = p.name_any().rsplit_once('-')?.1.parse::<i32>().ok()?;
+                let ip = p.status.as_ref()?.pod_ip.clone()?;
+                Some((ordinal, format!("{ip}:{port}")))
+            })
             .collect(),
         Err(error) => {
             tracing::debug!(%error, "Listing broker pods failed; using the bootstrap Service");
-            Vec::new()
+            BTreeMap::new()
         }
     };
-    out.push(names.bootstrap(port));
-    out
+    let any = match ctx.bootstrap_overrides.get(&format!("{namespace}/{name}")) {
+        Some(address) => vec![address.clone()],
+        None => brokers
+            .values()
+            .cloned()
+            .chain(std::iter::once(names.bootstrap(port)))
+            .collect(),
+    };
+    Reach { any, brokers }
 }
 
 /// Connects to the first address that answers.

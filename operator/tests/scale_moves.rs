@@ -160,3 +160,41 @@ fn a_drain_empties_the_leaving_broker_in_one_plan_and_a_balance_refills_it() {
         );
     }
 }
+
+/// Brokers holding a replica of any partition of `topic`, from broker `via`'s Metadata.
+fn holders(cluster: &Cluster, via: i32, topic: &str) -> std::collections::BTreeSet<i32> {
+    cluster
+        .topic_metadata(via, topic)
+        .partitions
+        .iter()
+        .flat_map(|p| p.replica_nodes.iter().map(|id| id.0))
+        .collect()
+}
+
+#[test]
+fn a_cordoned_broker_gets_no_new_partitions_until_uncordoned() {
+    let cluster = Cluster::start(3, 1, &[]);
+    cluster.wait_ready(&[1, 2, 3, 4]);
+    let runtime = runtime();
+    let set = |via: i32, cordoned: bool| {
+        runtime.block_on(async {
+            let address = format!("127.0.0.1:{}", cluster.nodes[&via].port);
+            let mut admin = AdminClient::connect(&address).await.unwrap();
+            admin.set_cordoned(4, cordoned).await
+        })
+    };
+    // A broker's own config goes to that broker, as Kafka's admin client sends it.
+    let elsewhere = set(1, true).unwrap_err().to_string();
+    assert!(elsewhere.contains("unexpected broker id"), "{elsewhere}");
+    set(4, true).unwrap();
+    // Every broker sees the cordon through the metadata log before the next topic.
+    assert_eq!(cluster.create_topic(2, "during", 12, 2), 0);
+    let during = holders(&cluster, 3, "during");
+    assert_eq!(during, [1, 2, 3].into(), "a cordoned broker got replicas");
+    // Three brokers take replicas now: RF 4 is refused as on a three-broker cluster.
+    assert_ne!(cluster.create_topic(1, "wide", 1, 4), 0);
+    set(4, false).unwrap();
+    assert_eq!(cluster.create_topic(1, "after", 12, 2), 0);
+    assert!(holders(&cluster, 1, "after").contains(&4));
+    assert_eq!(cluster.create_topic(1, "wide", 1, 4), 0);
+}

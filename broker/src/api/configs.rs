@@ -11,9 +11,9 @@
 use std::sync::Arc;
 
 use crate::config::{KEYS, LOG_CONFIG_SYNONYMS};
-use crate::controller::image::TopicImage;
 use crate::controller::ControllerError;
 use crate::controller::dynamic_configs::{CORDONED_LOG_DIRS, cordoned_dirs};
+use crate::controller::image::TopicImage;
 use crate::state::BrokerState;
 
 use super::admin::{AdminError, duplicates, existing_topic};

@@ -196,9 +196,18 @@ mod tests {
     #[test]
     fn a_broker_is_cordoned_when_its_own_setting_names_a_directory() {
         let configs = BrokerConfigs::from([
-            (1, BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), "*".to_string())])),
-            (2, BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), " , ".to_string())])),
-            (3, BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), "/data".to_string())])),
+            (
+                1,
+                BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), "*".to_string())]),
+            ),
+            (
+                2,
+                BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), " , ".to_string())]),
+            ),
+            (
+                3,
+                BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), "/data".to_string())]),
+            ),
             (
                 CLUSTER_DEFAULT,
                 BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), "*".to_string())]),
@@ -207,7 +216,10 @@ mod tests {
         assert!(is_cordoned(&configs, 1));
         assert!(!is_cordoned(&configs, 2), "an empty list cordons nothing");
         assert!(is_cordoned(&configs, 3));
-        assert!(!is_cordoned(&configs, 4), "the cluster default is not a broker's own");
+        assert!(
+            !is_cordoned(&configs, 4),
+            "the cluster default is not a broker's own"
+        );
         assert!(validate(CORDONED_LOG_DIRS, "*").is_ok());
         assert!(validate(CORDONED_LOG_DIRS, "").is_ok());
         assert!(validate(CORDONED_LOG_DIRS, "*,/data").is_err());

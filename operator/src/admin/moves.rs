@@ -20,6 +20,8 @@ use super::{
     brokers_of, check, partition_of, topic_name,
 };
 
+/// KIP-1066: the log directories (`*`: all) of a broker that take no new replicas.
+pub const CORDONED_LOG_DIRS: &str = "cordoned.log.dirs";
 /// ElectLeaders' election type for the preferred (first) replica.
 const PREFERRED: i8 = 0;
 /// ElectLeaders: the preferred replica already leads.
@@ -242,6 +244,27 @@ impl AdminClient {
 }
 
 impl AdminClient {
+    /// Cordons (every log directory, `*`) or uncordons `broker`, which must be the broker
+    /// this client is connected to: Kafka takes a broker's own configs only from it.
+    /// Setting what is already set changes nothing.
+    pub async fn set_cordoned(&mut self, broker: i32, cordoned: bool) -> Result<(), AdminError> {
+        let (set, delete) = if cordoned {
+            (
+                BTreeMap::from([(CORDONED_LOG_DIRS.to_string(), "*".to_string())]),
+                Vec::new(),
+            )
+        } else {
+            (BTreeMap::new(), vec![CORDONED_LOG_DIRS.to_string()])
+        };
+        self.alter_configs(vec![super::ConfigChange {
+            resource_type: super::RESOURCE_BROKER,
+            name: broker.to_string(),
+            set,
+            delete,
+        }])
+        .await
+    }
+
     /// The active controller (the metadata quorum's leader), from DescribeQuorum; `None`
     /// when the quorum has no leader right now.
     pub async fn active_controller(&mut self) -> Result<Option<i32>, AdminError> {

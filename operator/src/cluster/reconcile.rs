@@ -159,16 +159,9 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
         .and_then(|s| s.replicas);
     // A scale-in keeps the leaving brokers until they hold no replica.
     let scaling = if previous_replicas.is_some() {
-        let candidates = crate::bootstrap::addresses(ctx, cluster, &namespace).await;
+        let reach = crate::bootstrap::reach(ctx, cluster, &namespace).await;
         let leaving = leaving_pods(ctx, &names, cluster.spec.replicas).await;
-        scale::reconcile(
-            cluster,
-            previous_replicas,
-            &candidates,
-            leaving,
-            &ctx.metrics,
-        )
-        .await
+        scale::reconcile(cluster, previous_replicas, &reach, leaving, &ctx.metrics).await
     } else {
         scale::Outcome {
             keep: cluster.spec.replicas,
@@ -257,7 +250,11 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     let idle = status::is_ready(&status) && status.scaling.is_none();
     write_status(cluster, ctx, status).await?;
     ctx.succeeded(&key(cluster));
-    Ok(Action::requeue(if idle { REQUEUE_IDLE } else { REQUEUE_BUSY }))
+    Ok(Action::requeue(if idle {
+        REQUEUE_IDLE
+    } else {
+        REQUEUE_BUSY
+    }))
 }
 
 /// Deletes one broker pod so the StatefulSet recreates it on the new revision.

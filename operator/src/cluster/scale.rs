@@ -16,6 +16,7 @@ use oxbow_placement::Candidate;
 use oxbow_placement::reassignment::{self, PartitionState, Plan, TopicPartition};
 
 use crate::admin::{AdminClient, AdminError, Partitions};
+use crate::bootstrap::Reach;
 use crate::crd::{Cluster, ScalingStatus};
 use crate::metrics::Metrics;
 
@@ -151,25 +152,85 @@ fn scaling(from: i32, to: i32, phase: &str, message: String) -> Option<ScalingSt
     })
 }
 
+/// Brokers `from..to`.
+fn range(from: i32, to: i32) -> BTreeSet<i32> {
+    (from.max(0)..to).collect()
+}
+
+/// Cordons `cordon` and uncordons `uncordon` (KIP-1066), each through the broker itself.
+async fn set_cordons(
+    reach: &Reach,
+    cordon: &BTreeSet<i32>,
+    uncordon: &BTreeSet<i32>,
+) -> Result<(), String> {
+    let wanted = cordon.iter().map(|id| (*id, true));
+    for (broker, cordoned) in wanted.chain(uncordon.iter().map(|id| (*id, false))) {
+        let verb = if cordoned { "cordon" } else { "uncordon" };
+        let address = reach
+            .brokers
+            .get(&broker)
+            .ok_or_else(|| format!("cannot {verb} broker {broker}: its pod has no address"))?;
+        let mut admin = AdminClient::connect(address)
+            .await
+            .map_err(|error| format!("cannot {verb} broker {broker}: {error}"))?;
+        admin
+            .set_cordoned(broker, cordoned)
+            .await
+            .map_err(|error| format!("cannot {verb} broker {broker}: {error}"))?;
+    }
+    Ok(())
+}
+
+/// Brokers a drain cordoned that a changed `spec.replicas` no longer removes: a drain the
+/// user took back or changed must not leave them taking no new replicas for good. (Brokers
+/// whose pods were already removed are uncordoned by the scale-out that brings them back.)
+fn no_longer_leaving(previous: Option<&ScalingStatus>, wanted: i32, current: i32) -> BTreeSet<i32> {
+    match previous {
+        Some(p) if p.phase == "Draining" => range(p.to, p.from)
+            .difference(&range(wanted, current))
+            .copied()
+            .collect(),
+        _ => BTreeSet::new(),
+    }
+}
+
 /// Decides (and starts) the data moves of a scale. `current` is the StatefulSet's replica
-/// count (`None` before it exists); `addresses` reach the brokers; `leaving_pods` counts the
-/// pods with an ordinal of `spec.replicas` or more.
+/// count (`None` before it exists); `leaving_pods` counts the pods with an ordinal of
+/// `spec.replicas` or more.
 pub async fn reconcile(
     cluster: &Cluster,
     current: Option<i32>,
-    addresses: &[String],
+    reach: &Reach,
     leaving_pods: Result<usize, String>,
     metrics: &Metrics,
 ) -> Outcome {
     let wanted = cluster.spec.replicas;
     let previous = cluster.status.as_ref().and_then(|s| s.scaling.clone());
+    let addresses = reach.any.as_slice();
+    let Some(current) = current else {
+        return Outcome {
+            keep: wanted,
+            status: None,
+            event: None,
+        };
+    };
+    let stale = no_longer_leaving(previous.as_ref(), wanted, current);
+    if let Err(message) = set_cordons(reach, &BTreeSet::new(), &stale).await {
+        // The StatefulSet stays and so does the old status: the next reconcile tries again.
+        let mut status = previous.clone();
+        if let Some(status) = status.as_mut() {
+            status.message = message;
+        }
+        return Outcome {
+            keep: current,
+            status,
+            event: None,
+        };
+    }
     let steady = |status| Outcome {
         keep: wanted,
         status,
         event: None,
-    };
-    let Some(current) = current else {
-        return steady(None);
     };
     if wanted > current {
         return Outcome {
@@ -191,15 +252,17 @@ pub async fn reconcile(
             return steady(None);
         };
         return match previous.phase.as_str() {
-            "RemovingBrokers" => remove(previous, addresses, leaving_pods).await,
+            "RemovingBrokers" if previous.to == wanted => {
+                remove(previous, addresses, leaving_pods).await
+            }
             "StartingBrokers" | "Balancing" | "ElectingLeaders" if previous.to == wanted => {
-                balance(cluster, previous, addresses, metrics).await
+                balance(cluster, previous, reach, metrics).await
             }
             // A refused scale-in the user took back, or a scale that no longer applies.
             _ => steady(None),
         };
     }
-    drain(cluster, current, wanted, addresses, metrics).await
+    drain(cluster, current, wanted, reach, metrics).await
 }
 
 async fn connect(addresses: &[String]) -> Result<AdminClient, String> {
@@ -253,9 +316,10 @@ async fn drain(
     cluster: &Cluster,
     current: i32,
     wanted: i32,
-    addresses: &[String],
+    reach: &Reach,
     metrics: &Metrics,
 ) -> Outcome {
+    let addresses = reach.any.as_slice();
     let waiting = |message: String| Outcome {
         keep: current,
         status: scaling(current, wanted, "Draining", message),
@@ -267,7 +331,18 @@ async fn drain(
     };
     let leaving = format!("{wanted}-{}", current - 1);
     let stay = ordinals(wanted);
-    match drain_step(&observation, &stay) {
+    let step = drain_step(&observation, &stay);
+    // The leaving brokers take no new replicas (a topic created meanwhile lands on the
+    // brokers that stay) until they are unregistered, which ends the cordon; a refused
+    // scale-in leaves them as they were.
+    let (cordon, uncordon) = match step {
+        Step::Refused(_) => (BTreeSet::new(), range(wanted, current)),
+        _ => (range(wanted, current), BTreeSet::new()),
+    };
+    if let Err(message) = set_cordons(reach, &cordon, &uncordon).await {
+        return waiting(message);
+    }
+    match step {
         Step::Refused(message) => Outcome {
             keep: current,
             status: scaling(current, wanted, "Refused", message.clone()),
@@ -354,9 +429,10 @@ async fn remove(
 async fn balance(
     cluster: &Cluster,
     previous: ScalingStatus,
-    addresses: &[String],
+    reach: &Reach,
     metrics: &Metrics,
 ) -> Outcome {
+    let addresses = reach.any.as_slice();
     let wanted = previous.to;
     let status = |phase: &str, message: String| scaling(previous.from, wanted, phase, message);
     let waiting = |message: String| Outcome {
@@ -368,7 +444,16 @@ async fn balance(
         Ok(connected) => connected,
         Err(message) => return waiting(message),
     };
-    match balance_step(&observation, &ordinals(wanted)) {
+    let step = balance_step(&observation, &ordinals(wanted));
+    // The new brokers take new replicas: one that a taken-back scale-in had cordoned
+    // comes back uncordoned (a no-op for the others).
+    if !matches!(step, Step::Wait { moving: 0 })
+        && let Err(message) =
+            set_cordons(reach, &BTreeSet::new(), &range(previous.from, wanted)).await
+    {
+        return waiting(message);
+    }
+    match step {
         Step::Wait { moving: 0 } => waiting(format!(
             "Waiting for brokers {}-{} to join the cluster",
             previous.from,

@@ -122,3 +122,33 @@ fn a_scale_out_waits_for_the_new_brokers_then_balances_then_elects() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_drain_taken_back_or_changed_uncordons_the_brokers_it_no_longer_removes() {
+    let draining = |from, to| ScalingStatus {
+        from,
+        to,
+        phase: "Draining".to_string(),
+        message: String::new(),
+    };
+    // 5 -> 2 changed to 5 -> 3: broker 2 stays, 3 and 4 still leave.
+    let changed = no_longer_leaving(Some(&draining(5, 2)), 3, 5);
+    assert_eq!(changed, BTreeSet::from([2]));
+    // Taken back (5 again), or beyond (7): every cordoned broker is uncordoned.
+    assert_eq!(
+        no_longer_leaving(Some(&draining(5, 2)), 5, 5),
+        BTreeSet::from([2, 3, 4])
+    );
+    assert_eq!(
+        no_longer_leaving(Some(&draining(5, 2)), 7, 5),
+        BTreeSet::from([2, 3, 4])
+    );
+    // The same drain, or no drain at all: nothing.
+    assert!(no_longer_leaving(Some(&draining(5, 2)), 2, 5).is_empty());
+    assert!(no_longer_leaving(None, 2, 5).is_empty());
+    let refused = ScalingStatus {
+        phase: "Refused".to_string(),
+        ..draining(5, 2)
+    };
+    assert!(no_longer_leaving(Some(&refused), 5, 5).is_empty());
+}
