@@ -8,7 +8,8 @@
 #   Topic from manifests/topic.yaml -> produce and consume with a real client (kafka-python)
 #   -> change a topic config -> bad CRs refused or Degraded -> scale out (replicas move to the
 #   new broker) -> a refused scale-in (an RF=2 topic) -> scale in (drained first, nothing
-#   lost) -> delete the Topic ->
+#   lost) -> a config change rolls the broker -> storage grows (and a shrink is refused) ->
+#   many Topics -> delete the Topic ->
 #   topic gone -> leader failover -> operator metrics.
 # Waits are on conditions (kubectl wait, or a bounded poll of a check).
 set -euo pipefail
@@ -361,6 +362,42 @@ kubectl -n "$NS" get events.events.k8s.io --field-selector reason=RollingBroker 
 pod_ip="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.status.podIP}')"; bootstrap="$pod_ip:9092"
 until_true 60 listening || fail "the restarted broker does not listen on $bootstrap"
 ok "a broker config change rolled events-0 (OnDelete, one at a time) onto revision $revision in $((SECONDS - t0)) s"
+
+# --- storage grows --------------------------------------------------------------------
+# spec.storage.size grows the claims in place (the StatefulSet's claim template cannot change);
+# the testbed's StorageClass allows expansion and its volume stand-in grows the volume.
+uid_before="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}')"
+claim_size() { kubectl -n "$NS" get pvc data-events-0 -o jsonpath="{.$1.${2}.storage}"; }
+sized() { # sized STATUS REASON: the StorageResized condition
+  [ "$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.conditions[?(@.type=="StorageResized")].status}/{.status.conditions[?(@.type=="StorageResized")].reason}')" = "$1/$2" ]
+}
+kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"storage":{"size":"2Gi"}}}' >/dev/null
+t0=$SECONDS
+at_2gi() { [ "$(claim_size status capacity)" = 2Gi ] && sized True AtSize; }
+until_true 90 at_2gi || fail "claim data-events-0 not expanded to 2Gi (request $(claim_size spec resources.requests), capacity $(claim_size status capacity))"
+[ "$(kubectl -n "$NS" get sts events -o jsonpath='{.spec.volumeClaimTemplates[0].spec.resources.requests.storage}')" = 1Gi ] \
+  || fail "the StatefulSet's claim template changed"
+[ "$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}')" = "$uid_before" ] || fail "growing storage restarted events-0"
+ok "storage 1Gi -> 2Gi: claim data-events-0 expanded in place in $((SECONDS - t0)) s (StorageResized True), no broker restarted"
+out="$(kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"storage":{"size":"1Gi"}}}' 2>&1)" \
+  && fail "a smaller storage.size was accepted"
+grep -q "can only grow" <<<"$out" || fail "shrink refused without the reason: $out"
+ok "a smaller storage.size is refused by the CRD: $(grep -o 'storage.size can only grow[^"]*' <<<"$out" | head -n 1)"
+if k8s_local; then
+  # The testbed's own class: a class that does not allow expansion is named in the condition.
+  kubectl patch storageclass oxbow-e2e-local --type merge -p '{"allowVolumeExpansion":false}' >/dev/null
+  kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"storage":{"size":"3Gi"}}}' >/dev/null
+  refused() { sized False ExpansionNotSupported; }
+  until_true 60 refused || fail "no ExpansionNotSupported condition"
+  [ "$(claim_size spec resources.requests)" = 2Gi ] || fail "the claim was asked for more although its class does not allow it"
+  message="$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.conditions[?(@.type=="StorageResized")].message}')"
+  kubectl patch storageclass oxbow-e2e-local --type merge -p '{"allowVolumeExpansion":true}' >/dev/null
+  at_3gi() { [ "$(claim_size status capacity)" = 3Gi ] && sized True AtSize; }
+  until_true 90 at_3gi || fail "claim not expanded to 3Gi once the class allowed it"
+  ok "a class without volume expansion: StorageResized False ($message); allowed again, the claim grew to 3Gi"
+else
+  suite_skip_check "a StorageClass without expansion: the suite does not change a real cluster's classes"
+fi
 
 # --- many Topics ---------------------------------------------------------------------
 # OXBOW_TOPICS_AT_SCALE=10000 for the full size (README); CI runs a reduced one.

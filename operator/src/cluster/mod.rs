@@ -15,6 +15,7 @@ pub mod scale;
 pub mod settings;
 mod statefulset;
 pub mod status;
+pub mod storage;
 
 #[cfg(test)]
 mod tests;

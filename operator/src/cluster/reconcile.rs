@@ -157,6 +157,7 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
         .as_ref()
         .and_then(|s| s.spec.as_ref())
         .and_then(|s| s.replicas);
+    keep_claim_size(&mut desired.stateful_set, previous.as_ref());
     // A scale-in keeps the leaving brokers until they hold no replica.
     let scaling = if previous_replicas.is_some() {
         let reach = crate::bootstrap::reach(ctx, cluster, &namespace).await;
@@ -175,6 +176,7 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
         keeping.spec.replicas = scaling.keep;
         if let Ok(kept) = build::build(&keeping, &ctx.settings) {
             desired = kept;
+            keep_claim_size(&mut desired.stateful_set, previous.as_ref());
         }
     }
     let monitor_error = apply_all(&desired, ctx, &namespace).await?;
@@ -228,6 +230,7 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     if let Some(message) = &roll_blocked {
         tracing::info!(cluster = %names.cluster, message, "Roll waits");
     }
+    let sizing = super::storage::reconcile(ctx, cluster, &names, scaling.keep).await;
     let mut status = status::compute(
         cluster,
         &names,
@@ -236,6 +239,26 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
         monitor_error.as_deref(),
         scaling.status,
     );
+    if let Some(sizing) = sizing {
+        status.conditions = crate::crd::merge_conditions(
+            &cluster
+                .status
+                .as_ref()
+                .map(|s| s.conditions.clone())
+                .unwrap_or_default(),
+            status
+                .conditions
+                .drain(..)
+                .chain(std::iter::once(crate::crd::condition(
+                    super::storage::STORAGE_RESIZED,
+                    sizing.at_size,
+                    sizing.reason,
+                    sizing.message,
+                    generation,
+                )))
+                .collect(),
+        );
+    }
     if let Some(message) = roll_blocked {
         for condition in status
             .conditions
@@ -245,9 +268,14 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
             condition.message.clone_from(&message);
         }
     }
-    // A scale in progress looks again soon even when every broker is ready: the leaving
-    // pods' disappearance changes nothing this controller watches.
-    let idle = status::is_ready(&status) && status.scaling.is_none();
+    // A scale or a claim expansion in progress looks again soon even when every broker is
+    // ready: the leaving pods' disappearance and the claims' growth change nothing this
+    // controller watches.
+    let expanding = status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == super::storage::STORAGE_RESIZED && c.reason == "Expanding");
+    let idle = status::is_ready(&status) && status.scaling.is_none() && !expanding;
     write_status(cluster, ctx, status).await?;
     ctx.succeeded(&key(cluster));
     Ok(Action::requeue(if idle {
@@ -255,6 +283,41 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     } else {
         REQUEUE_BUSY
     }))
+}
+
+/// A StatefulSet's claim templates cannot change: an existing one keeps the size it was
+/// created with, and a larger `spec.storage.size` expands the claims themselves
+/// ([`super::storage`]).
+fn keep_claim_size(desired: &mut StatefulSet, existing: Option<&StatefulSet>) {
+    let size_of = |set: &StatefulSet| {
+        set.spec
+            .as_ref()?
+            .volume_claim_templates
+            .as_ref()?
+            .first()?
+            .spec
+            .as_ref()?
+            .resources
+            .as_ref()?
+            .requests
+            .as_ref()?
+            .get("storage")
+            .cloned()
+    };
+    let Some(size) = existing.and_then(size_of) else {
+        return;
+    };
+    if let Some(requests) = desired
+        .spec
+        .as_mut()
+        .and_then(|s| s.volume_claim_templates.as_mut())
+        .and_then(|t| t.first_mut())
+        .and_then(|c| c.spec.as_mut())
+        .and_then(|s| s.resources.as_mut())
+        .and_then(|r| r.requests.as_mut())
+    {
+        requests.insert("storage".to_string(), size);
+    }
 }
 
 /// Deletes one broker pod so the StatefulSet recreates it on the new revision.

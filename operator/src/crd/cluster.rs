@@ -159,10 +159,12 @@ impl PullPolicy {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct StorageSpec {
-    /// Size of each broker's claim (a Kubernetes quantity, e.g. `100Gi`). Fixed at creation.
+    /// Size of each broker's claim (a Kubernetes quantity, e.g. `100Gi`). It can grow: the
+    /// operator expands every claim where the StorageClass allows volume expansion (the
+    /// `StorageResized` condition says where it stands); it cannot shrink.
     #[serde(default = "default_storage_size")]
     #[schemars(regex(pattern = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"))]
-    #[x_kube(validation = Rule::new("self == oldSelf").message("storage.size is immutable (StatefulSet claim templates cannot change)"))]
+    #[x_kube(validation = Rule::new("!isQuantity(self) || !isQuantity(oldSelf) || quantity(self).compareTo(quantity(oldSelf)) >= 0").message("storage.size can only grow: a claim cannot shrink"))]
     pub size: String,
     /// Storage class of the claims; the cluster default when unset. Fixed at creation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
