@@ -3,7 +3,8 @@
 usage: kafka_client.py BOOTSTRAP produce-consume TOPIC COUNT
        kafka_client.py BOOTSTRAP topics                 (prints topic names)
        kafka_client.py BOOTSTRAP supports API_KEY       (exit 0 if the broker offers the API)
-       kafka_client.py BOOTSTRAP config TOPIC KEY       (prints the topic config value)"""
+       kafka_client.py BOOTSTRAP config TOPIC KEY       (prints the topic config value)
+       kafka_client.py BOOTSTRAP broker-config ID KEY   (prints broker ID's config, asked of it)"""
 import sys, time, uuid
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType
@@ -58,6 +59,11 @@ elif command == "supports":
 elif command == "config":
     admin = KafkaAdminClient(**common)
     result = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, args[0], configs=[args[1]])])
+    print(result)
+elif command == "broker-config":
+    # kafka-python sends a broker's own configs request to that broker, as Kafka's tools do.
+    admin = KafkaAdminClient(**common)
+    result = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, args[0], configs=[args[1]])])
     print(result)
 else:
     sys.exit(f"unknown command {command}")

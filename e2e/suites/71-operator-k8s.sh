@@ -262,17 +262,23 @@ kubectl -n "$NS" scale cluster/events --replicas=2 >/dev/null
 sts_replicas() { [ "$(kubectl -n "$NS" get sts events -o jsonpath='{.spec.replicas}')" = "$1" ]; }
 until_true 60 sts_replicas 2 || fail "kubectl scale did not reach the StatefulSet"
 kubectl -n "$NS" get configmap events -o jsonpath='{.data.events-1\.yaml}' | grep -q 'node.id: 1' || fail "no config for broker 1"
-events_of() { kubectl -n "$NS" get events.events.k8s.io --field-selector reason="$1" -o name | wc -l; }
+events_of() { # how many times an Event of reason $1 was emitted (a repeated one is a series)
+  kubectl -n "$NS" get events.events.k8s.io --field-selector reason="$1" \
+    -o jsonpath='{range .items[*]}{.series.count}{"\n"}{end}' | awk '{ n += ($1 == "" ? 1 : $1) } END { print n + 0 }'
+}
 balancing() { [ "$(events_of Balancing)" -ge 1 ]; }
 until_true 180 balancing || fail "no Balancing event: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
 phase_at_kill="$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling.phase}')"
-victim="$(holder)"
-if k8s_local; then
-  kill -KILL "$(cat "$(ls "$OXBOW_K8S_STATE"/pods/"$SYS"."$victim".*/operator.log.pid | head -n 1)")" \
-    || fail "SIGKILL of operator $victim"
-else
-  kubectl -n "$SYS" delete pod "$victim" --grace-period=0 --force >/dev/null 2>&1 || fail "killing operator $victim"
-fi
+kill_leader() { # SIGKILLs the operator holding the Lease; sets victim
+  victim="$(holder)"
+  if k8s_local; then
+    kill -KILL "$(cat "$(ls "$OXBOW_K8S_STATE"/pods/"$SYS"."$victim".*/operator.log.pid | head -n 1)")" \
+      || fail "SIGKILL of operator $victim"
+  else
+    kubectl -n "$SYS" delete pod "$victim" --grace-period=0 --force >/dev/null 2>&1 || fail "killing operator $victim"
+  fi
+}
+kill_leader
 t_kill=$SECONDS
 # The Balanced event ends the scale (Ready alone may still be the one from before it).
 balanced() { [ "$(events_of Balanced)" -ge 1 ]; }
@@ -330,12 +336,26 @@ sts_replicas 2 || fail "a refused scale-in shrank the StatefulSet"
 ok "scale to 1 with an RF=2 topic: refused (Degraded/ScaleInRefused: $message); StatefulSet and replicas untouched"
 
 kubectl -n "$NS" delete topic pinned --timeout=60s >/dev/null || fail "deleting Topic pinned"
-until_true 120 sts_replicas 1 || fail "the scale-in did not go on once pinned was gone: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
+# The drain copies broker 1's share of orders at 1 MiB/s; broker 1 is cordoned throughout (a
+# topic created meanwhile lands on broker 0), and the operator leader is SIGKILLed mid-drain:
+# the next leader finishes it with no second plan.
+draining() { [ "$(events_of Draining)" -ge 1 ]; }
+until_true 120 draining || fail "no Draining event once pinned was gone: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
+cordon="$(client "$bootstrap" broker-config 1 cordoned.log.dirs)" || fail "describing broker 1's configs: $cordon"
+grep -q "'\*'" <<<"$cordon" || fail "broker 1 is not cordoned while it drains: $cordon"
+phase_at_kill="$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling.phase}')"
+kill_leader
+t_kill=$SECONDS
+until_true 180 sts_replicas 1 || fail "the scale-in did not go on once pinned was gone: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
 [ "$(replicas_on 1 orders)" = 0 ] || fail "the StatefulSet shrank while broker 1 held replicas"
 kubectl -n "$NS" wait --for=delete pod/events-1 --timeout=120s >/dev/null || fail "events-1 not removed"
 kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=120s >/dev/null || fail "Ready with 1 broker"
 scaled_in() { kubectl -n "$NS" get events.events.k8s.io --field-selector reason=ScaledIn -o name | grep -q .; }
 until_true 60 scaled_in || fail "no ScaledIn event"
+for reason in Draining Drained ScaledIn; do
+  [ "$(events_of $reason)" = 1 ] || fail "$(events_of $reason) $reason events: the drain was planned or ended more than once"
+done
+ok "operator leader $victim SIGKILLed mid-drain (phase $phase_at_kill, broker 1 cordoned: cordoned.log.dirs=*); $(holder) finished it $((SECONDS - t_kill)) s later: one Draining, one Drained, one ScaledIn event"
 got="$(kcat -C -b "$bootstrap" -t orders -o beginning -e -q 2>/dev/null | grep -c '^before-scale-')" || true
 [ "$got" = 300 ] || fail "after scaling out and in, $got of the 300 records written before are left"
 ok "then the scale-in drained broker 1 before its pod went (orders all on broker 0) and unregistered it (ScaledIn); all 300 records written before the scale read back"
@@ -350,7 +370,13 @@ ok "under load for $((SECONDS - t_load)) s (scale-out with an operator kill, RF 
 
 # --- config change rolls the broker ---------------------------------------------------
 uid_before="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}')"
+rolls_before="$(events_of RollingBroker)"
 kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"config":{"num.partitions":4}}}' >/dev/null
+# The operator leader is SIGKILLed as soon as the roll starts; the next one must not restart
+# the broker a second time.
+rolling() { [ "$(events_of RollingBroker)" -gt "$rolls_before" ]; }
+until_true 120 rolling || fail "no RollingBroker event after a config change"
+kill_leader
 replaced() { local uid; uid="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}' 2>/dev/null)"; [ -n "$uid" ] && [ "$uid" != "$uid_before" ]; }
 t0=$SECONDS
 until_true 120 replaced || fail "the operator did not restart events-0 after a config change"
@@ -358,10 +384,17 @@ kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=120s >/dev/
 revision="$(kubectl -n "$NS" get sts events -o jsonpath='{.status.updateRevision}')"
 [ "$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.labels.controller-revision-hash}')" = "$revision" ] \
   || fail "events-0 not on revision $revision"
-kubectl -n "$NS" get events.events.k8s.io --field-selector reason=RollingBroker -o name | grep -q . || fail "no RollingBroker event"
+# Long enough for the next leader to have taken over and looked at the roll.
+new_holder() { local h; h="$(holder)"; [ -n "$h" ] && [ "$h" != "$victim" ]; }
+until_true 90 new_holder || fail "no operator took over after $victim was killed mid-roll"
+sleep 15   # two of the next leader's busy requeues: a second restart would show here
+[ "$(events_of RollingBroker)" = $((rolls_before + 1)) ] || fail "$(events_of RollingBroker) RollingBroker events ($rolls_before before): the broker was restarted again"
+uid_after="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}')"
+kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=120s >/dev/null || fail "Ready after the roll"
 pod_ip="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.status.podIP}')"; bootstrap="$pod_ip:9092"
 until_true 60 listening || fail "the restarted broker does not listen on $bootstrap"
-ok "a broker config change rolled events-0 (OnDelete, one at a time) onto revision $revision in $((SECONDS - t0)) s"
+[ "$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}')" = "$uid_after" ] || fail "events-0 restarted twice"
+ok "a broker config change rolled events-0 (OnDelete, one at a time) onto revision $revision in $((SECONDS - t0)) s; operator $victim SIGKILLed mid-roll, $(holder) did not restart it again (one RollingBroker event)"
 
 # --- storage grows --------------------------------------------------------------------
 # spec.storage.size grows the claims in place (the StatefulSet's claim template cannot change);
