@@ -31,9 +31,10 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, Str
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+mod log_dirs;
 mod moves;
 mod throttle;
-pub use moves::Partitions;
+pub use moves::{Partitions, ReplicaSizes};
 pub use throttle::{THROTTLED_REPLICAS_KEYS, is_move_throttle};
 
 /// Largest response frame accepted (a Metadata answer of a big cluster fits easily).

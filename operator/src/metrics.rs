@@ -15,7 +15,8 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 use tokio::net::TcpListener;
 
@@ -28,6 +29,9 @@ pub struct Metrics {
     duration: HistogramVec,
     moves: IntCounterVec,
     moved_replicas: IntCounterVec,
+    moved_bytes: IntCounterVec,
+    bytes_remaining: IntGaugeVec,
+    bytes_rate: IntGaugeVec,
     /// 1 while this replica holds the leader Lease.
     pub leader: IntGauge,
 }
@@ -40,98 +44,87 @@ pub struct MetricsError {
     source: prometheus::Error,
 }
 
+/// Registers `collector` with `registry` and hands it back.
+fn registered<C>(registry: &Registry, name: &'static str, collector: C) -> Result<C, MetricsError>
+where
+    C: prometheus::core::Collector + Clone + 'static,
+{
+    registry
+        .register(Box::new(collector.clone()))
+        .map_err(|source| MetricsError { name, source })?;
+    Ok(collector)
+}
+
+fn counter(name: &'static str, help: &str, labels: &[&str]) -> Result<IntCounterVec, MetricsError> {
+    IntCounterVec::new(Opts::new(name, help), labels)
+        .map_err(|source| MetricsError { name, source })
+}
+
+fn gauge(name: &'static str, help: &str, labels: &[&str]) -> Result<IntGaugeVec, MetricsError> {
+    IntGaugeVec::new(Opts::new(name, help), labels).map_err(|source| MetricsError { name, source })
+}
+
 impl Metrics {
     pub fn new() -> Result<Self, MetricsError> {
         let registry = Registry::new();
-        let reconciles = IntCounterVec::new(
-            Opts::new(
-                "oxbow_operator_reconciles_total",
-                "Reconciles run, by controller",
-            ),
+        let r = &registry;
+        let reconciles = counter(
+            "oxbow_operator_reconciles_total",
+            "Reconciles run, by controller",
             &["controller"],
-        )
-        .map_err(|source| MetricsError {
-            name: "reconciles",
-            source,
-        })?;
-        let errors = IntCounterVec::new(
-            Opts::new(
-                "oxbow_operator_reconcile_errors_total",
-                "Failed reconciles, by controller and error category",
-            ),
+        )?;
+        let errors = counter(
+            "oxbow_operator_reconcile_errors_total",
+            "Failed reconciles, by controller and error category",
             &["controller", "category"],
-        )
-        .map_err(|source| MetricsError {
-            name: "errors",
-            source,
-        })?;
+        )?;
+        let name = "oxbow_operator_reconcile_duration_seconds";
         let duration = HistogramVec::new(
-            HistogramOpts::new(
-                "oxbow_operator_reconcile_duration_seconds",
-                "Reconcile duration, by controller",
-            )
-            .buckets(vec![
+            HistogramOpts::new(name, "Reconcile duration, by controller").buckets(vec![
                 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
             ]),
             &["controller"],
         )
-        .map_err(|source| MetricsError {
-            name: "duration",
-            source,
-        })?;
-        let moves = IntCounterVec::new(
-            Opts::new(
-                "oxbow_operator_moves_started_total",
-                "Reassignments the operator started, by operation (scale_out, scale_in, replication_factor)",
-            ),
+        .map_err(|source| MetricsError { name, source })?;
+        let moves = counter(
+            "oxbow_operator_moves_started_total",
+            "Reassignments the operator started, by operation (scale_out, scale_in, replication_factor)",
             &["operation"],
-        )
-        .map_err(|source| MetricsError {
-            name: "moves",
-            source,
-        })?;
-        let moved_replicas = IntCounterVec::new(
-            Opts::new(
-                "oxbow_operator_moved_replicas_total",
-                "Replicas created on new brokers by the reassignments the operator started, by operation",
-            ),
+        )?;
+        let moved_replicas = counter(
+            "oxbow_operator_moved_replicas_total",
+            "Replicas created on new brokers by the reassignments the operator started, by operation",
             &["operation"],
-        )
-        .map_err(|source| MetricsError {
-            name: "moved_replicas",
-            source,
-        })?;
-        let leader = IntGauge::new(
-            "oxbow_operator_leader",
-            "1 while this operator replica is the leader",
-        )
-        .map_err(|source| MetricsError {
-            name: "leader",
-            source,
-        })?;
-        for (name, collector) in [
-            (
-                "reconciles",
-                Box::new(reconciles.clone()) as Box<dyn prometheus::core::Collector>,
-            ),
-            ("errors", Box::new(errors.clone())),
-            ("duration", Box::new(duration.clone())),
-            ("moves", Box::new(moves.clone())),
-            ("moved_replicas", Box::new(moved_replicas.clone())),
-            ("leader", Box::new(leader.clone())),
-        ] {
-            registry
-                .register(collector)
-                .map_err(|source| MetricsError { name, source })?;
-        }
+        )?;
+        let moved_bytes = counter(
+            "oxbow_operator_moved_bytes_total",
+            "Bytes the reassignments the operator started copy (the leaders' log sizes when planned), by operation",
+            &["operation"],
+        )?;
+        let bytes_remaining = gauge(
+            "oxbow_operator_move_bytes_remaining",
+            "Bytes the moves of a Cluster's scale still have to copy (0 when none is in flight)",
+            &["namespace", "cluster"],
+        )?;
+        let bytes_rate = gauge(
+            "oxbow_operator_move_bytes_per_second",
+            "Copy rate of a Cluster's scale moves, between the operator's last two looks",
+            &["namespace", "cluster"],
+        )?;
+        let name = "oxbow_operator_leader";
+        let leader = IntGauge::new(name, "1 while this operator replica is the leader")
+            .map_err(|source| MetricsError { name, source })?;
         Ok(Self {
+            reconciles: registered(r, "reconciles", reconciles)?,
+            errors: registered(r, "errors", errors)?,
+            duration: registered(r, "duration", duration)?,
+            moves: registered(r, "moves", moves)?,
+            moved_replicas: registered(r, "moved_replicas", moved_replicas)?,
+            moved_bytes: registered(r, "moved_bytes", moved_bytes)?,
+            bytes_remaining: registered(r, "bytes_remaining", bytes_remaining)?,
+            bytes_rate: registered(r, "bytes_rate", bytes_rate)?,
+            leader: registered(r, "leader", leader)?,
             registry,
-            reconciles,
-            errors,
-            duration,
-            moves,
-            moved_replicas,
-            leader,
         })
     }
 
@@ -150,11 +143,24 @@ impl Metrics {
 
     /// Counts a reassignment the operator started: `operation` is `scale_out`, `scale_in`
     /// or `replication_factor`; `replicas` the replicas it creates.
-    pub fn moves_started(&self, operation: &str, replicas: usize) {
+    pub fn moves_started(&self, operation: &str, replicas: usize, bytes: u64) {
         self.moves.with_label_values(&[operation]).inc();
         self.moved_replicas
             .with_label_values(&[operation])
             .inc_by(u64::try_from(replicas).unwrap_or(u64::MAX));
+        self.moved_bytes
+            .with_label_values(&[operation])
+            .inc_by(bytes);
+    }
+
+    /// Where a Cluster's scale moves stand: bytes left to copy and the copy rate.
+    pub fn move_progress(&self, namespace: &str, cluster: &str, remaining: u64, rate: u64) {
+        let labels = [namespace, cluster];
+        let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.bytes_remaining
+            .with_label_values(&labels)
+            .set(clamp(remaining));
+        self.bytes_rate.with_label_values(&labels).set(clamp(rate));
     }
 
     /// The text exposition of every metric.
@@ -256,8 +262,9 @@ mod tests {
             text.contains("oxbow_operator_reconcile_duration_seconds_bucket"),
             "{text}"
         );
-        metrics.moves_started("scale_out", 3);
-        metrics.moves_started("scale_out", 2);
+        metrics.moves_started("scale_out", 3, 300);
+        metrics.moves_started("scale_out", 2, 200);
+        metrics.move_progress("ns", "events", 1024, 512);
         let text = metrics.render();
         assert!(
             text.contains("oxbow_operator_moves_started_total{operation=\"scale_out\"} 2"),
@@ -265,6 +272,16 @@ mod tests {
         );
         assert!(
             text.contains("oxbow_operator_moved_replicas_total{operation=\"scale_out\"} 5"),
+            "{text}"
+        );
+        assert!(
+            text.contains("oxbow_operator_moved_bytes_total{operation=\"scale_out\"} 500"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "oxbow_operator_move_bytes_remaining{cluster=\"events\",namespace=\"ns\"} 1024"
+            ),
             "{text}"
         );
     }

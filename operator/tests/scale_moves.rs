@@ -110,8 +110,43 @@ fn a_drain_empties_the_leaving_broker_in_one_plan_and_a_balance_refills_it() {
         assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
     }
 
-    // Scale-in to brokers 1-3: everything on 4 moves, in one reassignment.
+    // Plans weigh bytes: every broker reports its own replicas' sizes (DescribeLogDirs), and
+    // the drain copies exactly broker 4's partitions, each at its leader's size.
     let port = cluster.nodes[&1].port;
+    let addresses: BTreeMap<i32, String> = (1..=4)
+        .map(|id| (id, format!("127.0.0.1:{}", cluster.nodes[&id].port)))
+        .collect();
+    let (plan, on_4) = runtime().block_on(async {
+        let mut admin = AdminClient::connect(&addresses[&1]).await.unwrap();
+        let mut seen = scale::observe(&mut admin).await.unwrap();
+        seen.sizes = scale::read_sizes(&addresses).await;
+        assert_eq!(seen.sizes.len(), 4, "a broker did not report its sizes");
+        let on_4: u64 = seen.sizes[&4].values().sum();
+        let step = scale::drain_step(&seen, &[1, 2, 3].into());
+        // What the plan's new replicas copy, each its leader's log size.
+        let copies = match &step {
+            Step::Reassign(plan) => plan
+                .assignments
+                .iter()
+                .map(|(partition, target)| {
+                    let now = &seen.cluster.partitions[partition].replicas;
+                    let added = target.iter().filter(|id| !now.contains(id)).count();
+                    added as u64 * seen.cluster.size_of(partition, &seen.sizes)
+                })
+                .sum(),
+            _ => 0,
+        };
+        (step, (on_4, copies))
+    });
+    let (on_4, copies) = on_4;
+    let Step::Reassign(plan) = plan else {
+        panic!("{plan:?}");
+    };
+    assert!(on_4 > 0, "broker 4 reports no bytes");
+    assert_eq!(plan.bytes_moved, copies, "the plan's bytes are not its copies' sizes");
+    assert!(plan.bytes_moved >= on_4, "the drain copies less than broker 4 holds");
+
+    // Scale-in to brokers 1-3: everything on 4 moves, in one reassignment.
     let (reassignments, _) =
         run_until_done(port, |seen| scale::drain_step(seen, &[1, 2, 3].into()));
     assert_eq!(reassignments, 1, "the drain took more than one plan");

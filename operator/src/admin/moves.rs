@@ -29,6 +29,9 @@ const ELECTION_NOT_NEEDED: i16 = 84;
 /// UnregisterBroker: the broker is not registered (already unregistered).
 const BROKER_ID_NOT_REGISTERED: i16 = 102;
 
+/// Bytes of each partition replica, by broker (from DescribeLogDirs).
+pub type ReplicaSizes = BTreeMap<i32, BTreeMap<TopicPartition, u64>>;
+
 /// Every partition of every topic, as Metadata lists them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Partitions {
@@ -48,18 +51,41 @@ impl Partitions {
             .collect()
     }
 
-    /// Every partition as a plan sees it (sizes are not read: plans balance counts).
+    /// Every partition as a plan sees it, without sizes (a plan then balances counts).
     pub fn states(&self) -> BTreeMap<TopicPartition, PartitionState> {
+        self.sized_states(&BTreeMap::new())
+    }
+
+    /// Every partition as a plan sees it, its size the leader's log size (or the largest
+    /// replica's, without a leader) from `sizes` (bytes by broker, then partition).
+    pub fn sized_states(&self, sizes: &ReplicaSizes) -> BTreeMap<TopicPartition, PartitionState> {
         self.partitions
             .iter()
             .map(|(partition, description)| {
                 let state = PartitionState {
                     replicas: description.replicas.clone(),
-                    bytes: 0,
+                    bytes: self.size_of(partition, sizes),
                 };
                 (partition.clone(), state)
             })
             .collect()
+    }
+
+    /// The bytes a new replica of `partition` copies: the leader's log size, or the
+    /// largest replica's when the leader's is unknown.
+    pub fn size_of(&self, partition: &TopicPartition, sizes: &ReplicaSizes) -> u64 {
+        let on = |broker: i32| sizes.get(&broker).and_then(|s| s.get(partition)).copied();
+        let Some(description) = self.partitions.get(partition) else {
+            return 0;
+        };
+        on(description.leader).unwrap_or_else(|| {
+            description
+                .replicas
+                .iter()
+                .filter_map(|id| on(*id))
+                .max()
+                .unwrap_or(0)
+        })
     }
 
     /// Every partition's replica list.
@@ -118,6 +144,14 @@ impl AdminClient {
     pub async fn reassignments_in_progress(
         &mut self,
     ) -> Result<BTreeSet<TopicPartition>, AdminError> {
+        Ok(self.reassignments().await?.into_keys().collect())
+    }
+
+    /// Partitions whose reassignment is still moving data, with the replicas each adds
+    /// (the ones copying).
+    pub async fn reassignments(
+        &mut self,
+    ) -> Result<BTreeMap<TopicPartition, Vec<i32>>, AdminError> {
         let request = ListPartitionReassignmentsRequest::default()
             .with_timeout_ms(OPERATION_TIMEOUT_MS)
             .with_topics(None);
@@ -131,9 +165,12 @@ impl AdminClient {
             .topics
             .iter()
             .flat_map(|t| {
-                t.partitions.iter().map(|p| TopicPartition {
-                    topic: t.name.0.to_string(),
-                    partition: p.partition_index,
+                t.partitions.iter().map(|p| {
+                    let partition = TopicPartition {
+                        topic: t.name.0.to_string(),
+                        partition: p.partition_index,
+                    };
+                    (partition, p.adding_replicas.iter().map(|id| id.0).collect())
                 })
             })
             .collect())

@@ -15,9 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use oxbow_placement::Candidate;
 use oxbow_placement::reassignment::{self, PartitionState, Plan, TopicPartition};
 
-use crate::admin::{AdminClient, AdminError, Partitions};
+use crate::admin::{AdminClient, AdminError, Partitions, ReplicaSizes};
 use crate::bootstrap::Reach;
-use crate::crd::{Cluster, ScalingStatus};
+use crate::crd::{Cluster, MoveProgress, ScalingStatus};
 use crate::metrics::Metrics;
 
 /// What the brokers report, for one decision.
@@ -26,6 +26,11 @@ pub struct Observation {
     pub cluster: Partitions,
     /// Partitions whose reassignment is still copying data.
     pub moving: BTreeSet<TopicPartition>,
+    /// The replicas each of those partitions adds (the ones copying).
+    pub adding: BTreeMap<TopicPartition, Vec<i32>>,
+    /// Bytes each broker holds of each partition (empty when not read: plans then balance
+    /// counts alone).
+    pub sizes: ReplicaSizes,
 }
 
 /// The next thing to do.
@@ -45,10 +50,112 @@ pub enum Step {
 
 /// Reads what a decision needs.
 pub async fn observe(admin: &mut AdminClient) -> Result<Observation, AdminError> {
+    let adding = admin.reassignments().await?;
     Ok(Observation {
         cluster: admin.partitions().await?,
-        moving: admin.reassignments_in_progress().await?,
+        moving: adding.keys().cloned().collect(),
+        adding,
+        sizes: ReplicaSizes::new(),
     })
+}
+
+/// Every reachable broker's replica sizes (each broker reports its own); one that does
+/// not answer is left out, its replicas then count as empty.
+pub async fn read_sizes(brokers: &BTreeMap<i32, String>) -> ReplicaSizes {
+    let mut sizes = ReplicaSizes::new();
+    for (id, address) in brokers {
+        let read = async {
+            let mut admin = AdminClient::connect(address).await?;
+            admin.replica_sizes().await
+        };
+        match read.await {
+            Ok(of_broker) => {
+                sizes.insert(*id, of_broker);
+            }
+            Err(error) => tracing::debug!(broker = id, %error, "Cannot read replica sizes"),
+        }
+    }
+    sizes
+}
+
+/// Bytes the copies in flight make in all (each adding replica copies its leader's log),
+/// and bytes already on the adding replicas.
+pub fn copy_totals(observation: &Observation) -> (u64, u64) {
+    let (mut total, mut copied) = (0_u64, 0_u64);
+    for (partition, adding) in &observation.adding {
+        let size = observation.cluster.size_of(partition, &observation.sizes);
+        for broker in adding {
+            let have = observation
+                .sizes
+                .get(broker)
+                .and_then(|s| s.get(partition))
+                .copied()
+                .unwrap_or(0);
+            total = total.saturating_add(size);
+            copied = copied.saturating_add(have.min(size));
+        }
+    }
+    (total, copied)
+}
+
+/// The progress of the copies in flight, with the rate since `previous` (the last look).
+pub fn progress(
+    observation: &Observation,
+    previous: Option<&MoveProgress>,
+    now_ms: i64,
+) -> MoveProgress {
+    let (total, copied) = copy_totals(observation);
+    let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let (total, copied) = (clamp(total), clamp(copied));
+    let rate = previous
+        .filter(|p| {
+            now_ms > p.observed_at_ms && copied >= p.bytes_copied && total == p.bytes_to_copy
+        })
+        .map(|p| (copied - p.bytes_copied).saturating_mul(1000) / (now_ms - p.observed_at_ms));
+    let eta = rate
+        .filter(|r| *r > 0)
+        .map(|r| ((total - copied).max(0) + r - 1) / r);
+    MoveProgress {
+        partitions: i32::try_from(observation.adding.len()).unwrap_or(i32::MAX),
+        bytes_to_copy: total,
+        bytes_copied: copied,
+        bytes_per_second: rate,
+        eta_seconds: eta,
+        observed_at_ms: now_ms,
+    }
+}
+
+/// Bytes for a person: `512 B`, `3.2 MiB`.
+pub fn human_bytes(bytes: i64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// `3 partition(s) still copying: 4.0 MiB of 8.0 MiB copied, at 1.0 MiB/s, about 4 s left`.
+pub fn describe_progress(progress: &MoveProgress) -> String {
+    let mut text = format!(
+        "{} partition(s) still copying: {} of {} copied",
+        progress.partitions,
+        human_bytes(progress.bytes_copied),
+        human_bytes(progress.bytes_to_copy)
+    );
+    if let Some(rate) = progress.bytes_per_second {
+        text.push_str(&format!(", at {}/s", human_bytes(rate)));
+    }
+    if let Some(eta) = progress.eta_seconds {
+        text.push_str(&format!(", about {eta} s left"));
+    }
+    text
 }
 
 /// The brokers of `ids` as placement sees them (only those registered).
@@ -64,7 +171,7 @@ pub fn ordinals(count: i32) -> BTreeSet<i32> {
 }
 
 fn current(observation: &Observation) -> BTreeMap<TopicPartition, PartitionState> {
-    observation.cluster.states()
+    observation.cluster.sized_states(&observation.sizes)
 }
 
 /// Partitions that hold a replica on a broker outside `stay`.
@@ -149,6 +256,7 @@ fn scaling(from: i32, to: i32, phase: &str, message: String) -> Option<ScalingSt
         to,
         phase: phase.to_string(),
         message,
+        progress: None,
     })
 }
 
@@ -272,12 +380,38 @@ async fn connect(addresses: &[String]) -> Result<AdminClient, String> {
         .map_err(|e| format!("cannot reach the brokers: {e}"))
 }
 
-async fn connect_and_observe(addresses: &[String]) -> Result<(AdminClient, Observation), String> {
-    let mut admin = connect(addresses).await?;
-    let observation = observe(&mut admin)
+async fn connect_and_observe(reach: &Reach) -> Result<(AdminClient, Observation), String> {
+    let mut admin = connect(&reach.any).await?;
+    let mut observation = observe(&mut admin)
         .await
         .map_err(|error| format!("cannot read the partitions: {error}"))?;
+    observation.sizes = read_sizes(&reach.brokers).await;
     Ok((admin, observation))
+}
+
+/// The progress of the copies in flight (rate and ETA against the last look, kept in the
+/// Cluster's status), also set in the operator's metrics.
+fn track(cluster: &Cluster, observation: &Observation, metrics: &Metrics) -> MoveProgress {
+    let previous = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.scaling.as_ref())
+        .and_then(|s| s.progress.as_ref());
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let progress = progress(observation, previous, now_ms);
+    let left = progress.bytes_to_copy.saturating_sub(progress.bytes_copied);
+    metrics.move_progress(
+        cluster.metadata.namespace.as_deref().unwrap_or_default(),
+        cluster.metadata.name.as_deref().unwrap_or_default(),
+        u64::try_from(left).unwrap_or(0),
+        progress
+            .bytes_per_second
+            .and_then(|r| u64::try_from(r).ok())
+            .unwrap_or(0),
+    );
+    progress
 }
 
 /// Starts a plan's moves, throttled to `rate` bytes/s per broker.
@@ -319,16 +453,16 @@ async fn drain(
     reach: &Reach,
     metrics: &Metrics,
 ) -> Outcome {
-    let addresses = reach.any.as_slice();
     let waiting = |message: String| Outcome {
         keep: current,
         status: scaling(current, wanted, "Draining", message),
         event: None,
     };
-    let (mut admin, observation) = match connect_and_observe(addresses).await {
+    let (mut admin, observation) = match connect_and_observe(reach).await {
         Ok(connected) => connected,
         Err(message) => return waiting(message),
     };
+    let progress = track(cluster, &observation, metrics);
     let leaving = format!("{wanted}-{}", current - 1);
     let stay = ordinals(wanted);
     let step = drain_step(&observation, &stay);
@@ -348,18 +482,26 @@ async fn drain(
             status: scaling(current, wanted, "Refused", message.clone()),
             event: Some((true, "ScaleInRefused", message)),
         },
-        Step::Wait { moving } => waiting(format!(
-            "Moving replicas off brokers {leaving}: {moving} partition(s) still copying, {} partition(s) still on them",
-            on_leaving(&observation, &stay)
-        )),
+        Step::Wait { .. } => {
+            let mut outcome = waiting(format!(
+                "Moving replicas off brokers {leaving}: {}; {} partition(s) still on them",
+                describe_progress(&progress),
+                on_leaving(&observation, &stay)
+            ));
+            if let Some(status) = outcome.status.as_mut() {
+                status.progress = Some(progress);
+            }
+            outcome
+        }
         Step::Reassign(plan) => {
             match start_moves(&mut admin, &observation, &plan, rate(cluster)).await {
                 Ok(()) => {
-                    metrics.moves_started("scale_in", plan.replica_moves);
+                    metrics.moves_started("scale_in", plan.replica_moves, plan.bytes_moved);
                     let message = format!(
-                        "Moving replicas off brokers {leaving}: {} replica(s) of {} partition(s), in one reassignment",
+                        "Moving replicas off brokers {leaving}: {} replica(s) of {} partition(s), {} to copy, in one reassignment",
                         plan.replica_moves,
-                        plan.assignments.len()
+                        plan.assignments.len(),
+                        human_bytes(i64::try_from(plan.bytes_moved).unwrap_or(i64::MAX))
                     );
                     Outcome {
                         keep: current,
@@ -432,7 +574,6 @@ async fn balance(
     reach: &Reach,
     metrics: &Metrics,
 ) -> Outcome {
-    let addresses = reach.any.as_slice();
     let wanted = previous.to;
     let status = |phase: &str, message: String| scaling(previous.from, wanted, phase, message);
     let waiting = |message: String| Outcome {
@@ -440,10 +581,11 @@ async fn balance(
         status: status(&previous.phase, message),
         event: None,
     };
-    let (mut admin, observation) = match connect_and_observe(addresses).await {
+    let (mut admin, observation) = match connect_and_observe(reach).await {
         Ok(connected) => connected,
         Err(message) => return waiting(message),
     };
+    let progress = track(cluster, &observation, metrics);
     let step = balance_step(&observation, &ordinals(wanted));
     // The new brokers take new replicas: one that a taken-back scale-in had cordoned
     // comes back uncordoned (a no-op for the others).
@@ -459,24 +601,32 @@ async fn balance(
             previous.from,
             wanted - 1
         )),
-        Step::Wait { moving } => Outcome {
-            keep: wanted,
-            status: status(
+        Step::Wait { .. } => {
+            let mut status = status(
                 "Balancing",
                 format!(
-                    "Moving replicas onto the new brokers: {moving} partition(s) still copying"
+                    "Moving replicas onto the new brokers: {}",
+                    describe_progress(&progress)
                 ),
-            ),
-            event: None,
-        },
+            );
+            if let Some(status) = status.as_mut() {
+                status.progress = Some(progress);
+            }
+            Outcome {
+                keep: wanted,
+                status,
+                event: None,
+            }
+        }
         Step::Reassign(plan) => {
             match start_moves(&mut admin, &observation, &plan, rate(cluster)).await {
                 Ok(()) => {
-                    metrics.moves_started("scale_out", plan.replica_moves);
+                    metrics.moves_started("scale_out", plan.replica_moves, plan.bytes_moved);
                     let message = format!(
-                        "Moving {} replica(s) of {} partition(s) to balance {wanted} brokers, in one reassignment",
+                        "Moving {} replica(s) of {} partition(s) to balance {wanted} brokers, {} to copy, in one reassignment",
                         plan.replica_moves,
-                        plan.assignments.len()
+                        plan.assignments.len(),
+                        human_bytes(i64::try_from(plan.bytes_moved).unwrap_or(i64::MAX))
                     );
                     Outcome {
                         keep: wanted,

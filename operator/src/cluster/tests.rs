@@ -573,6 +573,7 @@ mod status {
             to: 2,
             phase: "Refused".into(),
             message: "cannot scale in to 2 broker(s): partition orders-0 has 3 replicas".into(),
+            progress: None,
         };
         let status = compute(
             &cluster("replicas: 2"),

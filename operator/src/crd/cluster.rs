@@ -407,6 +407,29 @@ pub struct ScalingStatus {
     pub phase: String,
     /// What is happening, in a sentence.
     pub message: String,
+    /// The data moves in flight, while replicas copy (null otherwise).
+    #[serde(default)]
+    pub progress: Option<MoveProgress>,
+}
+
+/// How far the replica copies of a scale are, from the brokers' log sizes (DescribeLogDirs).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MoveProgress {
+    /// Partitions still copying.
+    pub partitions: i32,
+    /// Bytes the new replicas of those partitions copy in all (their leaders' log sizes).
+    pub bytes_to_copy: i64,
+    /// Bytes of that already on the new replicas.
+    pub bytes_copied: i64,
+    /// Copy rate between the operator's last two looks, bytes/s (null on the first look).
+    #[serde(default)]
+    pub bytes_per_second: Option<i64>,
+    /// Seconds left at that rate (null without a rate).
+    #[serde(default)]
+    pub eta_seconds: Option<i64>,
+    /// When these numbers were read, milliseconds since the Unix epoch.
+    pub observed_at_ms: i64,
 }
 
 /// One broker as the operator sees it.

@@ -372,7 +372,8 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
     let rate = u64::try_from(cluster.spec.move_throttle_bytes_per_second).unwrap_or(1);
     let moving = moves.describe(&desired.name, current_rf, desired.replication_factor, rate);
     if let (replication::Progress::Started { replicas, .. }, Some(note)) = (&moves, &moving) {
-        ctx.metrics.moves_started("replication_factor", *replicas);
+        ctx.metrics
+            .moves_started("replication_factor", *replicas, 0);
         ctx.event(
             &reference,
             false,

@@ -25,6 +25,8 @@ fn observation(brokers: i32, partitions: &[(&str, i32, &[i32])]) -> Observation 
                 .collect(),
         },
         moving: BTreeSet::new(),
+        adding: BTreeMap::new(),
+        sizes: ReplicaSizes::new(),
     }
 }
 
@@ -130,6 +132,7 @@ fn a_drain_taken_back_or_changed_uncordons_the_brokers_it_no_longer_removes() {
         to,
         phase: "Draining".to_string(),
         message: String::new(),
+        progress: None,
     };
     // 5 -> 2 changed to 5 -> 3: broker 2 stays, 3 and 4 still leave.
     let changed = no_longer_leaving(Some(&draining(5, 2)), 3, 5);
@@ -151,4 +154,40 @@ fn a_drain_taken_back_or_changed_uncordons_the_brokers_it_no_longer_removes() {
         ..draining(5, 2)
     };
     assert!(no_longer_leaving(Some(&refused), 5, 5).is_empty());
+}
+
+#[test]
+fn progress_counts_the_adding_replicas_bytes_against_their_leaders_and_gives_a_rate() {
+    let mut seen = observation(3, &[("t", 0, &[0, 2]), ("t", 1, &[1, 2])]);
+    let p0 = TopicPartition {
+        topic: "t".into(),
+        partition: 0,
+    };
+    let p1 = TopicPartition {
+        topic: "t".into(),
+        partition: 1,
+    };
+    seen.adding = BTreeMap::from([(p0.clone(), vec![2]), (p1.clone(), vec![2])]);
+    seen.moving = seen.adding.keys().cloned().collect();
+    seen.sizes = ReplicaSizes::from([
+        (0, BTreeMap::from([(p0.clone(), 4000)])),
+        (1, BTreeMap::from([(p1.clone(), 6000)])),
+        (2, BTreeMap::from([(p0.clone(), 1000), (p1.clone(), 7000)])),
+    ]);
+    // p1's new replica is caught up (more than its leader: counted at the leader's size).
+    assert_eq!(copy_totals(&seen), (10_000, 7_000));
+    let first = progress(&seen, None, 1_000);
+    assert_eq!((first.bytes_per_second, first.eta_seconds), (None, None));
+    seen.sizes.get_mut(&2).unwrap().insert(p0, 2_000);
+    let second = progress(&seen, Some(&first), 3_000);
+    assert_eq!(second.bytes_copied, 8_000);
+    assert_eq!(second.bytes_per_second, Some(500));
+    assert_eq!(second.eta_seconds, Some(4));
+    assert!(
+        describe_progress(&second)
+            .contains("7.8 KiB of 9.8 KiB copied, at 500 B/s, about 4 s left")
+    );
+    // Another set of moves: no rate against numbers of the last one.
+    seen.adding.remove(&p1);
+    assert_eq!(progress(&seen, Some(&second), 4_000).bytes_per_second, None);
 }
