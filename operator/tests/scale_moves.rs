@@ -143,8 +143,14 @@ fn a_drain_empties_the_leaving_broker_in_one_plan_and_a_balance_refills_it() {
         panic!("{plan:?}");
     };
     assert!(on_4 > 0, "broker 4 reports no bytes");
-    assert_eq!(plan.bytes_moved, copies, "the plan's bytes are not its copies' sizes");
-    assert!(plan.bytes_moved >= on_4, "the drain copies less than broker 4 holds");
+    assert_eq!(
+        plan.bytes_moved, copies,
+        "the plan's bytes are not its copies' sizes"
+    );
+    assert!(
+        plan.bytes_moved >= on_4,
+        "the drain copies less than broker 4 holds"
+    );
 
     // Scale-in to brokers 1-3: everything on 4 moves, in one reassignment.
     let (reassignments, _) =
