@@ -377,6 +377,7 @@ kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"config":{"num.p
 rolling() { [ "$(events_of RollingBroker)" -gt "$rolls_before" ]; }
 until_true 120 rolling || fail "no RollingBroker event after a config change"
 kill_leader
+t_kill_epoch="$(date +%s)"
 replaced() { local uid; uid="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}' 2>/dev/null)"; [ -n "$uid" ] && [ "$uid" != "$uid_before" ]; }
 t0=$SECONDS
 until_true 120 replaced || fail "the operator did not restart events-0 after a config change"
@@ -384,9 +385,13 @@ kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=120s >/dev/
 revision="$(kubectl -n "$NS" get sts events -o jsonpath='{.status.updateRevision}')"
 [ "$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.labels.controller-revision-hash}')" = "$revision" ] \
   || fail "events-0 not on revision $revision"
-# Long enough for the next leader to have taken over and looked at the roll.
-new_holder() { local h; h="$(holder)"; [ -n "$h" ] && [ "$h" != "$victim" ]; }
-until_true 90 new_holder || fail "no operator took over after $victim was killed mid-roll"
+# Long enough for the next leader (the other replica, or the killed one's restarted process,
+# which holds the same identity) to have renewed the Lease and looked at the roll.
+renewed() {
+  local at; at="$(kubectl -n "$SYS" get lease oxbow-operator -o jsonpath='{.spec.renewTime}')"
+  [ -n "$at" ] && [ "$(date -d "$at" +%s)" -gt $((t_kill_epoch + 1)) ]
+}
+until_true 90 renewed || fail "no operator renewed the Lease after $victim was killed mid-roll"
 sleep 15   # two of the next leader's busy requeues: a second restart would show here
 [ "$(events_of RollingBroker)" = $((rolls_before + 1)) ] || fail "$(events_of RollingBroker) RollingBroker events ($rolls_before before): the broker was restarted again"
 uid_after="$(kubectl -n "$NS" get pod events-0 -o jsonpath='{.metadata.uid}')"

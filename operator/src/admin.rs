@@ -34,7 +34,7 @@ use tokio::net::TcpStream;
 mod log_dirs;
 mod moves;
 mod throttle;
-pub use moves::{Partitions, ReplicaSizes};
+pub use moves::{Partitions, Reassigning, ReplicaSizes};
 pub use throttle::{THROTTLED_REPLICAS_KEYS, is_move_throttle};
 
 /// Largest response frame accepted (a Metadata answer of a big cluster fits easily).

@@ -29,6 +29,16 @@ const ELECTION_NOT_NEEDED: i16 = 84;
 /// UnregisterBroker: the broker is not registered (already unregistered).
 const BROKER_ID_NOT_REGISTERED: i16 = 102;
 
+/// A partition reassignment in flight: its replica list is the old and the new one
+/// together until the new replicas have caught up.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reassigning {
+    /// Replicas being created (copying).
+    pub adding: Vec<i32>,
+    /// Replicas that go once the new ones are in sync.
+    pub removing: Vec<i32>,
+}
+
 /// Bytes of each partition replica, by broker (from DescribeLogDirs).
 pub type ReplicaSizes = BTreeMap<i32, BTreeMap<TopicPartition, u64>>;
 
@@ -148,10 +158,10 @@ impl AdminClient {
     }
 
     /// Partitions whose reassignment is still moving data, with the replicas each adds
-    /// (the ones copying).
+    /// (the ones copying) and removes.
     pub async fn reassignments(
         &mut self,
-    ) -> Result<BTreeMap<TopicPartition, Vec<i32>>, AdminError> {
+    ) -> Result<BTreeMap<TopicPartition, Reassigning>, AdminError> {
         let request = ListPartitionReassignmentsRequest::default()
             .with_timeout_ms(OPERATION_TIMEOUT_MS)
             .with_topics(None);
@@ -170,7 +180,12 @@ impl AdminClient {
                         topic: t.name.0.to_string(),
                         partition: p.partition_index,
                     };
-                    (partition, p.adding_replicas.iter().map(|id| id.0).collect())
+                    let ids = |list: &[BrokerId]| list.iter().map(|id| id.0).collect();
+                    let moving = Reassigning {
+                        adding: ids(&p.adding_replicas),
+                        removing: ids(&p.removing_replicas),
+                    };
+                    (partition, moving)
                 })
             })
             .collect())

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use oxbow_placement::Candidate;
 use oxbow_placement::reassignment::{self, PartitionState, Plan, TopicPartition};
 
-use crate::admin::{AdminClient, AdminError, Partitions, ReplicaSizes};
+use crate::admin::{AdminClient, AdminError, Partitions, Reassigning, ReplicaSizes};
 use crate::bootstrap::Reach;
 use crate::crd::{Cluster, MoveProgress, ScalingStatus};
 use crate::metrics::Metrics;
@@ -26,8 +26,8 @@ pub struct Observation {
     pub cluster: Partitions,
     /// Partitions whose reassignment is still copying data.
     pub moving: BTreeSet<TopicPartition>,
-    /// The replicas each of those partitions adds (the ones copying).
-    pub adding: BTreeMap<TopicPartition, Vec<i32>>,
+    /// What each of those partitions adds (the replicas copying) and removes.
+    pub reassigning: BTreeMap<TopicPartition, Reassigning>,
     /// Bytes each broker holds of each partition (empty when not read: plans then balance
     /// counts alone).
     pub sizes: ReplicaSizes,
@@ -50,11 +50,11 @@ pub enum Step {
 
 /// Reads what a decision needs.
 pub async fn observe(admin: &mut AdminClient) -> Result<Observation, AdminError> {
-    let adding = admin.reassignments().await?;
+    let reassigning = admin.reassignments().await?;
     Ok(Observation {
         cluster: admin.partitions().await?,
-        moving: adding.keys().cloned().collect(),
-        adding,
+        moving: reassigning.keys().cloned().collect(),
+        reassigning,
         sizes: ReplicaSizes::new(),
     })
 }
@@ -82,9 +82,9 @@ pub async fn read_sizes(brokers: &BTreeMap<i32, String>) -> ReplicaSizes {
 /// and bytes already on the adding replicas.
 pub fn copy_totals(observation: &Observation) -> (u64, u64) {
     let (mut total, mut copied) = (0_u64, 0_u64);
-    for (partition, adding) in &observation.adding {
+    for (partition, moving) in &observation.reassigning {
         let size = observation.cluster.size_of(partition, &observation.sizes);
-        for broker in adding {
+        for broker in &moving.adding {
             let have = observation
                 .sizes
                 .get(broker)
@@ -116,7 +116,7 @@ pub fn progress(
         .filter(|r| *r > 0)
         .map(|r| ((total - copied).max(0) + r - 1) / r);
     MoveProgress {
-        partitions: i32::try_from(observation.adding.len()).unwrap_or(i32::MAX),
+        partitions: i32::try_from(observation.reassigning.len()).unwrap_or(i32::MAX),
         bytes_to_copy: total,
         bytes_copied: copied,
         bytes_per_second: rate,
@@ -188,16 +188,25 @@ pub fn on_leaving(observation: &Observation, stay: &BTreeSet<i32>) -> usize {
 /// remaining brokers balanced.
 pub fn drain_step(observation: &Observation, stay: &BTreeSet<i32>) -> Step {
     let remaining = stay.len();
-    if let Some((partition, description)) = observation
+    // A partition being moved lists its old and new replicas together: its replication
+    // factor is what stays once the move is done.
+    let factor = |partition: &TopicPartition, replicas: usize| {
+        let removing = observation
+            .reassigning
+            .get(partition)
+            .map_or(0, |r| r.removing.len());
+        replicas.saturating_sub(removing)
+    };
+    if let Some((partition, factor)) = observation
         .cluster
         .partitions
         .iter()
-        .max_by_key(|(_, p)| p.replicas.len())
-        .filter(|(_, p)| p.replicas.len() > remaining)
+        .map(|(partition, p)| (partition, factor(partition, p.replicas.len())))
+        .max_by_key(|(_, factor)| *factor)
+        .filter(|(_, factor)| *factor > remaining)
     {
         return Step::Refused(format!(
-            "cannot scale in to {remaining} broker(s): partition {partition} has {} replicas; lower its topic's replication factor first",
-            description.replicas.len()
+            "cannot scale in to {remaining} broker(s): partition {partition} has {factor} replicas; lower its topic's replication factor first"
         ));
     }
     if !observation.moving.is_empty() {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::admin::{BrokerDescription, PartitionDescription};
+use crate::admin::{BrokerDescription, PartitionDescription, Reassigning};
 
 fn observation(brokers: i32, partitions: &[(&str, i32, &[i32])]) -> Observation {
     Observation {
@@ -25,7 +25,7 @@ fn observation(brokers: i32, partitions: &[(&str, i32, &[i32])]) -> Observation 
                 .collect(),
         },
         moving: BTreeSet::new(),
-        adding: BTreeMap::new(),
+        reassigning: BTreeMap::new(),
         sizes: ReplicaSizes::new(),
     }
 }
@@ -167,8 +167,12 @@ fn progress_counts_the_adding_replicas_bytes_against_their_leaders_and_gives_a_r
         topic: "t".into(),
         partition: 1,
     };
-    seen.adding = BTreeMap::from([(p0.clone(), vec![2]), (p1.clone(), vec![2])]);
-    seen.moving = seen.adding.keys().cloned().collect();
+    let adding = |id| Reassigning {
+        adding: vec![id],
+        removing: Vec::new(),
+    };
+    seen.reassigning = BTreeMap::from([(p0.clone(), adding(2)), (p1.clone(), adding(2))]);
+    seen.moving = seen.reassigning.keys().cloned().collect();
     seen.sizes = ReplicaSizes::from([
         (0, BTreeMap::from([(p0.clone(), 4000)])),
         (1, BTreeMap::from([(p1.clone(), 6000)])),
@@ -188,6 +192,29 @@ fn progress_counts_the_adding_replicas_bytes_against_their_leaders_and_gives_a_r
             .contains("7.8 KiB of 9.8 KiB copied, at 500 B/s, about 4 s left")
     );
     // Another set of moves: no rate against numbers of the last one.
-    seen.adding.remove(&p1);
+    seen.reassigning.remove(&p1);
     assert_eq!(progress(&seen, Some(&second), 4_000).bytes_per_second, None);
+}
+
+#[test]
+fn a_partition_mid_move_counts_at_the_replication_factor_it_keeps() {
+    // 2 -> 1 broker, orders-0 moving from broker 1 to broker 0: [1, 0] for now.
+    let mut seen = observation(2, &[("orders", 0, &[1, 0])]);
+    let moving = TopicPartition {
+        topic: "orders".into(),
+        partition: 0,
+    };
+    seen.reassigning = BTreeMap::from([(
+        moving.clone(),
+        Reassigning {
+            adding: vec![0],
+            removing: vec![1],
+        },
+    )]);
+    seen.moving = BTreeSet::from([moving]);
+    assert_eq!(drain_step(&seen, &[0].into()), Step::Wait { moving: 1 });
+    // Without the move, two replicas on one broker cannot be.
+    seen.reassigning.clear();
+    seen.moving.clear();
+    assert!(matches!(drain_step(&seen, &[0].into()), Step::Refused(_)));
 }
