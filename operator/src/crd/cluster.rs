@@ -49,6 +49,11 @@ pub const DEFAULT_STORAGE_SIZE: &str = "10Gi";
         json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
     ),
     printcolumn(
+        name = "Operation",
+        type_ = "string",
+        json_path = ".status.scaling.phase"
+    ),
+    printcolumn(
         name = "Scaling",
         type_ = "string",
         json_path = ".status.scaling.message"
