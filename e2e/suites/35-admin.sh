@@ -79,6 +79,14 @@ expect "dynamic broker configs are removed" "retention.ms=604800000 sensitive=fa
   "$tools/kafka-configs ${bootstrap[*]} --alter --entity-type brokers --entity-name 0 --delete-config log.retention.ms &&
    $tools/kafka-configs ${bootstrap[*]} --alter --entity-type brokers --entity-default --delete-config log.retention.ms &&
    $tools/kafka-configs ${bootstrap[*]} --describe --all --entity-type topics --entity-name jt"
+expect "a cordoned broker (KIP-1066) gets no new partition" "InvalidReplicationFactorException" bash -c \
+  "$tools/kafka-configs ${bootstrap[*]} --alter --entity-type brokers --entity-name 0 --add-config 'cordoned.log.dirs=*' &&
+   $tools/kafka-topics ${bootstrap[*]} --create --topic jc --partitions 1"
+expect "only the broker's own log directories can be cordoned" "InvalidRequestException: Invalid value /nope for configuration cordoned.log.dirs: /nope is not one of this broker's log.dirs" \
+  "$tools/kafka-configs" "${bootstrap[@]}" --alter --entity-type brokers --entity-name 0 --add-config cordoned.log.dirs=/nope
+expect "uncordoned, it takes new partitions again" "Created topic jc" bash -c \
+  "$tools/kafka-configs ${bootstrap[*]} --alter --entity-type brokers --entity-name 0 --delete-config cordoned.log.dirs &&
+   $tools/kafka-topics ${bootstrap[*]} --create --topic jc --partitions 1"
 expect "create a topic for DeleteRecords" "Created topic jd" \
   "$tools/kafka-topics" "${bootstrap[@]}" --create --topic jd --partitions 1
 printf 'a\nb\nc\nd\ne\n' | "$tools/kafka-console-producer" "${bootstrap[@]}" --topic jd >/dev/null 2>&1

@@ -162,7 +162,11 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     let scaling = if previous_replicas.is_some() {
         let reach = crate::bootstrap::reach(ctx, cluster, &namespace).await;
         let leaving = leaving_pods(ctx, &names, cluster.spec.replicas).await;
-        scale::reconcile(cluster, previous_replicas, &reach, leaving, &ctx.metrics).await
+        // A scale's progress lives in status.scaling, which the last reconcile may just
+        // have written: the watch cache can still hold the Cluster from before it, so the
+        // scale reads the status from the API server.
+        let latest = latest_status(cluster, ctx).await?;
+        scale::reconcile(&latest, previous_replicas, &reach, leaving, &ctx.metrics).await
     } else {
         scale::Outcome {
             keep: cluster.spec.replicas,
@@ -283,6 +287,22 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     } else {
         REQUEUE_BUSY
     }))
+}
+
+/// `cluster` with its status as the API server has it now.
+async fn latest_status(cluster: &Cluster, ctx: &Context) -> Result<Cluster, Error> {
+    let api: Api<Cluster> =
+        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let fresh = api
+        .get_status(&cluster.name_any())
+        .await
+        .map_err(|source| Error::Fetch {
+            what: "Cluster status",
+            source,
+        })?;
+    let mut latest = cluster.clone();
+    latest.status = fresh.status;
+    Ok(latest)
 }
 
 /// A StatefulSet's claim templates cannot change: an existing one keeps the size it was
