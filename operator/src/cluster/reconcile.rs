@@ -275,11 +275,13 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     // A scale or a claim expansion in progress looks again soon even when every broker is
     // ready: the leaving pods' disappearance and the claims' growth change nothing this
     // controller watches.
-    let expanding = status
+    // Claims below the size (expanding, or waiting for a StorageClass that allows it,
+    // which nothing here watches) are looked at again soon too.
+    let resizing = status
         .conditions
         .iter()
-        .any(|c| c.type_ == super::storage::STORAGE_RESIZED && c.reason == "Expanding");
-    let idle = status::is_ready(&status) && status.scaling.is_none() && !expanding;
+        .any(|c| c.type_ == super::storage::STORAGE_RESIZED && c.status != "True");
+    let idle = status::is_ready(&status) && status.scaling.is_none() && !resizing;
     write_status(cluster, ctx, status).await?;
     ctx.succeeded(&key(cluster));
     Ok(Action::requeue(if idle {
