@@ -181,7 +181,12 @@ pub struct AdminClient {
 impl AdminClient {
     /// Connects to `address` (`host:port`) and negotiates API versions.
     pub async fn connect(address: &str) -> Result<Self, AdminError> {
-        let stream = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect(address))
+        Self::connect_within(address, REQUEST_TIMEOUT).await
+    }
+
+    /// [`Self::connect`], giving up on the TCP connection after `timeout`.
+    pub async fn connect_within(address: &str, timeout: Duration) -> Result<Self, AdminError> {
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(address))
             .await
             .map_err(|_| AdminError::Timeout {
                 api: "Connect",

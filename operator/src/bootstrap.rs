@@ -52,15 +52,22 @@ pub async fn reach(ctx: &Context, cluster: &Cluster, namespace: &str) -> Reach {
             BTreeMap::new()
         }
     };
-    let any = match ctx.bootstrap_overrides.get(&format!("{namespace}/{name}")) {
-        Some(address) => vec![address.clone()],
-        None => brokers
-            .values()
-            .cloned()
-            .chain(std::iter::once(names.bootstrap(port)))
-            .collect(),
-    };
-    Reach { any, brokers }
+    match ctx.bootstrap_overrides.get(&format!("{namespace}/{name}")) {
+        // An operator outside the cluster network reaches the brokers only through the
+        // override: no per-broker requests (no cordons, plans without sizes).
+        Some(address) => Reach {
+            any: vec![address.clone()],
+            brokers: BTreeMap::new(),
+        },
+        None => Reach {
+            any: brokers
+                .values()
+                .cloned()
+                .chain(std::iter::once(names.bootstrap(port)))
+                .collect(),
+            brokers,
+        },
+    }
 }
 
 /// Connects to the first address that answers.

@@ -38,7 +38,11 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Runs the move step towards `rf` until it settles; returns the steps it took and the
 /// throttle configs the topic had right after the reassignment started.
-fn resize(port: u16, rf: i32) -> (Vec<Progress>, BTreeMap<String, String>) {
+fn resize(
+    port: u16,
+    brokers: &BTreeMap<i32, String>,
+    rf: i32,
+) -> (Vec<Progress>, BTreeMap<String, String>) {
     let cluster = resource();
     let deadline = Instant::now() + TIMEOUT;
     let mut steps = Vec::new();
@@ -63,9 +67,10 @@ fn resize(port: u16, rf: i32) -> (Vec<Progress>, BTreeMap<String, String>) {
             let has_throttles = configs
                 .keys()
                 .any(|k| THROTTLED_REPLICAS_KEYS.contains(&k.as_str()));
-            let step = replication::step(&mut admin, &cluster, TOPIC, wanted, has_throttles)
-                .await
-                .unwrap();
+            let step =
+                replication::step(&mut admin, &cluster, brokers, TOPIC, wanted, has_throttles)
+                    .await
+                    .unwrap();
             eprintln!("step: {step:?}");
             // The broker answering DescribeConfigs learns the change from the metadata
             // log a moment after the controller committed it; nothing clears it meanwhile.
@@ -148,8 +153,15 @@ fn a_replication_factor_grows_and_shrinks_by_throttled_moves() {
         assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
     }
     let port = cluster.nodes[&1].port;
+    let brokers: BTreeMap<i32, String> = (1..=4)
+        .map(|id| (id, format!("127.0.0.1:{}", cluster.nodes[&id].port)))
+        .collect();
+    // Each of the 6 partitions (one replica each) gets two new replicas, each copying it.
+    let sizes = runtime().block_on(oxbow_operator::cluster::scale::read_sizes(&brokers));
+    let to_copy: u64 = 2 * sizes.values().flat_map(|s| s.values()).sum::<u64>();
+    assert!(to_copy > 0, "no broker reported a size: {sizes:?}");
 
-    let (steps, throttles) = resize(port, 3);
+    let (steps, throttles) = resize(port, &brokers, 3);
     let started = steps
         .iter()
         .filter(|s| matches!(s, Progress::Started { .. }))
@@ -159,7 +171,8 @@ fn a_replication_factor_grows_and_shrinks_by_throttled_moves() {
         steps[0],
         Progress::Started {
             replicas: 12,
-            partitions: 6
+            partitions: 6,
+            bytes: to_copy
         }
     );
     // Every partition's one replica serves the copy; two new ones per partition fetch it.
@@ -188,13 +201,14 @@ fn a_replication_factor_grows_and_shrinks_by_throttled_moves() {
         assert_eq!(records_of(&cluster, partition), 40, "partition {partition}");
     }
 
-    let (steps, _) = resize(port, 2);
+    let (steps, _) = resize(port, &brokers, 2);
     assert!(
         matches!(
             steps[0],
             Progress::Started {
                 replicas: 0,
-                partitions: 6
+                partitions: 6,
+                bytes: 0
             }
         ),
         "{steps:?}"

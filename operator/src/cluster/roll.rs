@@ -52,11 +52,10 @@ impl RollGate {
     }
 }
 
-/// What the gate and the roll order need from the brokers.
+/// What the gate needs from the brokers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RollView {
     pub cluster: Partitions,
-    pub active_controller: Option<i32>,
 }
 
 /// Asks the first broker among `candidates` (`host:port`) that answers; starts the
@@ -89,16 +88,36 @@ pub async fn check(candidates: &[String], brokers: &BTreeSet<i32>) -> (RollGate,
     {
         return (
             RollGate::Unknown(format!("cannot move leadership back: {error}")),
-            view.active_controller,
+            None,
         );
     }
-    (gate, view.active_controller)
+    (gate, active_controller(&mut admin).await)
+}
+
+/// How long the roll waits to learn the active controller. Kafka forwards DescribeQuorum
+/// to the quorum's leader; with that leader stopped the request hangs until a new one is
+/// elected, and the roll must not wait on it: the order (controller last) is then unknown.
+const QUORUM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The active controller, or `None` when the quorum does not say in time. Asked last on
+/// the connection: a request that timed out leaves it unusable.
+async fn active_controller(admin: &mut AdminClient) -> Option<i32> {
+    match tokio::time::timeout(QUORUM_TIMEOUT, admin.active_controller()).await {
+        Ok(Ok(active)) => active,
+        Ok(Err(error)) => {
+            tracing::info!(%error, "Cannot learn the active controller; rolling in pod order");
+            None
+        }
+        Err(_) => {
+            tracing::info!("The quorum did not name its leader in time; rolling in pod order");
+            None
+        }
+    }
 }
 
 async fn observe(admin: &mut AdminClient) -> Result<RollView, AdminError> {
     Ok(RollView {
         cluster: admin.partitions().await?,
-        active_controller: admin.active_controller().await?,
     })
 }
 

@@ -20,6 +20,10 @@ use crate::bootstrap::Reach;
 use crate::crd::{Cluster, MoveProgress, ScalingStatus};
 use crate::metrics::Metrics;
 
+/// How long a request to one broker (its sizes, its cordon) waits for a connection: a pod
+/// that does not answer must not hold up the whole reconcile.
+const BROKER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// What the brokers report, for one decision.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Observation {
@@ -65,7 +69,7 @@ pub async fn read_sizes(brokers: &BTreeMap<i32, String>) -> ReplicaSizes {
     let mut sizes = ReplicaSizes::new();
     for (id, address) in brokers {
         let read = async {
-            let mut admin = AdminClient::connect(address).await?;
+            let mut admin = AdminClient::connect_within(address, BROKER_CONNECT_TIMEOUT).await?;
             admin.replica_sizes().await
         };
         match read.await {
@@ -287,7 +291,7 @@ async fn set_cordons(
             .brokers
             .get(&broker)
             .ok_or_else(|| format!("cannot {verb} broker {broker}: its pod has no address"))?;
-        let mut admin = AdminClient::connect(address)
+        let mut admin = AdminClient::connect_within(address, BROKER_CONNECT_TIMEOUT)
             .await
             .map_err(|error| format!("cannot {verb} broker {broker}: {error}"))?;
         admin
@@ -482,9 +486,16 @@ async fn drain(
         Step::Refused(_) => (BTreeSet::new(), range(wanted, current)),
         _ => (range(wanted, current), BTreeSet::new()),
     };
-    if let Err(message) = set_cordons(reach, &cordon, &uncordon).await {
-        return waiting(message);
+    // A broker that cannot be cordoned still drains (a topic created meanwhile on it is
+    // moved by the next plan); the status says so.
+    let not_cordoned = set_cordons(reach, &cordon, &uncordon).await.err();
+    if let Some(message) = &not_cordoned {
+        tracing::warn!(message, "Cordoning the leaving brokers failed");
     }
+    let waiting = |message: String| match &not_cordoned {
+        Some(why) => waiting(format!("{message} ({why})")),
+        None => waiting(message),
+    };
     match step {
         Step::Refused(message) => Outcome {
             keep: current,
@@ -602,7 +613,7 @@ async fn balance(
         && let Err(message) =
             set_cordons(reach, &BTreeSet::new(), &range(previous.from, wanted)).await
     {
-        return waiting(message);
+        tracing::warn!(message, "Uncordoning the new brokers failed");
     }
     match step {
         Step::Wait { moving: 0 } => waiting(format!(

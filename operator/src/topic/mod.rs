@@ -25,7 +25,7 @@ use kube::runtime::finalizer::{self, Event as FinalizerEvent};
 use kube::{Resource, ResourceExt};
 
 use crate::admin::{AdminClient, AdminError};
-use crate::bootstrap::{addresses, connect};
+use crate::bootstrap::{addresses, connect, reach};
 use crate::cluster::config::{self, TOPIC_KEYS};
 use crate::context::Context;
 use crate::crd::{
@@ -251,7 +251,8 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         write_status(topic, ctx, outcome, previous_status(topic)).await?;
         return Ok(Action::requeue(REQUEUE_WAITING));
     };
-    let candidates = addresses(ctx, &cluster, &namespace).await;
+    let reach = reach(ctx, &cluster, &namespace).await;
+    let candidates = reach.any.clone();
     let tried = candidates.join(", ");
     let (mut admin, address) = match connect(&candidates).await {
         Ok(connected) => connected,
@@ -362,6 +363,7 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
     let moves = replication::step(
         &mut admin,
         &cluster,
+        &reach.brokers,
         &desired.name,
         plan.change_replication_factor,
         has_throttles,
@@ -371,9 +373,15 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
     let current_rf = view.topic.as_ref().map_or(0, replication_factor);
     let rate = u64::try_from(cluster.spec.move_throttle_bytes_per_second).unwrap_or(1);
     let moving = moves.describe(&desired.name, current_rf, desired.replication_factor, rate);
-    if let (replication::Progress::Started { replicas, .. }, Some(note)) = (&moves, &moving) {
+    if let (
+        replication::Progress::Started {
+            replicas, bytes, ..
+        },
+        Some(note),
+    ) = (&moves, &moving)
+    {
         ctx.metrics
-            .moves_started("replication_factor", *replicas, 0);
+            .moves_started("replication_factor", *replicas, *bytes);
         ctx.event(
             &reference,
             false,

@@ -3,11 +3,12 @@
 //! throttles' removal once no partition of the topic moves any more. Each step is decided
 //! from what the cluster reports, so a restarted operator carries on where it stopped.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use oxbow_placement::reassignment::{TopicPartition, change_replication_factor};
 
 use crate::admin::{AdminClient, AdminError};
+use crate::cluster::scale::{human_bytes, read_sizes};
 use crate::crd::Cluster;
 
 /// Where a replication factor change stands.
@@ -15,8 +16,12 @@ use crate::crd::Cluster;
 pub enum Progress {
     /// Nothing moves and the throttles are gone.
     Settled,
-    /// The reassignment was just started.
-    Started { replicas: usize, partitions: usize },
+    /// The reassignment was just started; `bytes` is what its new replicas copy.
+    Started {
+        replicas: usize,
+        partitions: usize,
+        bytes: u64,
+    },
     /// Partitions of the topic are still copying.
     Moving { partitions: usize },
     /// The change waits for something else (the message says what).
@@ -32,8 +37,10 @@ impl Progress {
             Progress::Started {
                 replicas,
                 partitions,
+                bytes,
             } => Some(format!(
-                "Changing the replication factor of topic {topic} from {from} to {to}: moving {replicas} replica(s) of {partitions} partition(s), {throttle}"
+                "Changing the replication factor of topic {topic} from {from} to {to}: moving {replicas} replica(s) of {partitions} partition(s), {} to copy, {throttle}",
+                human_bytes(i64::try_from(*bytes).unwrap_or(i64::MAX))
             )),
             Progress::Moving { partitions } => Some(format!(
                 "Changing the replication factor of topic {topic} from {from} to {to}: {partitions} partition(s) still copying, {throttle}"
@@ -46,10 +53,12 @@ impl Progress {
 }
 
 /// Takes one step towards `wanted` replicas for every partition of `topic` (`None`: the
-/// factor already matches; only finished throttles may remain to remove).
+/// factor already matches; only finished throttles may remain to remove). `brokers` are
+/// the brokers' own addresses, asked for their replicas' sizes when a plan is made.
 pub async fn step(
     admin: &mut AdminClient,
     cluster: &Cluster,
+    brokers: &BTreeMap<i32, String>,
     topic: &str,
     wanted: Option<i32>,
     has_throttles: bool,
@@ -81,7 +90,7 @@ pub async fn step(
     }
     let observed = admin.partitions().await?;
     let targets = observed.candidates();
-    let current = observed.states();
+    let current = observed.sized_states(&read_sizes(brokers).await);
     let size = usize::try_from(wanted).unwrap_or(0);
     let plan = match change_replication_factor(&targets, &current, topic, size) {
         Ok(plan) => plan,
@@ -97,5 +106,6 @@ pub async fn step(
     Ok(Progress::Started {
         replicas: plan.replica_moves,
         partitions: partitions.len(),
+        bytes: plan.bytes_moved,
     })
 }

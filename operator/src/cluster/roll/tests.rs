@@ -29,7 +29,6 @@ fn view(brokers: &[i32], partitions: &[(i32, &[i32], &[i32])]) -> RollView {
                 })
                 .collect(),
         },
-        active_controller: Some(0),
     }
 }
 
