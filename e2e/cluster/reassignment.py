@@ -196,18 +196,21 @@ class GroupReader(threading.Thread):
         self.errors = []
 
     def run(self):
-        self.consumer.subscribe([TOPIC])
-        while not self.stop.is_set():
-            for message in self.consumer.consume(1000, timeout=0.5):
-                if message.error():
-                    self.errors.append(str(message.error()))
-                    continue
-                now = time.time()
-                if self.last is not None:
-                    self.longest_gap = max(self.longest_gap, now - self.last)
-                self.last = now
-                self.values.add(message.value()[:64])
-        self.consumer.close()
+        try:
+            self.consumer.subscribe([TOPIC])
+            while not self.stop.is_set():
+                for message in self.consumer.consume(1000, timeout=0.5):
+                    if message.error():
+                        self.errors.append(str(message.error()))
+                        continue
+                    now = time.time()
+                    if self.last is not None:
+                        self.longest_gap = max(self.longest_gap, now - self.last)
+                    self.last = now
+                    self.values.add((message.value() or b"")[:64])
+            self.consumer.close()
+        except Exception as error:  # the failure report says why the reader stopped
+            self.errors.append(f"reader stopped: {error!r}")
 
 
 def preload(bootstrap, megabytes):
@@ -462,7 +465,9 @@ def main():
         seen = lambda: {workload.key_of(v) for v in list(reader.values)}
         if not wait_until(lambda: acked_keys <= seen(), 60):
             missing = len(acked_keys - seen())
-            fail(f"the consumer group never received {missing} acknowledged record(s)", cluster, work)
+            fail(f"the consumer group never received {missing} acknowledged record(s) (reader "
+                 f"{'running' if reader.is_alive() else 'stopped'}, {len(reader.values)} distinct values read, "
+                 f"errors {reader.errors[:5]})", cluster, work)
         reader.stop.set()
         log(f"ok the consumer group received every acknowledged record; longest gap between deliveries "
             f"{reader.longest_gap:.2f} s")
