@@ -101,13 +101,9 @@ fn a_drain_empties_the_leaving_broker_in_one_plan_and_a_balance_refills_it() {
     let (before, _) = spread(&cluster, 1);
     assert!(before.get(&4).copied().unwrap_or(0) > 0, "{before:?}");
     for partition in 0..PARTITIONS {
-        let leader = cluster.partition_state(1, TOPIC, partition).0;
         let values: Vec<String> = (0..50).map(|i| format!("p{partition}-{i}")).collect();
         let values: Vec<&str> = values.iter().map(String::as_str).collect();
-        let response = cluster
-            .client(leader)
-            .produce(TOPIC, partition, batch(&values, 200));
-        assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+        cluster.produce_to_leader(1, TOPIC, partition, batch(&values, 200));
     }
 
     // Plans weigh bytes: every broker reports its own replicas' sizes (DescribeLogDirs), and

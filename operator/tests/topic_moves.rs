@@ -144,13 +144,9 @@ fn a_replication_factor_grows_and_shrinks_by_throttled_moves() {
         .map(|l| l[0])
         .collect();
     for partition in 0..PARTITIONS {
-        let leader = cluster.partition_state(1, TOPIC, partition).0;
         let values: Vec<String> = (0..40).map(|i| format!("p{partition}-{i}")).collect();
         let values: Vec<&str> = values.iter().map(String::as_str).collect();
-        let response = cluster
-            .client(leader)
-            .produce(TOPIC, partition, batch(&values, 2000));
-        assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+        cluster.produce_to_leader(1, TOPIC, partition, batch(&values, 2000));
     }
     let port = cluster.nodes[&1].port;
     let brokers: BTreeMap<i32, String> = (1..=4)

@@ -346,6 +346,33 @@ impl Cluster {
         (p.leader_id.0, p.leader_epoch, isr)
     }
 
+    /// Produces `records` to `topic`-`partition` through its leader as node `via` sees it.
+    /// A leader named in metadata may not have taken the leadership yet
+    /// (NOT_LEADER_OR_FOLLOWER: nothing written), so that answer is retried; any other
+    /// error fails the test.
+    pub fn produce_to_leader(&self, via: i32, topic: &str, partition: i32, records: bytes::Bytes) {
+        const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+        let mut last = None;
+        self.wait_for(
+            &format!("{topic}-{partition}'s leader to take a produce"),
+            Duration::from_secs(30),
+            || {
+                let leader = self.partition_state(via, topic, partition).0;
+                let response = self
+                    .client(leader)
+                    .produce(topic, partition, records.clone());
+                let code = response.responses[0].partition_responses[0].error_code;
+                assert!(
+                    code == 0 || code == NOT_LEADER_OR_FOLLOWER,
+                    "produce to {topic}-{partition} via {leader}: error {code}"
+                );
+                last = Some(code);
+                code == 0
+            },
+        );
+        assert_eq!(last, Some(0));
+    }
+
     /// The leader of each partition of `topic`, in partition order, as node `id` sees it.
     pub fn leaders(&self, id: i32, topic: &str) -> Vec<i32> {
         let mut partitions = self.topic_metadata(id, topic).partitions;
