@@ -379,7 +379,12 @@ pub const KEYS: &[KeySpec] = &[
     key(
         "controller.quorum.voters",
         "",
-        "Controller voters id@host:port,... (an odd count; 1 and 3 are tested); empty = this node alone.",
+        "Controller voters id@host:port,... (an odd count; 1, 3 and 5 are tested); empty = this node alone. Alone, a static quorum (Kafka's kraft.version 0); with controller.quorum.bootstrap.servers, the voters that form a new dynamic quorum.",
+    ),
+    key(
+        "controller.quorum.bootstrap.servers",
+        "",
+        "Controllers host:port,... where a node finds a dynamic quorum (KIP-853): voters are then added and removed with AddRaftVoter / RemoveRaftVoter (kafka-metadata-quorum add-controller / remove-controller). A controller not in controller.quorum.voters joins as an observer until it is added.",
     ),
     key(
         "listener.security.protocol.map",
@@ -551,8 +556,13 @@ pub struct BrokerConfig {
     pub is_broker: bool,
     /// `process.roles` holds `controller`: this node is a voter of the quorum.
     pub is_controller: bool,
-    /// The quorum's voters: node id → controller listener `host:port`.
+    /// The quorum's voters: node id → controller listener `host:port` (with bootstrap
+    /// servers, the voters that form a new quorum).
     pub voters: BTreeMap<i32, String>,
+    /// `controller.quorum.bootstrap.servers`: set for a dynamic quorum (KIP-853).
+    pub bootstrap_servers: Vec<String>,
+    /// Where other controllers reach this node's controller listener.
+    pub controller_advertised: Option<String>,
     /// The controller listener, when `listeners` names one.
     pub controller_listener: Option<SocketAddr>,
     pub broker_heartbeat_interval_ms: u64,
@@ -829,21 +839,31 @@ impl BrokerConfig {
         let node_id = int("node.id", 0, i64::from(i32::MAX))? as i32;
         let mut voters = parse_voters(&get("controller.quorum.voters"))
             .map_err(|reason| invalid("controller.quorum.voters", &reason))?;
-        if voters.is_empty() {
+        let bootstrap_servers =
+            parse_bootstrap_servers(&get("controller.quorum.bootstrap.servers"))
+                .map_err(|reason| invalid("controller.quorum.bootstrap.servers", &reason))?;
+        let dynamic_quorum = !bootstrap_servers.is_empty();
+        // Where other controllers reach this one: its advertised controller listener, else
+        // the address it binds.
+        let controller_advertised = named_listener(&get("advertised.listeners"), &controller_names)
+            .or_else(|| controller_listener.map(|a| a.to_string()));
+        if voters.is_empty() && !dynamic_quorum {
             if !is_controller {
                 return Err(invalid(
                     "controller.quorum.voters",
-                    "a broker-only node needs the voters of the quorum it joins",
+                    "a broker-only node needs the voters of the quorum it joins (or controller.quorum.bootstrap.servers)",
                 ));
             }
             let address =
                 controller_listener.map_or_else(|| "127.0.0.1:0".to_string(), |a| a.to_string());
             voters.insert(node_id, address);
         }
-        if is_controller && !voters.contains_key(&node_id) {
+        if is_controller && !dynamic_quorum && !voters.contains_key(&node_id) {
             return Err(invalid(
                 "controller.quorum.voters",
-                &format!("node.id {node_id} has the controller role but is not a voter"),
+                &format!(
+                    "node.id {node_id} has the controller role but is not a voter (a controller that joins a dynamic quorum names controller.quorum.bootstrap.servers)"
+                ),
             ));
         }
         if !is_controller && voters.contains_key(&node_id) {
@@ -854,10 +874,21 @@ impl BrokerConfig {
                 ),
             ));
         }
-        if is_controller && voters.len() > 1 && controller_listener.is_none() {
+        if is_controller && (voters.len() > 1 || dynamic_quorum) && controller_listener.is_none() {
             return Err(invalid(
                 "listeners",
                 "a voter of a multi-node quorum needs a controller listener (e.g. CONTROLLER://127.0.0.1:9093)",
+            ));
+        }
+        if is_controller
+            && dynamic_quorum
+            && controller_advertised.as_deref().is_none_or(|a| {
+                a.starts_with("0.0.0.0:") || a.starts_with("[::]:") || a.starts_with(':')
+            })
+        {
+            return Err(invalid(
+                "advertised.listeners",
+                "a controller of a dynamic quorum needs an address the other controllers can reach: advertise the controller listener (e.g. CONTROLLER://host:9093)",
             ));
         }
         Ok(Self {
@@ -931,6 +962,8 @@ impl BrokerConfig {
             is_broker,
             is_controller,
             voters,
+            bootstrap_servers,
+            controller_advertised,
             controller_listener,
             broker_heartbeat_interval_ms: int("broker.heartbeat.interval.ms", 10, 3_600_000)?
                 as u64,
@@ -1116,6 +1149,20 @@ fn named_listener(listeners: &str, names: &[String]) -> Option<String> {
             .contains(&name.to_ascii_uppercase())
             .then(|| address.to_string())
     })
+}
+
+/// `controller.quorum.bootstrap.servers`: `host:port,...`.
+fn parse_bootstrap_servers(text: &str) -> Result<Vec<String>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|server| match server.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                Ok(server.to_string())
+            }
+            _ => Err(format!("`{server}` is not host:port")),
+        })
+        .collect()
 }
 
 /// `controller.quorum.voters`: `id@host:port,...`.

@@ -19,7 +19,7 @@ use oxbow_broker::replication::metrics::ReplicationMetrics;
 use oxbow_broker::replication::{IsrProposal, LeadershipHook, ReplicaManager};
 use oxbow_broker::server;
 use oxbow_broker::state::BrokerState;
-use oxbow_broker::storage::{LogManager, SystemClock};
+use oxbow_broker::storage::{LogManager, SystemClock, meta_properties};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
@@ -113,10 +113,27 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         .first()
         .context("no log dir")?
         .join(METADATA_DIR);
+    // Every log directory gets its identity (meta.properties) after its lock is held; the
+    // first one's names this controller's metadata directory (KIP-853).
+    let mut directory_ids = Vec::new();
+    for dir in &config.log_dirs {
+        let id =
+            meta_properties::ensure_directory_id(dir, config.node_id, config.cluster_id.as_deref())
+                .with_context(|| {
+                    format!(
+                        "writing {}",
+                        dir.join(meta_properties::META_PROPERTIES).display()
+                    )
+                })?;
+        directory_ids.push(id);
+    }
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let settings = QuorumSettings {
         node_id: config.node_id,
         voters: config.voters.clone(),
+        bootstrap_servers: config.bootstrap_servers.clone(),
+        advertised_controller: config.controller_advertised.clone(),
+        directory_id: directory_ids.first().copied().unwrap_or_default(),
         is_voter: config.is_controller,
         is_broker: config.is_broker,
         controller_listener: config.controller_listener,

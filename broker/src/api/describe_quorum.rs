@@ -52,8 +52,14 @@ impl Api for DescribeQuorumApi {
                 }
             };
             let replica = |id: i32, log_end: Option<u64>| {
+                let directory = status
+                    .nodes
+                    .get(&id)
+                    .and_then(|(_, directory)| *directory)
+                    .unwrap_or_default();
                 ReplicaState::default()
                     .with_replica_id(BrokerId(id))
+                    .with_replica_directory_id(directory)
                     .with_log_end_offset(log_end.map_or(-1, |i| i as i64 + 1))
                     .with_last_fetch_timestamp(-1)
                     .with_last_caught_up_timestamp(-1)
@@ -78,19 +84,21 @@ impl Api for DescribeQuorumApi {
                         .collect(),
                 );
             // v2 lists the voters' controller endpoints.
-            let nodes = context
-                .broker
-                .config
-                .voters
+            let listener_name = super::raft_voters::controller_names(context)
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| "CONTROLLER".to_string());
+            let nodes = status
+                .nodes
                 .iter()
-                .filter_map(|(id, address)| {
+                .filter_map(|(id, (address, _))| {
                     let (host, port) = address.rsplit_once(':')?;
                     Some(
                         Node::default()
                             .with_node_id(BrokerId(*id))
                             .with_listeners(vec![
                                 Listener::default()
-                                    .with_name(StrBytes::from_static_str("CONTROLLER"))
+                                    .with_name(StrBytes::from_string(listener_name.clone()))
                                     .with_host(StrBytes::from_string(host.to_string()))
                                     .with_port(port.parse().ok()?),
                             ]),

@@ -47,6 +47,7 @@ mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
 mod produce_legacy;
+mod raft_voters;
 mod sync_group;
 mod unregister_broker;
 
@@ -226,6 +227,8 @@ pub fn routes() -> Routes {
         Box::new(describe_log_dirs::DescribeLogDirsApi),
         Box::new(alter_replica_log_dirs::AlterReplicaLogDirsApi),
         Box::new(describe_quorum::DescribeQuorumApi),
+        Box::new(raft_voters::AddRaftVoterApi),
+        Box::new(raft_voters::RemoveRaftVoterApi),
         Box::new(elect_leaders::ElectLeadersApi),
         Box::new(alter_partition_reassignments::AlterPartitionReassignmentsApi),
         Box::new(list_partition_reassignments::ListPartitionReassignmentsApi),

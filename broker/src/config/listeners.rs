@@ -135,12 +135,8 @@ pub fn client_listeners(
                 format!("listener {name} is advertised but not in listeners"),
             ));
         }
-        if controller_names.contains(name) {
-            return Err((
-                "advertised.listeners",
-                format!("the controller listener {name} is not advertised to clients"),
-            ));
-        }
+        // A controller listener may be advertised: to the other controllers (KIP-853), never
+        // to clients (it is left out of the client listeners below).
     }
     listeners
         .iter()

@@ -114,10 +114,7 @@ impl ActiveController {
 
     /// The active controller's node id as this voter knows it.
     pub fn leader(&self) -> Option<i32> {
-        self.raft
-            .metrics()
-            .borrow()
-            .current_leader
+        super::quorum::known_leader(&self.raft.metrics().borrow(), self.node_id as u64)
             .and_then(|id| i32::try_from(id).ok())
     }
 
@@ -274,7 +271,7 @@ impl ActiveController {
     /// The quorum as this voter sees it, if it leads.
     pub fn quorum_status(&self) -> Option<super::rpc::QuorumStatus> {
         let metrics = self.raft.metrics().borrow().clone();
-        if metrics.current_leader != Some(self.node_id as u64) {
+        if super::quorum::known_leader(&metrics, self.node_id as u64) != Some(self.node_id as u64) {
             return None;
         }
         let voters: Vec<(i32, Option<u64>)> = metrics
@@ -301,7 +298,19 @@ impl ActiveController {
             .filter(|id| !voters.iter().any(|(v, _)| v == *id))
             .map(|id| (*id, sessions.applied_index.get(id).copied().unwrap_or(0)))
             .collect();
+        let membership = metrics.membership_config.membership();
+        let nodes = membership
+            .voter_ids()
+            .filter_map(|id| {
+                let node = membership.get_node(&id)?;
+                Some((
+                    i32::try_from(id).ok()?,
+                    (node.addr.clone(), node.directory_id),
+                ))
+            })
+            .collect();
         Some(super::rpc::QuorumStatus {
+            nodes,
             leader_id: self.node_id,
             term: metrics.current_term,
             high_watermark: metrics.last_applied.map_or(0, |l| l.index),
@@ -344,11 +353,12 @@ impl ActiveController {
     }
 
     /// Fences brokers whose sessions expired and stamps the cluster id, while leading.
-    /// Returns when shutting down, or with an error when the quorum's voters are not the
-    /// configured ones (a node must not serve with a voter list the quorum disagrees with).
+    /// Returns when shutting down, or with an error when a static quorum's voters are not
+    /// the configured ones (a node must not serve with a voter list the quorum disagrees
+    /// with; a dynamic quorum's voters live in its log).
     pub async fn run_timers(
         self: Arc<Self>,
-        configured_voters: BTreeMap<i32, String>,
+        static_voters: Option<BTreeMap<i32, String>>,
         cluster_id: String,
         mut shutdown: watch::Receiver<bool>,
     ) -> Result<(), ControllerError> {
@@ -372,15 +382,21 @@ impl ActiveController {
                 .voter_ids()
                 .filter_map(|id| i32::try_from(id).ok())
                 .collect();
-            let configured: BTreeSet<i32> = configured_voters.keys().copied().collect();
-            if !quorum.is_empty() && quorum != configured {
+            let configured: Option<BTreeSet<i32>> = static_voters
+                .as_ref()
+                .map(|voters| voters.keys().copied().collect());
+            if let Some(configured) = configured
+                && !quorum.is_empty()
+                && quorum != configured
+            {
                 return Err(ControllerError::Quorum(format!(
                     "controller.quorum.voters names {configured:?} but the quorum's voters are {quorum:?}"
                 )));
             }
-            if metrics.current_leader != Some(self.node_id as u64) {
+            let leader = super::quorum::known_leader(&metrics, self.node_id as u64);
+            if leader != Some(self.node_id as u64) {
                 self.sessions.lock().term = None;
-                if let Some(leader) = metrics.current_leader.and_then(|l| i32::try_from(l).ok()) {
+                if let Some(leader) = leader.and_then(|l| i32::try_from(l).ok()) {
                     self.previous_leader
                         .store(leader, std::sync::atomic::Ordering::Relaxed);
                 }
@@ -457,7 +473,7 @@ impl ActiveController {
 
 /// openraft's "not the leader" as the controller's refusal.
 fn not_controller(
-    forward: &openraft::error::ForwardToLeader<u64, openraft::BasicNode>,
+    forward: &openraft::error::ForwardToLeader<u64, super::quorum::VoterNode>,
 ) -> ControllerError {
     ControllerError::NotController(
         forward

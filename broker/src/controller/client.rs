@@ -1,6 +1,9 @@
 //! A broker's way to the active controller: tries the voter it last heard leads, follows
 //! "not the controller, node N is" answers, and walks the voters otherwise, until the
 //! deadline. Host names are resolved on every (re)connect.
+//!
+//! The voters change (KIP-853): the client starts from the configured voters or bootstrap
+//! servers and is told the quorum's current voters whenever this node learns them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,7 +16,10 @@ use tokio::time::Instant;
 
 use super::decisions::{ControllerCommand, ControllerError};
 use super::feed::MetadataUpdate;
-use super::rpc::{CommandReply, QuorumStatus, RpcBody, RpcConnection, RpcReply, RpcRequest};
+use super::rpc::{
+    CommandReply, QuorumStatus, RpcBody, RpcConnection, RpcReply, RpcRequest, VoterChangeError,
+    VoterRequest,
+};
 
 /// Pause after every voter failed once, before trying them again.
 const ROUND_BACKOFF: Duration = Duration::from_millis(100);
@@ -26,7 +32,7 @@ pub struct ControllerClient {
     /// This node, when it is a voter: its own active controller is asked directly.
     skip: Option<i32>,
     cluster_id: Arc<RwLock<Option<String>>>,
-    voters: BTreeMap<i32, Mutex<RpcConnection>>,
+    voters: RwLock<BTreeMap<i32, Arc<Mutex<RpcConnection>>>>,
     leader_hint: AtomicI32,
 }
 
@@ -39,17 +45,61 @@ impl ControllerClient {
         skip: Option<i32>,
         cluster_id: Arc<RwLock<Option<String>>>,
     ) -> Self {
-        Self {
+        let client = Self {
             node_id,
             skip,
             cluster_id,
-            voters: voters
-                .iter()
-                .filter(|(id, _)| Some(**id) != skip)
-                .map(|(id, address)| (*id, Mutex::new(RpcConnection::new(address.clone()))))
-                .collect(),
+            voters: RwLock::new(BTreeMap::new()),
             leader_hint: AtomicI32::new(-1),
+        };
+        client.set_voters(voters);
+        client
+    }
+
+    /// Bootstrap servers, whose node ids are not known yet, stand in under negative ids
+    /// until the quorum's voters are learned.
+    pub fn bootstrap_ids(servers: &[String]) -> BTreeMap<i32, String> {
+        servers
+            .iter()
+            .enumerate()
+            .map(|(i, address)| (-1 - i as i32, address.clone()))
+            .collect()
+    }
+
+    /// The quorum's voters now; connections to voters whose address is unchanged are kept.
+    /// An empty set (nothing learned) leaves the client as it is.
+    pub fn set_voters(&self, voters: &BTreeMap<i32, String>) {
+        if voters.is_empty() {
+            return;
         }
+        let mut current = self.voters.write();
+        let mut next = BTreeMap::new();
+        // A leader that removed itself leads until the configuration without it commits
+        // and it steps down: its connection stays until another leader is named, so the
+        // heartbeats it receives do not stop (a closed heartbeat connection fences).
+        if let Some(leader) = self.leader_hint()
+            && !voters.contains_key(&leader)
+            && let Some(connection) = current.remove(&leader)
+        {
+            next.insert(leader, connection);
+        }
+        for (id, address) in voters.iter().filter(|(id, _)| Some(**id) != self.skip) {
+            let kept = current.remove(id).filter(|connection| {
+                connection
+                    .try_lock()
+                    .map_or(true, |c| c.address() == address)
+            });
+            next.insert(
+                *id,
+                kept.unwrap_or_else(|| Arc::new(Mutex::new(RpcConnection::new(address.clone())))),
+            );
+        }
+        *current = next;
+    }
+
+    /// Other voters to ask (none: this node is the only voter).
+    pub fn has_voters(&self) -> bool {
+        !self.voters.read().is_empty()
     }
 
     pub fn leader_hint(&self) -> Option<i32> {
@@ -98,12 +148,29 @@ impl ControllerClient {
         }
     }
 
+    /// A change of the quorum's voters at the active controller.
+    pub async fn voter_change(
+        &self,
+        request: &VoterRequest,
+        timeout: Duration,
+    ) -> Result<Result<(), VoterChangeError>, ControllerError> {
+        match self
+            .send(|| RpcBody::Voters(request.clone()), timeout, Duration::ZERO)
+            .await?
+        {
+            RpcReply::VoterChange(outcome) => Ok(outcome),
+            other => Err(ControllerError::Quorum(format!(
+                "unexpected reply {other:?}"
+            ))),
+        }
+    }
+
     /// Long-polls a voter for the metadata after `from_index`.
     pub async fn fetch_metadata(
         &self,
         from_index: u64,
         max_wait: Duration,
-    ) -> Result<(MetadataUpdate, Option<i32>), ControllerError> {
+    ) -> Result<(MetadataUpdate, Option<i32>, BTreeMap<i32, String>), ControllerError> {
         let body = || RpcBody::FetchMetadata {
             from_index,
             max_wait_ms: max_wait.as_millis() as u64,
@@ -112,7 +179,8 @@ impl ControllerClient {
             RpcReply::Metadata {
                 update,
                 controller_id,
-            } => Ok((update, controller_id)),
+                voters,
+            } => Ok((update, controller_id, voters)),
             other => Err(ControllerError::Quorum(format!(
                 "unexpected reply {other:?}"
             ))),
@@ -128,16 +196,19 @@ impl ControllerClient {
         let deadline = Instant::now() + timeout;
         let mut last_error = String::from("no controller voters configured");
         loop {
-            let mut order: Vec<i32> = self.voters.keys().copied().collect();
+            let mut order: Vec<(i32, Arc<Mutex<RpcConnection>>)> = self
+                .voters
+                .read()
+                .iter()
+                .map(|(id, connection)| (*id, Arc::clone(connection)))
+                .collect();
             if let Some(hint) = self.leader_hint()
-                && let Some(position) = order.iter().position(|id| *id == hint)
+                && let Some(position) = order.iter().position(|(id, _)| *id == hint)
             {
                 order.rotate_left(position);
             }
-            for voter in order {
-                let Some(connection) = self.voters.get(&voter) else {
-                    continue;
-                };
+            let others_left = order.len() > 1;
+            for (voter, connection) in order {
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 if remaining.is_zero() {
                     return Err(ControllerError::NotController(Some(last_error)));
@@ -149,7 +220,6 @@ impl ControllerClient {
                 };
                 // With other voters left to try, one silent voter may not use up the
                 // whole budget (a stopped leader must not starve the heartbeat).
-                let others_left = self.voters.len() > 1;
                 let share = if others_left && server_wait.is_zero() {
                     remaining / 2
                 } else {
@@ -182,7 +252,10 @@ impl ControllerClient {
                         return Err(ControllerError::Refused(format!("voter {voter}: {reason}")));
                     }
                     Ok(reply) => {
-                        if matches!(reply, RpcReply::Command(_) | RpcReply::Quorum(_)) {
+                        if matches!(
+                            reply,
+                            RpcReply::Command(_) | RpcReply::Quorum(_) | RpcReply::VoterChange(_)
+                        ) {
                             self.set_leader_hint(Some(voter));
                         }
                         return Ok(reply);

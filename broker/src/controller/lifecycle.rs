@@ -122,7 +122,8 @@ pub async fn run_observer(
             _ = shutdown.changed() => return Ok(()),
         };
         match fetched {
-            Ok((update, controller_id)) => {
+            Ok((update, controller_id, voters)) => {
+                controller.update_voters(&voters);
                 controller.fetch_client.set_leader_hint(controller_id);
                 controller.set_known_controller(controller_id);
                 controller.feed.apply_update(update);

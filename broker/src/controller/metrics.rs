@@ -77,7 +77,8 @@ impl ControllerMetrics {
         let metrics = raft.metrics().borrow().clone();
         self.term
             .set(i64::try_from(metrics.current_term).unwrap_or(i64::MAX));
-        let leads = metrics.current_leader == u64::try_from(node_id).ok();
+        let leads = u64::try_from(node_id)
+            .is_ok_and(|id| super::quorum::known_leader(&metrics, id) == Some(id));
         let last = metrics.last_log_index.unwrap_or(0);
         let matched: Vec<(u64, u64)> = match (&metrics.replication, leads) {
             (Some(replication), true) => metrics

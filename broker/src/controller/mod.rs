@@ -20,6 +20,7 @@
 //! - [`active`]: the active controller (decisions under one lock, broker sessions, fencing).
 //! - [`lifecycle`]: a broker's registration, heartbeats and metadata fetching.
 //! - [`feed`], [`publisher`]: the applied image, and applying it to this broker's logs.
+//! - [`voters`]: adding and removing voters (KIP-853).
 
 pub mod active;
 pub mod client;
@@ -36,6 +37,7 @@ pub mod quorum;
 pub mod records;
 pub mod rpc;
 pub mod service;
+pub mod voters;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -44,7 +46,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
-use openraft::BasicNode;
 use parking_lot::RwLock;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -72,6 +73,8 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(8);
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
 /// How long a caller waits for its own broker to apply a change it made.
 const PUBLISH_WAIT: Duration = Duration::from_secs(5);
+/// How often a controller that is not a member asks the leader to replicate to it.
+const FOLLOW_RETRY: Duration = Duration::from_secs(2);
 /// A leftover of the single-node metadata log, before the quorum.
 const LEGACY_METADATA_LOG: &str = "metadata.log";
 
@@ -79,8 +82,15 @@ const LEGACY_METADATA_LOG: &str = "metadata.log";
 #[derive(Debug, Clone)]
 pub struct QuorumSettings {
     pub node_id: i32,
-    /// Voters: node id → controller listener `host:port`.
+    /// Voters: node id → controller listener `host:port` (of a dynamic quorum: the voters
+    /// that form it).
     pub voters: BTreeMap<i32, String>,
+    /// `controller.quorum.bootstrap.servers`: non-empty for a dynamic quorum (KIP-853).
+    pub bootstrap_servers: Vec<String>,
+    /// Where the other controllers reach this node's controller listener.
+    pub advertised_controller: Option<String>,
+    /// The id of this node's metadata directory (its `meta.properties`).
+    pub directory_id: Uuid,
     pub is_voter: bool,
     pub is_broker: bool,
     /// Where this voter listens for the quorum and brokers (none for a lone voter).
@@ -126,6 +136,7 @@ pub struct Controller {
     pub feed: Arc<MetadataFeed>,
     raft: Option<Raft>,
     active: Option<Arc<ActiveController>>,
+    voter_changes: Option<Arc<voters::VoterChanges>>,
     command_client: ControllerClient,
     heartbeat_client: ControllerClient,
     fetch_client: ControllerClient,
@@ -203,11 +214,15 @@ impl Controller {
             .await
             .map(Raft)
             .map_err(|e| StartError::Raft(e.to_string()))?;
-            if pristine {
-                let members: BTreeMap<u64, BasicNode> = settings
+            let initial_voter = settings.voters.contains_key(&node_id);
+            if pristine && !initial_voter {
+                tracing::info!(bootstrap = ?settings.bootstrap_servers, "This controller is not one of the initial voters: it follows the quorum as an observer until AddRaftVoter adds it");
+            }
+            if pristine && initial_voter {
+                let members: BTreeMap<u64, quorum::VoterNode> = settings
                     .voters
                     .iter()
-                    .map(|(id, address)| (*id as u64, BasicNode::new(address)))
+                    .map(|(id, address)| (*id as u64, quorum::VoterNode::new(address)))
                     .collect();
                 match raft.initialize(members).await {
                     Ok(()) => {
@@ -218,7 +233,7 @@ impl Controller {
                     }
                 }
             }
-            if settings.voters.len() == 1 {
+            if settings.voters.len() == 1 && initial_voter {
                 // A lone voter need not wait out an election timeout to lead.
                 if let Err(error) = raft.trigger().elect().await {
                     tracing::warn!(%error, "Cannot start an election");
@@ -242,8 +257,17 @@ impl Controller {
             (None, None)
         };
         let skip = settings.is_voter.then_some(node_id);
+        let dynamic = !settings.bootstrap_servers.is_empty();
+        let known_voters = if settings.voters.is_empty() {
+            ControllerClient::bootstrap_ids(&settings.bootstrap_servers)
+        } else {
+            settings.voters.clone()
+        };
         let client =
-            || ControllerClient::new(node_id, &settings.voters, skip, Arc::clone(&cluster_id));
+            || ControllerClient::new(node_id, &known_voters, skip, Arc::clone(&cluster_id));
+        let voter_changes = raft
+            .as_ref()
+            .map(|raft| Arc::new(voters::VoterChanges::new(raft.clone(), node_id, dynamic)));
         let (caught_up_sender, caught_up_target) = watch::channel(None);
         let (publisher, published) = match &replicas {
             Some(replicas) => {
@@ -264,12 +288,8 @@ impl Controller {
             active: active.clone(),
             command_client: client(),
             heartbeat_client: client(),
-            fetch_client: ControllerClient::new(
-                node_id,
-                &settings.voters,
-                skip,
-                Arc::clone(&cluster_id),
-            ),
+            fetch_client: client(),
+            voter_changes: voter_changes.clone(),
             cluster_id: Arc::clone(&cluster_id),
             log_defaults,
             producer_ids: tokio::sync::Mutex::new((0, 0)),
@@ -288,7 +308,8 @@ impl Controller {
             });
             if let Some(listener) = controller_socket {
                 let service = Arc::new(service::ControllerService {
-                    raft,
+                    raft: raft.clone(),
+                    voter_changes: voter_changes.clone(),
                     active: Arc::clone(&active),
                     feed: Arc::clone(&feed),
                     cluster_id: Arc::clone(&cluster_id),
@@ -303,7 +324,16 @@ impl Controller {
                 .cluster_id
                 .clone()
                 .unwrap_or_else(|| Uuid::new_v4().simple().to_string());
-            tasks.spawn(active.run_timers(settings.voters.clone(), stamp, shutdown.clone()));
+            let static_voters = (!dynamic).then(|| settings.voters.clone());
+            tasks.spawn(active.run_timers(static_voters, stamp, shutdown.clone()));
+            let membership = Arc::clone(&controller);
+            let shutdown_membership = shutdown.clone();
+            tasks.spawn(async move {
+                membership
+                    .follow_membership(raft, shutdown_membership)
+                    .await;
+                Ok(())
+            });
         } else {
             let observer = Arc::clone(&controller);
             let shutdown = shutdown.clone();
@@ -342,7 +372,20 @@ impl Controller {
                             "cluster.id is {configured} but the quorum's cluster is {recorded}"
                         )));
                     }
-                    _ => *self.cluster_id.write() = Some(recorded),
+                    _ => {
+                        let learned = self.cluster_id.read().as_deref() != Some(recorded.as_str());
+                        *self.cluster_id.write() = Some(recorded.clone());
+                        if learned && let Some(log_dir) = self.settings.metadata_dir.parent() {
+                            // Kafka's tools read the cluster id from meta.properties too.
+                            if let Err(error) = crate::storage::meta_properties::ensure_directory_id(
+                                log_dir,
+                                self.settings.node_id,
+                                Some(&recorded),
+                            ) {
+                                tracing::warn!(%error, "Cannot record the cluster id in meta.properties");
+                            }
+                        }
+                    }
                 }
             }
             tokio::select! {
@@ -470,7 +513,7 @@ impl Controller {
                 client.set_leader_hint(Some(leader));
             }
             let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let lone_voter = self.settings.voters.len() == 1 && self.active.is_some();
+            let lone_voter = !client.has_voters() && self.active.is_some();
             let result = if lone_voter {
                 Err(ControllerError::NotController(Some(
                     "this node is the only voter and has not been elected yet".into(),
@@ -752,6 +795,103 @@ impl Controller {
     }
 
     /// The metadata quorum's state, from the active controller.
+    /// The quorum's voters changed (or were learned): every way to the active controller
+    /// asks them from now on.
+    pub fn update_voters(&self, voters: &BTreeMap<i32, String>) {
+        for client in [
+            &self.command_client,
+            &self.heartbeat_client,
+            &self.fetch_client,
+        ] {
+            client.set_voters(voters);
+        }
+    }
+
+    /// Follows the quorum's membership on a controller node: keeps the clients' voters
+    /// current and, in a dynamic quorum, asks the leader to replicate to this controller
+    /// while it is not a member (or the quorum does not know its directory yet).
+    async fn follow_membership(&self, raft: Raft, mut shutdown: watch::Receiver<bool>) {
+        let dynamic = !self.settings.bootstrap_servers.is_empty();
+        let mut metrics = raft.metrics();
+        let mut asked_at: Option<tokio::time::Instant> = None;
+        let mut last_voters = BTreeMap::new();
+        loop {
+            let (voters, needs_follow) = {
+                let current = metrics.borrow_and_update();
+                let membership = current.membership_config.membership();
+                let node = membership.get_node(&(self.settings.node_id as u64));
+                let needs = node.is_none_or(|n| n.directory_id.is_none());
+                (voters::voter_addresses(membership), needs)
+            };
+            if voters != last_voters {
+                self.update_voters(&voters);
+                last_voters = voters;
+            }
+            let due = asked_at.is_none_or(|at| at.elapsed() >= FOLLOW_RETRY);
+            if dynamic
+                && needs_follow
+                && due
+                && let Some(address) = self.settings.advertised_controller.clone()
+            {
+                asked_at = Some(tokio::time::Instant::now());
+                let request = rpc::VoterRequest::Follow {
+                    node_id: self.settings.node_id,
+                    directory_id: self.settings.directory_id,
+                    address,
+                };
+                match self.voter_change(request, FOLLOW_RETRY).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => {
+                        tracing::warn!(%error, "The active controller did not take this controller in")
+                    }
+                    Err(error) => tracing::debug!(%error, "Cannot reach the active controller yet"),
+                }
+            }
+            tokio::select! {
+                changed = metrics.changed() => if changed.is_err() { return },
+                _ = tokio::time::sleep(FOLLOW_RETRY) => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+
+    /// A change of the quorum's voters, made by the active controller (here or forwarded).
+    pub async fn voter_change(
+        &self,
+        request: rpc::VoterRequest,
+        timeout: Duration,
+    ) -> Result<Result<(), rpc::VoterChangeError>, ControllerError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(changes) = &self.voter_changes
+                && let Ok(outcome) = changes.handle(request.clone()).await
+            {
+                return Ok(outcome);
+            }
+            if let Some(leader) = self.active.as_ref().and_then(|a| a.leader())
+                && leader != self.settings.node_id
+            {
+                self.command_client.set_leader_hint(Some(leader));
+            }
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let result = if self.command_client.has_voters() {
+                self.command_client.voter_change(&request, remaining).await
+            } else {
+                Err(ControllerError::NotController(Some(
+                    "this node is the only voter and has not been elected yet".into(),
+                )))
+            };
+            match result {
+                Err(ControllerError::NotController(_))
+                    if tokio::time::Instant::now() + RETRY_PAUSE < deadline =>
+                {
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     pub async fn describe_quorum(&self) -> Result<rpc::QuorumStatus, ControllerError> {
         if let Some(status) = self.active.as_ref().and_then(|a| a.quorum_status()) {
             return Ok(status);

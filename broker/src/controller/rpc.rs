@@ -8,6 +8,7 @@
 //! in flight per connection; callers open one connection per peer and reconnect (resolving
 //! the host name again, as a pod's address may change) after any failure.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use openraft::error::{InstallSnapshotError, RaftError};
@@ -50,6 +51,52 @@ pub enum RpcBody {
     },
     /// The quorum's state as the active controller sees it (DescribeQuorum).
     DescribeQuorum,
+    /// A change of the quorum's voters, or a controller asking to follow the quorum.
+    Voters(VoterRequest),
+}
+
+/// What may be asked of the quorum's membership (KIP-853).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum VoterRequest {
+    /// AddRaftVoter: `node_id` becomes a voter once it has caught up with the log.
+    Add {
+        node_id: i32,
+        directory_id: Option<uuid::Uuid>,
+        address: String,
+        timeout_ms: u64,
+    },
+    /// RemoveRaftVoter: `node_id` stops voting (it keeps following the log).
+    Remove {
+        node_id: i32,
+        directory_id: Option<uuid::Uuid>,
+    },
+    /// A controller that is not a member (or whose directory id the quorum does not know
+    /// yet) asks to be replicated to: Kafka's observer fetching from the leader.
+    Follow {
+        node_id: i32,
+        directory_id: uuid::Uuid,
+        address: String,
+    },
+}
+
+/// Why a change of the voters was refused; each is one of Kafka's error codes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+pub enum VoterChangeError {
+    /// DUPLICATE_VOTER
+    #[error("{0}")]
+    Duplicate(String),
+    /// VOTER_NOT_FOUND
+    #[error("{0}")]
+    NotFound(String),
+    /// REQUEST_TIMED_OUT: another change in flight, or the new voter did not catch up.
+    #[error("{0}")]
+    TimedOut(String),
+    /// INVALID_REQUEST
+    #[error("{0}")]
+    Invalid(String),
+    /// UNSUPPORTED_VERSION: a static quorum (Kafka's kraft.version 0).
+    #[error("{0}")]
+    Static(String),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -61,8 +108,12 @@ pub enum RpcReply {
     Metadata {
         update: MetadataUpdate,
         controller_id: Option<i32>,
+        /// The quorum's voters (id → controller address), for the observer's client.
+        #[serde(default)]
+        voters: BTreeMap<i32, String>,
     },
     Quorum(QuorumStatus),
+    VoterChange(Result<(), VoterChangeError>),
     /// This node is not the active controller; `leader` is, if known.
     NotController {
         leader: Option<i32>,
@@ -85,6 +136,9 @@ pub struct QuorumStatus {
     pub voters: Vec<(i32, Option<u64>)>,
     /// Observers (broker-only nodes): (node id, index applied at its last heartbeat).
     pub observers: Vec<(i32, u64)>,
+    /// Every voter's controller address and metadata directory id (when known).
+    #[serde(default)]
+    pub nodes: BTreeMap<i32, (String, Option<uuid::Uuid>)>,
 }
 
 /// A command's outcome and the log index that carries it (the caller waits for its own

@@ -14,6 +14,7 @@ use super::decisions::{ControllerCommand, ControllerError};
 use super::feed::MetadataFeed;
 use super::quorum::Raft;
 use super::rpc::{FrameError, RpcBody, RpcReply, RpcRequest, read_frame, write_frame};
+use super::voters::{NotLeader, VoterChanges, voter_addresses};
 
 /// Longest long poll an observer may ask for.
 const MAX_FETCH_WAIT: Duration = Duration::from_secs(5);
@@ -21,6 +22,7 @@ const MAX_FETCH_WAIT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub struct ControllerService {
     pub raft: Raft,
+    pub voter_changes: Option<Arc<VoterChanges>>,
     pub active: Arc<ActiveController>,
     pub feed: Arc<MetadataFeed>,
     pub cluster_id: Arc<RwLock<Option<String>>>,
@@ -75,9 +77,23 @@ impl ControllerService {
                     views.wait_for(|view| view.applied_index > from_index),
                 )
                 .await;
+                let voters =
+                    voter_addresses(self.raft.metrics().borrow().membership_config.membership());
                 RpcReply::Metadata {
                     update: self.feed.since(from_index),
                     controller_id: self.active.leader(),
+                    voters,
+                }
+            }
+            RpcBody::Voters(request) => {
+                let Some(changes) = &self.voter_changes else {
+                    return RpcReply::NotController {
+                        leader: self.active.leader(),
+                    };
+                };
+                match changes.handle(request).await {
+                    Ok(outcome) => RpcReply::VoterChange(outcome),
+                    Err(NotLeader(leader)) => RpcReply::NotController { leader },
                 }
             }
         }

@@ -44,6 +44,7 @@ pub mod log_config;
 pub mod log_read;
 pub mod manager;
 pub mod mapped_entries;
+pub mod meta_properties;
 pub mod offset_index;
 pub mod producer_state;
 pub mod record_section;

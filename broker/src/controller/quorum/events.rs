@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::Raft;
+use super::{Raft, known_leader};
 
 /// How often a voter that stays unreachable is mentioned again.
 pub const REMINDER: Duration = Duration::from_secs(30);
@@ -21,7 +21,7 @@ pub async fn log_leadership(raft: Raft, node_id: i32, mut shutdown: watch::Recei
     loop {
         let (leader, term) = {
             let current = metrics.borrow_and_update();
-            (current.current_leader, current.current_term)
+            (known_leader(&current, node_id as u64), current.current_term)
         };
         if (leader, term) != last {
             match leader {

@@ -29,7 +29,7 @@ openraft::declare_raft_types!(
         D = MetadataBatch,
         R = (),
         NodeId = u64,
-        Node = openraft::BasicNode,
+        Node = VoterNode,
         Entry = openraft::Entry<MetadataRaft>,
         SnapshotData = Cursor<Vec<u8>>,
         AsyncRuntime = openraft::TokioRuntime,
@@ -53,3 +53,40 @@ impl std::ops::Deref for Raft {
     }
 }
 pub type LogId = openraft::LogId<u64>;
+
+/// The quorum's leader as `metrics` show it. openraft goes on naming the leader of the last
+/// committed vote, so a leader that removed itself from the voters, and restarted outside
+/// the membership, still names itself: a node leads only in the Leader state.
+pub fn known_leader(metrics: &openraft::RaftMetrics<u64, VoterNode>, node_id: u64) -> Option<u64> {
+    match metrics.current_leader {
+        Some(leader) if leader == node_id && !metrics.state.is_leader() => None,
+        other => other,
+    }
+}
+
+/// A member of the quorum: where its controller listener is, and (for a voter added with
+/// AddRaftVoter) the id of its metadata directory, as KIP-853 keys voters.
+///
+/// Serialized as openraft's `BasicNode` was (`{"addr": ...}`), so logs and snapshots
+/// written before directory ids existed still load.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct VoterNode {
+    pub addr: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directory_id: Option<uuid::Uuid>,
+}
+
+impl VoterNode {
+    pub fn new(addr: impl Into<String>) -> Self {
+        Self {
+            addr: addr.into(),
+            directory_id: None,
+        }
+    }
+}
+
+impl std::fmt::Display for VoterNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.addr)
+    }
+}

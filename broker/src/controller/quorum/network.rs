@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::time::Instant;
 
-use openraft::BasicNode;
 use openraft::error::{
     InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError,
     Unreachable,
@@ -15,7 +14,7 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 
-use super::MetadataRaft;
+use super::{MetadataRaft, VoterNode};
 use crate::controller::rpc::{
     MAX_FRAME_BYTES, RpcBody, RpcConnection, RpcError, RpcReply, RpcRequest,
 };
@@ -79,7 +78,7 @@ pub struct NetworkFactory {
 impl RaftNetworkFactory<MetadataRaft> for NetworkFactory {
     type Network = PeerNetwork;
 
-    async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerNetwork {
+    async fn new_client(&mut self, target: u64, node: &VoterNode) -> PeerNetwork {
         PeerNetwork {
             target,
             connection: RpcConnection::new(node.addr.clone()),
@@ -95,7 +94,7 @@ pub struct PeerNetwork {
     sender: Sender,
 }
 
-type Failure<E> = RPCError<u64, BasicNode, RaftError<u64, E>>;
+type Failure<E> = RPCError<u64, VoterNode, RaftError<u64, E>>;
 
 impl PeerNetwork {
     async fn call(&mut self, body: RpcBody, option: &RPCOption) -> Result<RpcReply, RpcError> {
@@ -164,7 +163,7 @@ impl RaftNetwork<MetadataRaft> for PeerNetwork {
         &mut self,
         rpc: AppendEntriesRequest<MetadataRaft>,
         option: RPCOption,
-    ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+    ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, VoterNode, RaftError<u64>>> {
         let entries = rpc.entries.len() as u64;
         match self.call(RpcBody::AppendEntries(rpc), &option).await {
             Ok(RpcReply::AppendEntries(result)) => {
@@ -208,7 +207,7 @@ impl RaftNetwork<MetadataRaft> for PeerNetwork {
         &mut self,
         rpc: VoteRequest<u64>,
         option: RPCOption,
-    ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+    ) -> Result<VoteResponse<u64>, RPCError<u64, VoterNode, RaftError<u64>>> {
         match self.send(RpcBody::Vote(rpc), &option).await? {
             RpcReply::Vote(result) => {
                 result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use openraft::storage::RaftStateMachine;
 use openraft::{
-    BasicNode, Entry, EntryPayload, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError,
-    StorageIOError, StoredMembership,
+    Entry, EntryPayload, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError, StorageIOError,
+    StoredMembership,
 };
 use serde::{Deserialize, Serialize};
 
-use super::{LogId, MetadataRaft};
+use super::{LogId, MetadataRaft, VoterNode};
 use crate::controller::feed::MetadataFeed;
 use crate::controller::image::ClusterImage;
 use crate::storage::checkpoint::write_atomically;
@@ -36,7 +36,7 @@ pub enum StateMachineError {
 struct SnapshotFile {
     snapshot_id: String,
     last_applied: Option<LogId>,
-    membership: StoredMembership<u64, BasicNode>,
+    membership: StoredMembership<u64, VoterNode>,
     image: ClusterImage,
 }
 
@@ -45,7 +45,7 @@ struct SnapshotFile {
 pub struct MetadataStateMachine {
     dir: PathBuf,
     last_applied: Option<LogId>,
-    membership: StoredMembership<u64, BasicNode>,
+    membership: StoredMembership<u64, VoterNode>,
     image: Arc<ClusterImage>,
     feed: Arc<MetadataFeed>,
     snapshots_built: u64,
@@ -145,7 +145,7 @@ impl RaftStateMachine<MetadataRaft> for MetadataStateMachine {
 
     async fn applied_state(
         &mut self,
-    ) -> Result<(Option<LogId>, StoredMembership<u64, BasicNode>), StorageError<u64>> {
+    ) -> Result<(Option<LogId>, StoredMembership<u64, VoterNode>), StorageError<u64>> {
         Ok((self.last_applied, self.membership.clone()))
     }
 
@@ -190,7 +190,7 @@ impl RaftStateMachine<MetadataRaft> for MetadataStateMachine {
 
     async fn install_snapshot(
         &mut self,
-        meta: &SnapshotMeta<u64, BasicNode>,
+        meta: &SnapshotMeta<u64, VoterNode>,
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<(), StorageError<u64>> {
         let bytes = snapshot.into_inner();

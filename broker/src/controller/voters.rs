@@ -1,0 +1,318 @@
+//! Changing the quorum's voters (KIP-853) on openraft's membership changes.
+//!
+//! ```text
+//!   controller N starts, not a voter --Follow--> leader: add_learner(N)  (Kafka: observer)
+//!   AddRaftVoter(N)    --> leader: N caught up? --> change_membership(+N)  (joint consensus)
+//!   RemoveRaftVoter(N) --> leader: change_membership(-N), N stays a learner (an observer)
+//! ```
+//!
+//! Only a dynamic quorum (one whose nodes name `controller.quorum.bootstrap.servers`, Kafka's
+//! kraft.version 1) changes; a static one refuses, as Kafka does. One change at a time: a
+//! second one while the first is in flight times out with Kafka's message. openraft moves
+//! through a joint configuration, so a leader removing itself keeps leading until the new
+//! configuration is committed, then steps down and the rest elect a leader.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use openraft::ChangeMembers;
+use openraft::error::{ChangeMembershipError, ClientWriteError, RaftError};
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::quorum::{Raft, VoterNode, known_leader};
+use super::rpc::{VoterChangeError, VoterRequest};
+use crate::storage::meta_properties::encode_uuid;
+
+/// How often a waiting AddRaftVoter looks whether the new voter has caught up.
+const CATCH_UP_POLL: Duration = Duration::from_millis(50);
+/// An AddRaftVoter without a usable timeout waits this long for the voter to catch up.
+const DEFAULT_CATCH_UP: Duration = Duration::from_secs(30);
+
+/// The leader's side of voter changes.
+#[derive(Debug)]
+pub struct VoterChanges {
+    raft: Raft,
+    node_id: i32,
+    dynamic: bool,
+    in_flight: tokio::sync::Mutex<()>,
+}
+
+/// The answer when this node does not lead the quorum: who does, if known.
+#[derive(Debug)]
+pub struct NotLeader(pub Option<i32>);
+
+impl VoterChanges {
+    pub fn new(raft: Raft, node_id: i32, dynamic: bool) -> Self {
+        Self {
+            raft,
+            node_id,
+            dynamic,
+            in_flight: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Carries out `request`, if this node leads the quorum.
+    pub async fn handle(
+        &self,
+        request: VoterRequest,
+    ) -> Result<Result<(), VoterChangeError>, NotLeader> {
+        let leader = known_leader(&self.raft.metrics().borrow(), self.node_id as u64);
+        if leader != Some(self.node_id as u64) {
+            return Err(NotLeader(leader.and_then(|l| i32::try_from(l).ok())));
+        }
+        if !self.dynamic {
+            return Ok(Err(VoterChangeError::Static(
+                "the quorum's voters are fixed by controller.quorum.voters (a static quorum, Kafka's kraft.version 0); controllers started with controller.quorum.bootstrap.servers form a quorum whose voters can change".into(),
+            )));
+        }
+        let Ok(_one_at_a_time) = self.in_flight.try_lock() else {
+            return Ok(Err(VoterChangeError::TimedOut(
+                "Request timed out waiting for leader to handle previous voter change request"
+                    .into(),
+            )));
+        };
+        let outcome = match request {
+            VoterRequest::Add {
+                node_id,
+                directory_id,
+                address,
+                timeout_ms,
+            } => {
+                let timeout = match timeout_ms {
+                    0 => DEFAULT_CATCH_UP,
+                    ms => Duration::from_millis(ms),
+                };
+                self.add(node_id, directory_id, address, timeout).await
+            }
+            VoterRequest::Remove {
+                node_id,
+                directory_id,
+            } => self.remove(node_id, directory_id).await,
+            VoterRequest::Follow {
+                node_id,
+                directory_id,
+                address,
+            } => self.follow(node_id, directory_id, address).await,
+        };
+        match outcome {
+            Err(ChangeFailure::NotLeader(leader)) => Err(NotLeader(leader)),
+            Err(ChangeFailure::Refused(error)) => Ok(Err(error)),
+            Ok(()) => Ok(Ok(())),
+        }
+    }
+
+    fn membership(&self) -> openraft::Membership<u64, VoterNode> {
+        self.raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .clone()
+    }
+
+    async fn add(
+        &self,
+        node_id: i32,
+        directory_id: Option<Uuid>,
+        address: String,
+        timeout: Duration,
+    ) -> Result<(), ChangeFailure> {
+        let id = raft_id(node_id)?;
+        let membership = self.membership();
+        let voters: BTreeSet<u64> = membership.voter_ids().collect();
+        if voters.contains(&id) {
+            return Err(refused(VoterChangeError::Duplicate(format!(
+                "The voter id for node {node_id} is already part of the set of voters {voters:?}."
+            ))));
+        }
+        let wanted = VoterNode {
+            addr: address.clone(),
+            directory_id,
+        };
+        match membership.get_node(&id) {
+            None => {
+                tracing::info!(node_id, %address, "Adding a controller as an observer before it votes");
+                self.change(ChangeMembers::AddNodes(BTreeMap::from([(id, wanted)])))
+                    .await?;
+            }
+            Some(known) if *known != wanted => {
+                // A learner (not a voter) whose address or directory changed: safe to update.
+                tracing::info!(node_id, %address, previous = %known.addr, "Updating an observer's address before it votes");
+                self.change(ChangeMembers::SetNodes(BTreeMap::from([(id, wanted)])))
+                    .await?;
+            }
+            Some(_) => {}
+        }
+        let deadline = Instant::now() + timeout;
+        let target = self.raft.metrics().borrow().last_log_index.unwrap_or(0);
+        loop {
+            let matched = {
+                let metrics = self.raft.metrics();
+                let metrics = metrics.borrow();
+                let leader = known_leader(&metrics, self.node_id as u64);
+                if leader != Some(self.node_id as u64) {
+                    return Err(ChangeFailure::NotLeader(
+                        leader.and_then(|l| i32::try_from(l).ok()),
+                    ));
+                }
+                metrics
+                    .replication
+                    .as_ref()
+                    .and_then(|r| r.get(&id).copied().flatten())
+                    .map(|log_id| log_id.index)
+            };
+            if matched.is_some_and(|index| index >= target) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(refused(VoterChangeError::TimedOut(format!(
+                    "Aborted add voter operation for node {node_id} since it is lagging behind: it has {} of {target} metadata entries after {timeout:?} (is its controller listener {address} reachable from the leader?)",
+                    matched.map_or(0, |m| m + 1)
+                ))));
+            }
+            tokio::time::sleep(CATCH_UP_POLL).await;
+        }
+        self.change(ChangeMembers::AddVoterIds(BTreeSet::from([id])))
+            .await?;
+        tracing::info!(node_id, %address, voters = ?self.membership().voter_ids().collect::<Vec<_>>(), "Added a voter to the metadata quorum");
+        Ok(())
+    }
+
+    async fn remove(&self, node_id: i32, directory_id: Option<Uuid>) -> Result<(), ChangeFailure> {
+        let id = raft_id(node_id)?;
+        let membership = self.membership();
+        let voters: BTreeSet<u64> = membership.voter_ids().collect();
+        let not_found = |detail: String| {
+            refused(VoterChangeError::NotFound(format!(
+                "Cannot remove voter {node_id} from the set of voters {voters:?}: {detail}"
+            )))
+        };
+        if !voters.contains(&id) {
+            return Err(not_found("it is not a voter".into()));
+        }
+        let recorded = membership.get_node(&id).and_then(|n| n.directory_id);
+        if let (Some(asked), Some(recorded)) = (directory_id.filter(|d| !d.is_nil()), recorded)
+            && asked != recorded
+        {
+            return Err(not_found(format!(
+                "its directory id is {}, not {}",
+                encode_uuid(recorded),
+                encode_uuid(asked)
+            )));
+        }
+        if voters.len() == 1 {
+            return Err(not_found("a quorum needs at least one voter".into()));
+        }
+        // A removed voter is kept as a learner: it goes on following the log, as an observer.
+        // Not the leader itself: openraft lets a learner lead, so a leader kept as one would
+        // never step down. It leaves the membership, steps down once the configuration
+        // without it commits, and asks the new leader to follow again like any controller.
+        let retain = id != self.node_id as u64;
+        settle(
+            self.raft
+                .change_membership(ChangeMembers::RemoveVoters(BTreeSet::from([id])), retain)
+                .await,
+        )?;
+        tracing::info!(node_id, voters = ?self.membership().voter_ids().collect::<Vec<_>>(), "Removed a voter from the metadata quorum");
+        Ok(())
+    }
+
+    async fn follow(
+        &self,
+        node_id: i32,
+        directory_id: Uuid,
+        address: String,
+    ) -> Result<(), ChangeFailure> {
+        let id = raft_id(node_id)?;
+        let membership = self.membership();
+        match membership.get_node(&id) {
+            // A leader that removed itself steps down once out of the membership, then asks
+            // the next leader to follow.
+            None if node_id == self.node_id => Ok(()),
+            None => {
+                tracing::info!(node_id, %address, "A controller asks to follow the quorum; replicating to it as an observer");
+                let node = VoterNode {
+                    addr: address,
+                    directory_id: Some(directory_id),
+                };
+                self.change(ChangeMembers::AddNodes(BTreeMap::from([(id, node)])))
+                    .await
+            }
+            Some(known) if known.directory_id.is_none() => {
+                // A voter from controller.quorum.voters: the quorum learns its directory.
+                let node = VoterNode {
+                    addr: known.addr.clone(),
+                    directory_id: Some(directory_id),
+                };
+                self.change(ChangeMembers::SetNodes(BTreeMap::from([(id, node)])))
+                    .await
+            }
+            Some(known) if !membership.voter_ids().any(|v| v == id) && known.addr != address => {
+                let node = VoterNode {
+                    addr: address,
+                    directory_id: Some(directory_id),
+                };
+                self.change(ChangeMembers::SetNodes(BTreeMap::from([(id, node)])))
+                    .await
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    async fn change(&self, change: ChangeMembers<u64, VoterNode>) -> Result<(), ChangeFailure> {
+        settle(self.raft.change_membership(change, false).await)
+    }
+}
+
+#[derive(Debug)]
+enum ChangeFailure {
+    NotLeader(Option<i32>),
+    Refused(VoterChangeError),
+}
+
+fn refused(error: VoterChangeError) -> ChangeFailure {
+    ChangeFailure::Refused(error)
+}
+
+fn raft_id(node_id: i32) -> Result<u64, ChangeFailure> {
+    u64::try_from(node_id).map_err(|_| {
+        refused(VoterChangeError::Invalid(format!(
+            "{node_id} is not a node id"
+        )))
+    })
+}
+
+fn settle<T>(
+    result: Result<T, RaftError<u64, ClientWriteError<u64, VoterNode>>>,
+) -> Result<(), ChangeFailure> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => Err(
+            ChangeFailure::NotLeader(forward.leader_id.and_then(|l| i32::try_from(l).ok())),
+        ),
+        Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(
+            ChangeMembershipError::InProgress(in_progress),
+        ))) => Err(refused(VoterChangeError::TimedOut(format!(
+            "Request timed out waiting for voters to commit the latest voter change ({in_progress})"
+        )))),
+        Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(other))) => {
+            Err(refused(VoterChangeError::Invalid(other.to_string())))
+        }
+        Err(RaftError::Fatal(fatal)) => Err(refused(VoterChangeError::TimedOut(format!(
+            "the quorum stopped: {fatal}"
+        )))),
+    }
+}
+
+/// The voters' controller addresses in `membership`, for the clients that look for the
+/// active controller.
+pub fn voter_addresses(membership: &openraft::Membership<u64, VoterNode>) -> BTreeMap<i32, String> {
+    membership
+        .voter_ids()
+        .filter_map(|id| {
+            let node = membership.get_node(&id)?;
+            Some((i32::try_from(id).ok()?, node.addr.clone()))
+        })
+        .collect()
+}
