@@ -1058,6 +1058,7 @@ const TOOL_VARIABLES: &[&str] = &[
     "SKIPS",
     "SUITES",
     "SUITE_PORT",
+    "VOTERS_PORT",
     "TOPICS_AT_SCALE",
     "WATCH_NAMESPACE",
 ];
@@ -1318,6 +1319,67 @@ mod tests {
                 "process.roles",
             ),
             (vec!["controller.quorum.voters=0@h:1,1@h:2"], "listeners"),
+        ] {
+            let error = load(&bad).unwrap_err().to_string();
+            assert!(error.contains(key), "{bad:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_dynamic_quorum_is_found_through_bootstrap_servers() {
+        let load = |overrides: &[&str]| {
+            let overrides: Vec<String> = overrides.iter().map(|o| o.to_string()).collect();
+            BrokerConfig::load(&[], [], &overrides)
+        };
+        // A controller outside the initial voters joins; it advertises its controller
+        // listener to the others.
+        let joining = load(&[
+            "node.id=4",
+            "listeners=PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093",
+            "advertised.listeners=PLAINTEXT://broker-4:9092,CONTROLLER://broker-4:9093",
+            "controller.quorum.bootstrap.servers=broker-0:9093, broker-1:9093",
+        ])
+        .unwrap();
+        assert!(joining.voters.is_empty());
+        assert_eq!(
+            joining.bootstrap_servers,
+            ["broker-0:9093", "broker-1:9093"]
+        );
+        assert_eq!(
+            joining.controller_advertised.as_deref(),
+            Some("broker-4:9093")
+        );
+        // The controller listener is never a client listener, advertised or not.
+        assert!(
+            joining
+                .client_listeners
+                .iter()
+                .all(|l| l.name != "CONTROLLER")
+        );
+        let broker = load(&[
+            "node.id=7",
+            "process.roles=broker",
+            "controller.quorum.bootstrap.servers=broker-0:9093",
+        ])
+        .unwrap();
+        assert!(broker.voters.is_empty() && !broker.is_controller);
+        for (bad, key) in [
+            (
+                vec!["controller.quorum.bootstrap.servers=broker-0"],
+                "controller.quorum.bootstrap.servers",
+            ),
+            // Where would the leader reach it?
+            (
+                vec![
+                    "listeners=PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093",
+                    "controller.quorum.bootstrap.servers=broker-0:9093",
+                ],
+                "advertised.listeners",
+            ),
+            (
+                vec!["controller.quorum.bootstrap.servers=broker-0:9093"],
+                "listeners",
+            ),
         ] {
             let error = load(&bad).unwrap_err().to_string();
             assert!(error.contains(key), "{bad:?}: {error}");

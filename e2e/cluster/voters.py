@@ -42,7 +42,7 @@ from oxbow_e2e import fail, wait_for  # noqa: E402
 from nodes import Cluster, Network  # noqa: E402
 
 KAFKA_BIN = os.path.join(ROOT, "e2e", "peers", "kafka", "bin")
-PORT = int(os.environ.get("OXBOW_SUITE_PORT", "30192"))
+PORT = int(os.environ.get("OXBOW_VOTERS_PORT", "30192"))
 CLIENT_BASE, CONTROLLER_BASE, METRICS_BASE = PORT, PORT + 100, PORT + 200
 NODES = (1, 2, 3, 4, 5, 6)
 CONTROLLERS = (1, 2, 3, 4, 5)

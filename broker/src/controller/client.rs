@@ -276,3 +276,52 @@ impl ControllerClient {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addresses(client: &ControllerClient) -> BTreeMap<i32, String> {
+        client
+            .voters
+            .read()
+            .iter()
+            .map(|(id, c)| (*id, c.try_lock().unwrap().address().to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn learned_voters_replace_the_bootstrap_servers_and_the_leader_stays_until_named() {
+        let bootstrap = ControllerClient::bootstrap_ids(&["a:1".into(), "b:1".into()]);
+        let client = ControllerClient::new(7, &bootstrap, None, Default::default());
+        assert_eq!(
+            addresses(&client),
+            BTreeMap::from([(-2, "b:1".into()), (-1, "a:1".into())])
+        );
+        client.set_voters(&BTreeMap::from([(1, "a:1".into()), (2, "c:1".into())]));
+        assert_eq!(
+            addresses(&client),
+            BTreeMap::from([(1, "a:1".into()), (2, "c:1".into())])
+        );
+        // Nothing learned: nothing forgotten.
+        client.set_voters(&BTreeMap::new());
+        assert_eq!(addresses(&client).len(), 2);
+        // The leader removed itself: it stays reachable until another leader is named.
+        client.set_leader_hint(Some(1));
+        client.set_voters(&BTreeMap::from([(2, "c:1".into()), (3, "d:1".into())]));
+        assert_eq!(
+            addresses(&client).keys().copied().collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        client.set_leader_hint(Some(2));
+        client.set_voters(&BTreeMap::from([(2, "c:1".into()), (3, "d:1".into())]));
+        assert_eq!(
+            addresses(&client).keys().copied().collect::<Vec<_>>(),
+            [2, 3]
+        );
+        // This node itself is never asked over the network.
+        let voter = ControllerClient::new(2, &BTreeMap::new(), Some(2), Default::default());
+        voter.set_voters(&BTreeMap::from([(2, "c:1".into())]));
+        assert!(!voter.has_voters());
+    }
+}

@@ -75,6 +75,9 @@ const RETRY_PAUSE: Duration = Duration::from_millis(50);
 const PUBLISH_WAIT: Duration = Duration::from_secs(5);
 /// How often a controller that is not a member asks the leader to replicate to it.
 const FOLLOW_RETRY: Duration = Duration::from_secs(2);
+/// An observer whose controller port refuses connections this long is no longer
+/// replicated to (it asks again when it comes back).
+const OBSERVER_GONE_FOR: Duration = Duration::from_secs(60);
 /// A leftover of the single-node metadata log, before the quorum.
 const LEGACY_METADATA_LOG: &str = "metadata.log";
 
@@ -176,7 +179,7 @@ impl Controller {
         let cluster_id = Arc::new(RwLock::new(settings.cluster_id.clone()));
         let mut tasks = JoinSet::new();
         let node_id = settings.node_id;
-        let (raft, active) = if settings.is_voter {
+        let (raft, active, peers_down) = if settings.is_voter {
             let config = openraft::Config {
                 cluster_name: "oxbow-metadata".into(),
                 heartbeat_interval: 100,
@@ -249,12 +252,12 @@ impl Controller {
                     heartbeat_interval: settings.heartbeat_interval,
                     leader_balance: settings.leader_balance,
                 },
-                peers_down,
+                peers_down.clone(),
             ));
-            (Some(raft), Some(active))
+            (Some(raft), Some(active), Some(peers_down))
         } else {
             drop((log_store, state_machine));
-            (None, None)
+            (None, None, None)
         };
         let skip = settings.is_voter.then_some(node_id);
         let dynamic = !settings.bootstrap_servers.is_empty();
@@ -265,9 +268,14 @@ impl Controller {
         };
         let client =
             || ControllerClient::new(node_id, &known_voters, skip, Arc::clone(&cluster_id));
-        let voter_changes = raft
-            .as_ref()
-            .map(|raft| Arc::new(voters::VoterChanges::new(raft.clone(), node_id, dynamic)));
+        let voter_changes = raft.as_ref().zip(peers_down.as_ref()).map(|(raft, down)| {
+            Arc::new(voters::VoterChanges::new(
+                raft.clone(),
+                node_id,
+                dynamic,
+                down.clone(),
+            ))
+        });
         let (caught_up_sender, caught_up_target) = watch::channel(None);
         let (publisher, published) = match &replicas {
             Some(replicas) => {
@@ -814,6 +822,7 @@ impl Controller {
         let dynamic = !self.settings.bootstrap_servers.is_empty();
         let mut metrics = raft.metrics();
         let mut asked_at: Option<tokio::time::Instant> = None;
+        let mut pruned_at: Option<tokio::time::Instant> = None;
         let mut last_voters = BTreeMap::new();
         loop {
             let (voters, needs_follow) = {
@@ -826,6 +835,12 @@ impl Controller {
             if voters != last_voters {
                 self.update_voters(&voters);
                 last_voters = voters;
+            }
+            if let Some(changes) = &self.voter_changes
+                && pruned_at.is_none_or(|at| at.elapsed() >= FOLLOW_RETRY)
+            {
+                pruned_at = Some(tokio::time::Instant::now());
+                changes.prune_learners(OBSERVER_GONE_FOR).await;
             }
             let due = asked_at.is_none_or(|at| at.elapsed() >= FOLLOW_RETRY);
             if dynamic

@@ -20,6 +20,7 @@ use openraft::error::{ChangeMembershipError, ClientWriteError, RaftError};
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use super::quorum::network::PeersDown;
 use super::quorum::{Raft, VoterNode, known_leader};
 use super::rpc::{VoterChangeError, VoterRequest};
 use crate::storage::meta_properties::encode_uuid;
@@ -35,6 +36,7 @@ pub struct VoterChanges {
     raft: Raft,
     node_id: i32,
     dynamic: bool,
+    peers_down: PeersDown,
     in_flight: tokio::sync::Mutex<()>,
 }
 
@@ -43,12 +45,48 @@ pub struct VoterChanges {
 pub struct NotLeader(pub Option<i32>);
 
 impl VoterChanges {
-    pub fn new(raft: Raft, node_id: i32, dynamic: bool) -> Self {
+    pub fn new(raft: Raft, node_id: i32, dynamic: bool, peers_down: PeersDown) -> Self {
         Self {
             raft,
             node_id,
             dynamic,
+            peers_down,
             in_flight: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Stops replicating to observers (learners) whose controller port has refused
+    /// connections for `gone_for`: a removed voter that was restarted without the
+    /// controller role, or a controller that is gone. One that comes back asks to follow
+    /// again. Only the leader prunes, and never while another change is in flight.
+    pub async fn prune_learners(&self, gone_for: Duration) {
+        let metrics = self.raft.metrics().borrow().clone();
+        if !self.dynamic || known_leader(&metrics, self.node_id as u64) != Some(self.node_id as u64)
+        {
+            return;
+        }
+        let membership = metrics.membership_config.membership();
+        let now = std::time::Instant::now();
+        let gone: BTreeSet<u64> = membership
+            .learner_ids()
+            .filter(|id| {
+                i32::try_from(*id)
+                    .ok()
+                    .and_then(|id| self.peers_down.failures(id))
+                    .is_some_and(|(first, _)| now.duration_since(first.into_std()) >= gone_for)
+            })
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        let Ok(_one_at_a_time) = self.in_flight.try_lock() else {
+            return;
+        };
+        tracing::info!(learners = ?gone, ?gone_for, "Observers' controller ports refuse connections; no longer replicating the metadata log to them");
+        if let Err(ChangeFailure::Refused(error)) =
+            self.change(ChangeMembers::RemoveNodes(gone)).await
+        {
+            tracing::warn!(%error, "Cannot remove gone observers");
         }
     }
 
@@ -126,6 +164,9 @@ impl VoterChanges {
                 "The voter id for node {node_id} is already part of the set of voters {voters:?}."
             ))));
         }
+        // A request without a directory id keeps the one the observer told the leader.
+        let directory_id =
+            directory_id.or_else(|| membership.get_node(&id).and_then(|n| n.directory_id));
         let wanted = VoterNode {
             addr: address.clone(),
             directory_id,
