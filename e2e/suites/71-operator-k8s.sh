@@ -217,8 +217,10 @@ expect_refused() {  # expect_refused PATTERN KUBECTL-ARGS...
 expect_refused "spec.replicas" -n "$NS" patch cluster events --type merge -p '{"spec":{"replicas":-1}}'
 expect_refused "partitions can only grow" -n "$NS" patch topic orders --type merge -p '{"spec":{"partitions":2}}'
 expect_refused "managed by the operator" -n "$NS" patch cluster events --type merge -p '{"spec":{"config":{"node.id":7}}}'
-expect_refused "controllerVoters is immutable" -n "$NS" patch cluster events --type merge -p '{"spec":{"controllerVoters":3}}'
-ok "the API server refuses negative replicas, fewer partitions, managed config keys, changed voters"
+expect_refused "controllerVoters must be 1, 3 or 5" -n "$NS" patch cluster events --type merge -p '{"spec":{"controllerVoters":2}}'
+expect_refused "controllerVoters must be 1, 3 or 5" -n "$NS" patch cluster events --type merge -p '{"spec":{"controllerVoters":4}}'
+expect_refused "replicas must be at least controllerVoters" -n "$NS" patch cluster events --type merge -p '{"spec":{"controllerVoters":3}}'
+ok "the API server refuses negative replicas, fewer partitions, managed config keys, an even voter count or more voters than brokers"
 kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"config":{"log.retention.hourz":1}}}' >/dev/null
 degraded_invalid() { [ "$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.conditions[?(@.type=="Degraded")].reason}')" = InvalidConfig ]; }
 until_true 60 degraded_invalid || fail "unknown config key did not give Degraded/InvalidConfig"

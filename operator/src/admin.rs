@@ -33,6 +33,8 @@ use tokio::net::TcpStream;
 
 mod log_dirs;
 mod moves;
+mod quorum;
+pub use quorum::QuorumState;
 mod throttle;
 pub use moves::{Partitions, Reassigning, ReplicaSizes};
 pub use throttle::{THROTTLED_REPLICAS_KEYS, is_move_throttle};

@@ -83,7 +83,7 @@ fn every_rendered_config_loads_in_the_broker() {
         "{advertise: PodIP, external: {type: LoadBalancer}}",
     ] {
         let spec: ClusterSpec = serde_yaml::from_str(&format!(
-            "replicas: 3\ncontrollerVoters: 1\nlisteners: {listeners}"
+            "replicas: 3\ncontrollerVoters: 3\nlisteners: {listeners}"
         ))
         .unwrap();
         let names = Names::new("events", "streams");
@@ -91,7 +91,8 @@ fn every_rendered_config_loads_in_the_broker() {
         let shared = dir.path().join("broker.yaml");
         std::fs::write(
             &shared,
-            config::shared_config(&spec, &names, &Default::default()),
+            // Formed with one voter, grown to three: broker 1 joins as a controller.
+            config::shared_config(&spec, &names, &Default::default(), 1),
         )
         .unwrap();
         // The rack-init container writes the rack file (`operator/src/rack.rs`).

@@ -107,6 +107,16 @@ pub fn build(cluster: &Cluster, settings: &BuildSettings) -> Result<Desired, Bui
     })
 }
 
+/// The voters the quorum was formed with: recorded in the status once the Cluster exists,
+/// `controllerVoters` before that.
+pub fn initial_voters(cluster: &Cluster) -> i32 {
+    cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.quorum.as_ref())
+        .map_or(cluster.spec.controller_voters, |q| q.initial_voters)
+}
+
 /// 64-bit FNV-1a: a stable hash (std's hasher is not stable across releases).
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
@@ -153,7 +163,7 @@ fn config_map(
     let mut data = BTreeMap::new();
     data.insert(
         SHARED_CONFIG_FILE.to_string(),
-        config::shared_config(spec, names, overrides),
+        config::shared_config(spec, names, overrides, initial_voters(cluster)),
     );
     for ordinal in 0..spec.replicas {
         data.insert(

@@ -47,6 +47,7 @@ pub const MANAGED_KEYS: &[&str] = &[
     "broker.id",
     "process.roles",
     "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
     "listeners",
     "advertised.listeners",
     "controller.listener.names",
@@ -311,23 +312,32 @@ fn yaml_scalar(value: &str) -> String {
 }
 
 /// The shared `broker.yaml`: everything equal on all brokers, then the user's overrides.
+///
+/// The quorum is dynamic (KIP-853): `initial_voters` (the voters it was formed with) are the
+/// voters a new quorum starts from and the bootstrap servers every node finds it through;
+/// every node learns the current voters from the quorum itself, so a change of
+/// `controllerVoters` leaves this file, and so every broker's restart, alone.
 pub fn shared_config(
     spec: &ClusterSpec,
     names: &Names,
     overrides: &BTreeMap<String, String>,
+    initial_voters: i32,
 ) -> String {
     let mut entries = BTreeMap::new();
-    let voters = (0..spec.controller_voters)
-        .map(|id| {
-            format!(
-                "{id}@{}:{}",
-                names.pod_dns(id),
-                spec.listeners.controller_port
-            )
-        })
+    let address = |id: i32| format!("{}:{}", names.pod_dns(id), spec.listeners.controller_port);
+    let voters = (0..initial_voters)
+        .map(|id| format!("{id}@{}", address(id)))
+        .collect::<Vec<_>>()
+        .join(",");
+    let bootstrap = (0..initial_voters)
+        .map(address)
         .collect::<Vec<_>>()
         .join(",");
     entries.insert("controller.quorum.voters".to_string(), voters);
+    entries.insert(
+        "controller.quorum.bootstrap.servers".to_string(),
+        bootstrap,
+    );
     entries.insert(
         "controller.listener.names".to_string(),
         "CONTROLLER".to_string(),
@@ -412,6 +422,14 @@ pub fn broker_config(spec: &ClusterSpec, names: &Names, ordinal: i32) -> String 
             ),
         };
         advertised.push(format!("EXTERNAL://{host}:{port}"));
+    }
+    if controller {
+        // Where the other controllers reach this one when it joins the quorum.
+        advertised.push(format!(
+            "CONTROLLER://{}:{}",
+            names.pod_dns(ordinal),
+            spec.listeners.controller_port
+        ));
     }
     entries.insert(
         "listeners".to_string(),

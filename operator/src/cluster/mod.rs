@@ -9,6 +9,7 @@
 pub mod build;
 pub mod config;
 pub mod names;
+pub mod quorum;
 pub mod reconcile;
 pub mod roll;
 pub mod scale;

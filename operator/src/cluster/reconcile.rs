@@ -21,7 +21,7 @@ use super::roll;
 use super::scale;
 use super::status::{self, Observed};
 use crate::context::Context;
-use crate::crd::{Cluster, ClusterStatus};
+use crate::crd::{Cluster, ClusterStatus, QuorumStatus};
 
 /// Finalizer that removes the cluster-scoped rack binding when a Cluster is deleted.
 pub const CLUSTER_FINALIZER: &str = "oxbow.dev/cluster";
@@ -234,6 +234,18 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     if let Some(message) = &roll_blocked {
         tracing::info!(cluster = %names.cluster, message, "Roll waits");
     }
+    // The voters change only on a settled cluster: every broker ready, no scale, no roll.
+    let settled = roll_blocked.is_none()
+        && scaling.status.is_none()
+        && scaling.keep == cluster.spec.replicas
+        && observed.pods.len() == usize::try_from(cluster.spec.replicas).unwrap_or(0)
+        && observed.pods.iter().all(status::is_pod_ready)
+        && status::pod_to_roll(&observed, cluster.spec.replicas, None).is_none();
+    let quorum = if settled {
+        Some(change_voters(ctx, cluster, &names, &namespace, &reference).await?)
+    } else {
+        None
+    };
     let sizing = super::storage::reconcile(ctx, cluster, &names, scaling.keep).await;
     let mut status = status::compute(
         cluster,
@@ -281,7 +293,17 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
         .conditions
         .iter()
         .any(|c| c.type_ == super::storage::STORAGE_RESIZED && c.status != "True");
-    let idle = status::is_ready(&status) && status.scaling.is_none() && !resizing;
+    if let Some(quorum) = quorum {
+        status.quorum = Some(quorum);
+    }
+    let changing_voters = status
+        .quorum
+        .as_ref()
+        .is_some_and(|q| q.message.is_some());
+    let idle = status::is_ready(&status)
+        && status.scaling.is_none()
+        && !resizing
+        && !changing_voters;
     write_status(cluster, ctx, status).await?;
     ctx.succeeded(&key(cluster));
     Ok(Action::requeue(if idle {
@@ -289,6 +311,95 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     } else {
         REQUEUE_BUSY
     }))
+}
+
+/// One step towards `controllerVoters` voters (see [`super::quorum`]); the quorum's status.
+async fn change_voters(
+    ctx: &Context,
+    cluster: &Cluster,
+    names: &Names,
+    namespace: &str,
+    reference: &k8s_openapi::api::core::v1::ObjectReference,
+) -> Result<QuorumStatus, Error> {
+    use super::quorum::{self, QuorumStep};
+    let desired = cluster.spec.controller_voters;
+    let mut status = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.quorum.clone())
+        .unwrap_or_else(|| QuorumStatus {
+            initial_voters: desired,
+            ..QuorumStatus::default()
+        });
+    let reach = crate::bootstrap::reach(ctx, cluster, namespace).await;
+    let brokers = super::scale::ordinals(cluster.spec.replicas);
+    let view = match quorum::observe(&reach.any, &reach.brokers, &brokers, desired).await {
+        Ok(view) => view,
+        Err(error) => {
+            status.message = (status.voters.len() != usize::try_from(desired).unwrap_or(0))
+                .then(|| format!("cannot read the controller quorum: {error}"));
+            return Ok(status);
+        }
+    };
+    let step = quorum::decide(&view, desired, &brokers);
+    status.voters = view.voters.iter().copied().collect();
+    status.leader = view.leader;
+    status.message = quorum::describe(&step, &view, desired);
+    let voter_event = |reason: &'static str, message: String| async move {
+        ctx.event(reference, false, reason, "ChangeVoters", message)
+            .await;
+    };
+    match step {
+        QuorumStep::Done => {}
+        QuorumStep::Add(broker) | QuorumStep::Remove(broker) => {
+            let adding = matches!(step, QuorumStep::Add(_));
+            let result = match crate::bootstrap::connect(&reach.any).await {
+                Ok((mut admin, _)) if adding => {
+                    admin
+                        .add_voter(
+                            broker,
+                            &names.pod_dns(broker),
+                            u16::try_from(cluster.spec.listeners.controller_port).unwrap_or_default(),
+                        )
+                        .await
+                }
+                Ok((mut admin, _)) => admin.remove_voter(broker).await,
+                Err(error) => Err(error),
+            };
+            match result {
+                Ok(()) => {
+                    let (reason, verb) = if adding {
+                        ("VoterAdded", "is a controller voter now")
+                    } else {
+                        ("VoterRemoved", "is no longer a controller voter")
+                    };
+                    tracing::info!(cluster = %names.cluster, broker, adding, "Changed the controller voters");
+                    voter_event(reason, format!("Broker {broker} {verb} ({desired} voters asked)"))
+                        .await;
+                }
+                Err(error) => {
+                    tracing::warn!(cluster = %names.cluster, broker, adding, %error, "Cannot change the controller voters yet");
+                    status.message = Some(format!(
+                        "{} broker {broker} {} the controller voters waits: {error}",
+                        if adding { "adding" } else { "removing" },
+                        if adding { "to" } else { "from" }
+                    ));
+                }
+            }
+        }
+        QuorumStep::Restart(broker) => {
+            let (gate, _) = super::roll::check(&reach.any, &brokers).await;
+            match gate.reason() {
+                None => restart(ctx, namespace, reference, names.pod(broker)).await?,
+                Some(reason) => {
+                    status.message = status
+                        .message
+                        .map(|m| format!("{m}; the restart waits: {reason}"));
+                }
+            }
+        }
+    }
+    Ok(status)
 }
 
 /// `cluster` with its status as the API server has it now.

@@ -7,7 +7,8 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::names::Names;
 use crate::crd::{
-    BrokerStatus, Cluster, ClusterStatus, ScalingStatus, condition, merge_conditions, types,
+    BrokerStatus, Cluster, ClusterStatus, QuorumStatus, ScalingStatus, condition, merge_conditions,
+    types,
 };
 
 /// What the reconciler read back after applying.
@@ -29,7 +30,7 @@ fn ordinal(names: &Names, pod: &Pod) -> Option<i32> {
         .ok()
 }
 
-fn is_pod_ready(pod: &Pod) -> bool {
+pub fn is_pod_ready(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_none()
         && pod
             .status
@@ -229,6 +230,16 @@ pub fn compute(
         bootstrap: Some(names.bootstrap(cluster.spec.listeners.kafka_port)),
         selector: Some(names.selector_string()),
         scaling,
+        quorum: Some(
+            cluster
+                .status
+                .as_ref()
+                .and_then(|s| s.quorum.clone())
+                .unwrap_or_else(|| QuorumStatus {
+                    initial_voters: cluster.spec.controller_voters,
+                    ..QuorumStatus::default()
+                }),
+        ),
     }
 }
 

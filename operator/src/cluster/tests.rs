@@ -45,6 +45,10 @@ fn three_brokers_render_kraft_config() {
         as_string(&shared["controller.quorum.voters"]),
         "0@events-0.events-headless.streams.svc:9093,1@events-1.events-headless.streams.svc:9093,2@events-2.events-headless.streams.svc:9093"
     );
+    assert_eq!(
+        as_string(&shared["controller.quorum.bootstrap.servers"]),
+        "events-0.events-headless.streams.svc:9093,events-1.events-headless.streams.svc:9093,events-2.events-headless.streams.svc:9093"
+    );
     assert_eq!(as_string(&shared["log.dirs"]), "/var/lib/oxbow/data");
     assert_eq!(as_string(&shared["metrics.listener"]), "0.0.0.0:9644");
     for ordinal in 0..3 {
@@ -53,11 +57,42 @@ fn three_brokers_render_kraft_config() {
         assert_eq!(as_string(&pod["process.roles"]), "broker,controller");
         assert_eq!(
             as_string(&pod["advertised.listeners"]),
-            format!("PLAINTEXT://events-{ordinal}.events-headless.streams.svc:9092")
+            format!(
+                "PLAINTEXT://events-{ordinal}.events-headless.streams.svc:9092,CONTROLLER://events-{ordinal}.events-headless.streams.svc:9093"
+            )
         );
         assert_eq!(
             as_string(&pod["listeners"]),
             "PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093"
+        );
+    }
+}
+
+#[test]
+fn a_change_of_voters_keeps_the_shared_config_and_changes_roles_only() {
+    // Formed with 3 voters (recorded in the status), now asked for 5: the shared file
+    // (and so the roll hash) stays; brokers 3 and 4 get the controller role in their files.
+    let mut grown = cluster("replicas: 5\ncontrollerVoters: 5");
+    grown.status = Some(crate::crd::ClusterStatus {
+        quorum: Some(crate::crd::QuorumStatus {
+            initial_voters: 3,
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let formed = build::build(&cluster("replicas: 5\ncontrollerVoters: 3"), &settings()).unwrap();
+    let grown = build::build(&grown, &settings()).unwrap();
+    let (formed, grown) = (
+        formed.config_map.data.unwrap(),
+        grown.config_map.data.unwrap(),
+    );
+    assert_eq!(formed["broker.yaml"], grown["broker.yaml"]);
+    for ordinal in 3..5 {
+        let file = format!("events-{ordinal}.yaml");
+        assert_eq!(as_string(&yaml_map(&formed[&file])["process.roles"]), "broker");
+        assert_eq!(
+            as_string(&yaml_map(&grown[&file])["process.roles"]),
+            "broker,controller"
         );
     }
 }

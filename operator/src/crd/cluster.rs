@@ -98,16 +98,18 @@ pub struct ClusterSpec {
     /// keys the operator manages (node.id, listeners, ...) are refused.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[x_kube(validation = Rule::new(
-        "!('node.id' in self) && !('broker.id' in self) && !('process.roles' in self) && !('controller.quorum.voters' in self) && !('listeners' in self) && !('advertised.listeners' in self) && !('controller.listener.names' in self) && !('inter.broker.listener.name' in self) && !('listener.security.protocol.map' in self) && !('log.dirs' in self) && !('log.dir' in self) && !('broker.rack' in self) && !('metrics.listener' in self)"
+        "!('node.id' in self) && !('broker.id' in self) && !('process.roles' in self) && !('controller.quorum.voters' in self) && !('controller.quorum.bootstrap.servers' in self) && !('listeners' in self) && !('advertised.listeners' in self) && !('controller.listener.names' in self) && !('inter.broker.listener.name' in self) && !('listener.security.protocol.map' in self) && !('log.dirs' in self) && !('log.dir' in self) && !('broker.rack' in self) && !('metrics.listener' in self)"
     ).message("this key is managed by the operator and cannot be overridden"))]
     #[schemars(extend("maxProperties" = 256))]
     pub config: BTreeMap<String, IntOrString>,
 
-    /// Number of KRaft controller voters: the first 1 or 3 brokers (ordinals 0..N).
-    /// Fixed at creation.
+    /// Number of KRaft controller voters: the first 1, 3 or 5 brokers (ordinals 0..N).
+    /// A change is carried out one voter at a time with KIP-853's AddRaftVoter /
+    /// RemoveRaftVoter: a broker that becomes a voter restarts with the controller role and
+    /// is added once it has caught up; a voter that goes is removed, then restarts as a
+    /// broker only. Each restart waits for the roll gate.
     #[serde(default = "default_controller_voters")]
-    #[x_kube(validation = Rule::new("self == 1 || self == 3").message("controllerVoters must be 1 or 3"))]
-    #[x_kube(validation = Rule::new("self == oldSelf").message("controllerVoters is immutable"))]
+    #[x_kube(validation = Rule::new("self == 1 || self == 3 || self == 5").message("controllerVoters must be 1, 3 or 5 (an odd count)"))]
     pub controller_voters: i32,
 
     /// Bytes per second each broker may spend copying the replicas that a move creates
@@ -397,6 +399,28 @@ pub struct ClusterStatus {
     // field that was there (a finished scale, an error that went away).
     #[serde(default)]
     pub scaling: Option<ScalingStatus>,
+    /// The metadata quorum's voters (null until the brokers answered once).
+    #[serde(default)]
+    pub quorum: Option<QuorumStatus>,
+}
+
+/// The controller voters, and a change of them in progress.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QuorumStatus {
+    /// The voters that formed the quorum (the brokers' `controller.quorum.voters`); kept, so
+    /// that a later change of `controllerVoters` changes no broker's shared configuration.
+    pub initial_voters: i32,
+    /// The voters now, as the active controller reports them.
+    #[serde(default)]
+    pub voters: Vec<i32>,
+    /// The active controller.
+    #[serde(default)]
+    pub leader: Option<i32>,
+    /// What a change of the voters is doing or waits for, in a sentence (null when the
+    /// voters are as asked).
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 /// A scale in progress: a scale-in drains the leaving brokers before their pods go, a
