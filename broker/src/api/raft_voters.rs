@@ -115,7 +115,7 @@ fn check_cluster(
 ) -> Result<(), (i16, String)> {
     let ours = context.broker.controller.cluster_id();
     match asked {
-        Some(asked) if !ours.is_empty() && asked.as_str() != ours => Err((
+        Some(asked) if !ours.is_empty() && !asked.is_empty() && asked.as_str() != ours => Err((
             ResponseError::InconsistentClusterId.code(),
             format!("this is cluster {ours}, not {}", asked.as_str()),
         )),

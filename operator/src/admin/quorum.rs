@@ -63,8 +63,14 @@ impl AdminClient {
 
     /// Makes `broker` a voter; its controller listener is at `host:port`. The leader waits
     /// for it to catch up first.
-    pub async fn add_voter(&mut self, broker: i32, host: &str, port: u16) -> Result<(), AdminError> {
+    pub async fn add_voter(
+        &mut self,
+        broker: i32,
+        host: &str,
+        port: u16,
+    ) -> Result<(), AdminError> {
         let request = AddRaftVoterRequest::default()
+            .with_cluster_id(None)
             .with_voter_id(broker)
             .with_timeout_ms(CATCH_UP_MS)
             .with_listeners(vec![
@@ -83,7 +89,9 @@ impl AdminClient {
 
     /// Stops `broker` voting (it goes on as an observer).
     pub async fn remove_voter(&mut self, broker: i32) -> Result<(), AdminError> {
-        let request = RemoveRaftVoterRequest::default().with_voter_id(broker);
+        let request = RemoveRaftVoterRequest::default()
+            .with_cluster_id(None)
+            .with_voter_id(broker);
         let response = self.call(&request).await?;
         check(
             "RemoveRaftVoter",

@@ -334,10 +334,7 @@ pub fn shared_config(
         .collect::<Vec<_>>()
         .join(",");
     entries.insert("controller.quorum.voters".to_string(), voters);
-    entries.insert(
-        "controller.quorum.bootstrap.servers".to_string(),
-        bootstrap,
-    );
+    entries.insert("controller.quorum.bootstrap.servers".to_string(), bootstrap);
     entries.insert(
         "controller.listener.names".to_string(),
         "CONTROLLER".to_string(),

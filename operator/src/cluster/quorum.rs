@@ -39,11 +39,15 @@ pub enum QuorumStep {
     Remove(i32),
 }
 
-/// The next step from `view` towards voters `0..desired` among `brokers`.
-pub fn decide(view: &QuorumView, desired: i32, brokers: &BTreeSet<i32>) -> QuorumStep {
-    let wanted: BTreeSet<i32> = (0..desired).collect();
+/// The voters `controllerVoters` asks for: the lowest ordinals.
+pub fn wanted(controller_voters: i32) -> BTreeSet<i32> {
+    (0..controller_voters.max(0)).collect()
+}
+
+/// The next step from `view` towards the voters `wanted` among `brokers`.
+pub fn decide(view: &QuorumView, wanted: &BTreeSet<i32>, brokers: &BTreeSet<i32>) -> QuorumStep {
     // Fewer voters: the highest go first, while they still run the controller role.
-    if let Some(leaving) = view.voters.difference(&wanted).max() {
+    if let Some(leaving) = view.voters.difference(wanted).max() {
         return QuorumStep::Remove(*leaving);
     }
     if let Some(joining) = wanted.difference(&view.voters).min() {
@@ -61,7 +65,7 @@ pub fn decide(view: &QuorumView, desired: i32, brokers: &BTreeSet<i32>) -> Quoru
 }
 
 /// A sentence for the status: what `step` does.
-pub fn describe(step: &QuorumStep, view: &QuorumView, desired: i32) -> Option<String> {
+pub fn describe(step: &QuorumStep, view: &QuorumView, desired: usize) -> Option<String> {
     let voters = view
         .voters
         .iter()
@@ -90,7 +94,7 @@ pub async fn observe(
     any: &[String],
     own_addresses: &BTreeMap<i32, String>,
     brokers: &BTreeSet<i32>,
-    desired: i32,
+    wanted: &BTreeSet<i32>,
 ) -> Result<QuorumView, AdminError> {
     let (mut admin, _) = crate::bootstrap::connect(any).await?;
     let state = admin.quorum().await?;
@@ -100,7 +104,7 @@ pub async fn observe(
             // A broker's roles are asked of it alone; without its address (an override
             // reaches only the bootstrap), take the role its file gives it, so nothing is
             // restarted on a guess.
-            if *broker < desired || state.voters.contains(broker) {
+            if wanted.contains(broker) || state.voters.contains(broker) {
                 controllers.insert(*broker);
             }
             continue;
@@ -136,18 +140,24 @@ mod tests {
     #[test]
     fn growing_restarts_each_new_voter_with_the_role_then_adds_it() {
         let brokers: BTreeSet<i32> = (0..5).collect();
-        assert_eq!(decide(&view(&[0, 1, 2], &[0, 1, 2]), 5, &brokers), QuorumStep::Restart(3));
-        assert_eq!(decide(&view(&[0, 1, 2], &[0, 1, 2, 3]), 5, &brokers), QuorumStep::Add(3));
         assert_eq!(
-            decide(&view(&[0, 1, 2, 3], &[0, 1, 2, 3]), 5, &brokers),
+            decide(&view(&[0, 1, 2], &[0, 1, 2]), &wanted(5), &brokers),
+            QuorumStep::Restart(3)
+        );
+        assert_eq!(
+            decide(&view(&[0, 1, 2], &[0, 1, 2, 3]), &wanted(5), &brokers),
+            QuorumStep::Add(3)
+        );
+        assert_eq!(
+            decide(&view(&[0, 1, 2, 3], &[0, 1, 2, 3]), &wanted(5), &brokers),
             QuorumStep::Restart(4)
         );
         assert_eq!(
-            decide(&view(&[0, 1, 2, 3], &[0, 1, 2, 3, 4]), 5, &brokers),
+            decide(&view(&[0, 1, 2, 3], &[0, 1, 2, 3, 4]), &wanted(5), &brokers),
             QuorumStep::Add(4)
         );
         let done = view(&[0, 1, 2, 3, 4], &[0, 1, 2, 3, 4]);
-        assert_eq!(decide(&done, 5, &brokers), QuorumStep::Done);
+        assert_eq!(decide(&done, &wanted(5), &brokers), QuorumStep::Done);
         assert_eq!(describe(&QuorumStep::Done, &done, 5), None);
     }
 
@@ -155,14 +165,26 @@ mod tests {
     fn shrinking_removes_the_highest_voters_then_restarts_them_without_the_role() {
         let brokers: BTreeSet<i32> = (0..5).collect();
         let all = [0, 1, 2, 3, 4];
-        assert_eq!(decide(&view(&all, &all), 3, &brokers), QuorumStep::Remove(4));
-        assert_eq!(decide(&view(&[0, 1, 2, 3], &all), 3, &brokers), QuorumStep::Remove(3));
-        assert_eq!(decide(&view(&[0, 1, 2], &all), 3, &brokers), QuorumStep::Restart(4));
         assert_eq!(
-            decide(&view(&[0, 1, 2], &[0, 1, 2, 3]), 3, &brokers),
+            decide(&view(&all, &all), &wanted(3), &brokers),
+            QuorumStep::Remove(4)
+        );
+        assert_eq!(
+            decide(&view(&[0, 1, 2, 3], &all), &wanted(3), &brokers),
+            QuorumStep::Remove(3)
+        );
+        assert_eq!(
+            decide(&view(&[0, 1, 2], &all), &wanted(3), &brokers),
+            QuorumStep::Restart(4)
+        );
+        assert_eq!(
+            decide(&view(&[0, 1, 2], &[0, 1, 2, 3]), &wanted(3), &brokers),
             QuorumStep::Restart(3)
         );
-        assert_eq!(decide(&view(&[0, 1, 2], &[0, 1, 2]), 3, &brokers), QuorumStep::Done);
+        assert_eq!(
+            decide(&view(&[0, 1, 2], &[0, 1, 2]), &wanted(3), &brokers),
+            QuorumStep::Done
+        );
         let message = describe(&QuorumStep::Restart(4), &view(&[0, 1, 2], &all), 3).unwrap();
         assert!(message.contains("without the controller role"), "{message}");
     }
@@ -172,7 +194,7 @@ mod tests {
         // 3 -> 5 asked, broker 3 added, then 3 asked again: 3 is removed, 4 never added.
         let brokers: BTreeSet<i32> = (0..5).collect();
         assert_eq!(
-            decide(&view(&[0, 1, 2, 3], &[0, 1, 2, 3, 4]), 3, &brokers),
+            decide(&view(&[0, 1, 2, 3], &[0, 1, 2, 3, 4]), &wanted(3), &brokers),
             QuorumStep::Remove(3)
         );
     }

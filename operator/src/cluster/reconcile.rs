@@ -296,14 +296,9 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     if let Some(quorum) = quorum {
         status.quorum = Some(quorum);
     }
-    let changing_voters = status
-        .quorum
-        .as_ref()
-        .is_some_and(|q| q.message.is_some());
-    let idle = status::is_ready(&status)
-        && status.scaling.is_none()
-        && !resizing
-        && !changing_voters;
+    let changing_voters = status.quorum.as_ref().is_some_and(|q| q.message.is_some());
+    let idle =
+        status::is_ready(&status) && status.scaling.is_none() && !resizing && !changing_voters;
     write_status(cluster, ctx, status).await?;
     ctx.succeeded(&key(cluster));
     Ok(Action::requeue(if idle {
@@ -333,7 +328,8 @@ async fn change_voters(
         });
     let reach = crate::bootstrap::reach(ctx, cluster, namespace).await;
     let brokers = super::scale::ordinals(cluster.spec.replicas);
-    let view = match quorum::observe(&reach.any, &reach.brokers, &brokers, desired).await {
+    let wanted = quorum::wanted(desired);
+    let view = match quorum::observe(&reach.any, &reach.brokers, &brokers, &wanted).await {
         Ok(view) => view,
         Err(error) => {
             status.message = (status.voters.len() != usize::try_from(desired).unwrap_or(0))
@@ -341,10 +337,10 @@ async fn change_voters(
             return Ok(status);
         }
     };
-    let step = quorum::decide(&view, desired, &brokers);
+    let step = quorum::decide(&view, &wanted, &brokers);
     status.voters = view.voters.iter().copied().collect();
     status.leader = view.leader;
-    status.message = quorum::describe(&step, &view, desired);
+    status.message = quorum::describe(&step, &view, wanted.len());
     let voter_event = |reason: &'static str, message: String| async move {
         ctx.event(reference, false, reason, "ChangeVoters", message)
             .await;
@@ -359,7 +355,8 @@ async fn change_voters(
                         .add_voter(
                             broker,
                             &names.pod_dns(broker),
-                            u16::try_from(cluster.spec.listeners.controller_port).unwrap_or_default(),
+                            u16::try_from(cluster.spec.listeners.controller_port)
+                                .unwrap_or_default(),
                         )
                         .await
                 }
@@ -374,8 +371,11 @@ async fn change_voters(
                         ("VoterRemoved", "is no longer a controller voter")
                     };
                     tracing::info!(cluster = %names.cluster, broker, adding, "Changed the controller voters");
-                    voter_event(reason, format!("Broker {broker} {verb} ({desired} voters asked)"))
-                        .await;
+                    voter_event(
+                        reason,
+                        format!("Broker {broker} {verb} ({desired} voters asked)"),
+                    )
+                    .await;
                 }
                 Err(error) => {
                     tracing::warn!(cluster = %names.cluster, broker, adding, %error, "Cannot change the controller voters yet");

@@ -89,7 +89,10 @@ fn a_change_of_voters_keeps_the_shared_config_and_changes_roles_only() {
     assert_eq!(formed["broker.yaml"], grown["broker.yaml"]);
     for ordinal in 3..5 {
         let file = format!("events-{ordinal}.yaml");
-        assert_eq!(as_string(&yaml_map(&formed[&file])["process.roles"]), "broker");
+        assert_eq!(
+            as_string(&yaml_map(&formed[&file])["process.roles"]),
+            "broker"
+        );
         assert_eq!(
             as_string(&yaml_map(&grown[&file])["process.roles"]),
             "broker,controller"

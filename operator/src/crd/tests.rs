@@ -46,7 +46,10 @@ fn cluster_crd_has_scale_subresource_and_rules() {
     let voters = spec["properties"]["controllerVoters"]["x-kubernetes-validations"].to_string();
     // Changeable (KIP-853), but only to an odd count up to five.
     assert!(!voters.contains("self == oldSelf"), "{voters}");
-    assert!(voters.contains("self == 1 || self == 3 || self == 5"), "{voters}");
+    assert!(
+        voters.contains("self == 1 || self == 3 || self == 5"),
+        "{voters}"
+    );
 }
 
 #[test]
