@@ -27,6 +27,8 @@ use crate::storage::meta_properties::encode_uuid;
 
 /// How often a waiting AddRaftVoter looks whether the new voter has caught up.
 const CATCH_UP_POLL: Duration = Duration::from_millis(50);
+/// A failure to reach an observer this recent means the leader is still trying.
+const STILL_FAILING: Duration = Duration::from_secs(10);
 /// An AddRaftVoter without a usable timeout waits this long for the voter to catch up.
 const DEFAULT_CATCH_UP: Duration = Duration::from_secs(30);
 
@@ -67,13 +69,18 @@ impl VoterChanges {
         }
         let membership = metrics.membership_config.membership();
         let now = std::time::Instant::now();
+        // Still failing now, not only long ago: a record left from before the observer was
+        // pruned and asked to follow again is no reason to prune it again.
         let gone: BTreeSet<u64> = membership
             .learner_ids()
             .filter(|id| {
                 i32::try_from(*id)
                     .ok()
                     .and_then(|id| self.peers_down.failures(id))
-                    .is_some_and(|(first, _)| now.duration_since(first.into_std()) >= gone_for)
+                    .is_some_and(|(first, latest)| {
+                        now.duration_since(first.into_std()) >= gone_for
+                            && now.duration_since(latest.into_std()) <= STILL_FAILING
+                    })
             })
             .collect();
         if gone.is_empty() {
