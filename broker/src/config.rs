@@ -866,7 +866,9 @@ impl BrokerConfig {
                 ),
             ));
         }
-        if !is_controller && voters.contains_key(&node_id) {
+        // In a dynamic quorum the voters are only the initial ones: a voter that was removed
+        // (RemoveRaftVoter) may come back as a broker only.
+        if !is_controller && !dynamic_quorum && voters.contains_key(&node_id) {
             return Err(invalid(
                 "process.roles",
                 &format!(
@@ -1060,6 +1062,8 @@ const TOOL_VARIABLES: &[&str] = &[
     "SUITE_PORT",
     "VOTERS_PORT",
     "TOPICS_AT_SCALE",
+    "SCALE_MB",
+    "SCALE_TOPICS",
     "WATCH_NAMESPACE",
 ];
 /// Prefixes (after `OXBOW_`) of tool variables; no broker key starts with one.
@@ -1363,6 +1367,21 @@ mod tests {
         ])
         .unwrap();
         assert!(broker.voters.is_empty() && !broker.is_controller);
+        // An initial voter that was removed restarts as a broker only: refused in a static
+        // quorum (it would be a voter that never votes), fine in a dynamic one.
+        let initial_voters = "controller.quorum.voters=0@broker-0:9093,2@broker-2:9093";
+        let removed = load(&[
+            "node.id=2",
+            "process.roles=broker",
+            initial_voters,
+            "controller.quorum.bootstrap.servers=broker-0:9093,broker-2:9093",
+        ])
+        .unwrap();
+        assert!(!removed.is_controller && removed.voters.contains_key(&2));
+        let error = load(&["node.id=2", "process.roles=broker", initial_voters])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("lacks the controller role"), "{error}");
         for (bad, key) in [
             (
                 vec!["controller.quorum.bootstrap.servers=broker-0"],
