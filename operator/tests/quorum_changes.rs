@@ -138,8 +138,14 @@ fn controller_voters_grow_and_shrink_one_at_a_time() {
         ]
     );
     assert_eq!(voters(&cluster), BTreeSet::from([1]));
-    // The metadata still changes, and nothing written before was lost.
-    assert_eq!(cluster.create_topic(2, "after", 1, 3), 0);
+    // The metadata still changes, and nothing written before was lost. The brokers that
+    // restarted last may not be registered again yet (INVALID_REPLICATION_FACTOR until they
+    // are), so the topic is asked for until all three are back.
+    cluster.wait_for(
+        "an RF 3 topic once the restarted brokers are back",
+        TIMEOUT,
+        || cluster.create_topic(2, "after", 1, 3) == 0,
+    );
     for partition in 0..3 {
         cluster.wait_for("the records readable from the leader", TIMEOUT, || {
             let leader = cluster.partition_state(1, "kept", partition).0;
