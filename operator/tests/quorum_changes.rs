@@ -2,7 +2,8 @@
 //! three `oxbow` processes on loopback in a dynamic quorum formed by node 1 alone. The
 //! operator's steps run until done, with a "pod restart" carried out as the kubelet would
 //! (the process stopped and started again on its data, with the roles its config file
-//! now gives it): 1 -> 3 voters, then back to 1. Records written before are read back
+//! now gives it): 1 -> 3 voters, back to 1, and to 3 again after the leader has forgotten
+//! the removed controllers. Records written before are read back
 //! after. The Kubernetes half (status, events, the roll gate) runs in the testbed suites.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -15,6 +16,9 @@ use oxbow_testkit::client::batch;
 use oxbow_testkit::{Cluster, free_port};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
+/// The broker stops replicating to an observer whose controller port has refused
+/// connections for 60 s; a margin on top.
+const PRUNED_WITHIN: Duration = Duration::from_secs(120);
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -154,4 +158,29 @@ fn controller_voters_grow_and_shrink_one_at_a_time() {
             records.error_code == 0 && records.high_watermark >= 3
         });
     }
+
+    // Back to three voters once the leader has stopped replicating to the brokers that left
+    // the quorum (their controller ports refused connections for a minute). Their own logs
+    // still list them as observers; restarted as controllers, they must ask to follow again
+    // or they never catch up, never register, and the operator waits for them forever.
+    cluster.wait_for(
+        "the leader to stop replicating to the removed controllers",
+        PRUNED_WITHIN,
+        || {
+            cluster
+                .logs(1)
+                .contains("no longer replicating the metadata log")
+        },
+    );
+    let regrown = change_voters(&mut cluster, &BTreeSet::from([1, 2, 3]));
+    assert_eq!(
+        regrown,
+        [
+            QuorumStep::Restart(2),
+            QuorumStep::Add(2),
+            QuorumStep::Restart(3),
+            QuorumStep::Add(3)
+        ]
+    );
+    assert_eq!(voters(&cluster), BTreeSet::from([1, 2, 3]));
 }

@@ -828,9 +828,10 @@ impl Controller {
             let (voters, needs_follow) = {
                 let current = metrics.borrow_and_update();
                 let membership = current.membership_config.membership();
-                let node = membership.get_node(&(self.settings.node_id as u64));
-                let needs = node.is_none_or(|n| n.directory_id.is_none());
-                (voters::voter_addresses(membership), needs)
+                (
+                    voters::voter_addresses(membership),
+                    voters::asks_to_follow(membership, self.settings.node_id),
+                )
             };
             if voters != last_voters {
                 self.update_voters(&voters);

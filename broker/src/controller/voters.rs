@@ -353,6 +353,25 @@ fn settle<T>(
     }
 }
 
+/// Whether a controller of a dynamic quorum should ask the leader to replicate to it
+/// (`VoterRequest::Follow`), going by the membership in its own log.
+///
+/// Every controller that is not a voter asks, again and again, not only one missing from
+/// its log: the log of a controller that was down can still list it as a learner after the
+/// leader stopped replicating to it (`prune_learners`), and nothing else would bring it
+/// back. The leader answers a known learner's request without a change. A voter asks once
+/// more only while the quorum does not know its directory yet.
+pub fn asks_to_follow(membership: &openraft::Membership<u64, VoterNode>, node_id: i32) -> bool {
+    let Ok(id) = u64::try_from(node_id) else {
+        return false;
+    };
+    let voter = membership.voter_ids().any(|v| v == id);
+    let directory_known = membership
+        .get_node(&id)
+        .is_some_and(|n| n.directory_id.is_some());
+    !(voter && directory_known)
+}
+
 /// The voters' controller addresses in `membership`, for the clients that look for the
 /// active controller.
 pub fn voter_addresses(membership: &openraft::Membership<u64, VoterNode>) -> BTreeMap<i32, String> {
@@ -363,4 +382,36 @@ pub fn voter_addresses(membership: &openraft::Membership<u64, VoterNode>) -> BTr
             Some((i32::try_from(id).ok()?, node.addr.clone()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(directory: bool) -> VoterNode {
+        VoterNode {
+            addr: "c:9093".into(),
+            directory_id: directory.then(Uuid::new_v4),
+        }
+    }
+
+    fn membership(voters: &[u64], nodes: &[(u64, bool)]) -> openraft::Membership<u64, VoterNode> {
+        let nodes: BTreeMap<u64, VoterNode> =
+            nodes.iter().map(|(id, dir)| (*id, node(*dir))).collect();
+        openraft::Membership::new(vec![voters.iter().copied().collect()], nodes)
+    }
+
+    #[test]
+    fn only_a_voter_with_a_known_directory_stops_asking_to_follow() {
+        let all = membership(&[1, 2], &[(1, true), (2, false), (3, true)]);
+        assert!(!asks_to_follow(&all, 1), "a voter the quorum knows fully");
+        assert!(
+            asks_to_follow(&all, 2),
+            "a voter whose directory is not known yet"
+        );
+        // A learner in this node's own log may have been pruned by the leader since.
+        assert!(asks_to_follow(&all, 3), "a learner keeps asking");
+        assert!(asks_to_follow(&all, 4), "a controller missing from the log");
+        assert!(!asks_to_follow(&all, -1), "not a node id");
+    }
 }
