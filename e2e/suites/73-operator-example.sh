@@ -11,7 +11,9 @@
 #    3 replicas of each partition in the 3 zones -> from a pod, kafka-python and kcat produce
 #    with acks=all and consume through the bootstrap Service's DNS name -> SIGKILL one
 #    broker's container under an acks=all producer: every send is acknowledged, the pod
-#    restarts, the broker rejoins every ISR, every acknowledged record is consumed.
+#    restarts, the broker rejoins every ISR, every acknowledged record is consumed -> the
+#    controller voters go 3 -> 1 -> 3 (kubectl patch controllerVoters) under an acks=all
+#    producer: every send acknowledged and consumed, the shared config unchanged.
 # Waits are on conditions (kubectl wait, or a bounded poll of a check).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -160,6 +162,42 @@ wait "$producer" || fail "acks=all sends failed for good across the kill: $(tail
 out="$(in_pod python3 "$REPO/e2e/operator/example_client.py" consume-all "$BOOTSTRAP" orders "$work/acked")" || fail "after the kill: $out"
 ok "SIGKILL of $victim's broker under an acks=all producer: the pod restarted and rejoined every ISR; $(wc -l <"$work/acked") sends ($(( $(wc -l <"$work/acked") - before_kill )) after the kill) all acknowledged; $out"
 kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=120s >/dev/null || fail "Cluster Ready after the kill"
+
+# --- controller voters 3 -> 1 -> 3 under load (KIP-853) -------------------------------------------
+events_of() { # how many times an Event of reason $1 was emitted (a repeated one is a series)
+  kubectl -n "$NS" get events.events.k8s.io --field-selector reason="$1" \
+    -o jsonpath='{range .items[*]}{.series.count}{"\n"}{end}' | awk '{ n += ($1 == "" ? 1 : $1) } END { print n + 0 }'
+}
+quorum_is() { # the Cluster reports voters $1 (comma-separated) and no change in progress
+  local got
+  got="$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.quorum.voters}|{.status.quorum.message}')"
+  [ "$got" = "[$1]|" ]
+}
+rm -f "$work/stop" "$work/acked"
+in_pod python3 "$REPO/e2e/operator/example_client.py" produce-until "$BOOTSTRAP" orders "$work/stop" "$work/acked" \
+  2>"$work/producer.err" &
+producer=$!
+until_true 60 acked 50 || fail "the producer got no acknowledgements before the voter change: $(tail -n 3 "$work/producer.err")"
+t0=$(date +%s)
+kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"controllerVoters":1}}' >/dev/null
+until_true 600 quorum_is 0 || fail "voters 3 -> 1 did not finish: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.quorum}')"
+t1=$(date +%s)
+[ "$(events_of VoterRemoved)" = 2 ] || fail "3 -> 1 removed $(events_of VoterRemoved) voters, not 2"
+roles="$(kubectl -n "$NS" get configmap events -o jsonpath='{.data.events-2\.yaml}' | sed -n 's/^process.roles: //p')"
+[ "$roles" = broker ] || fail "events-2's file still gives it the roles $roles"
+acked_shrunk="$(wc -l <"$work/acked")"
+kubectl -n "$NS" patch cluster events --type merge -p '{"spec":{"controllerVoters":3}}' >/dev/null
+until_true 600 quorum_is 0,1,2 || fail "voters 1 -> 3 did not finish: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.quorum}')"
+t2=$(date +%s)
+[ "$(events_of VoterAdded)" = 2 ] || fail "1 -> 3 added $(events_of VoterAdded) voters, not 2"
+until_true 60 acked $((acked_shrunk + 100)) || fail "the producer stalled during the voter change: $(tail -n 3 "$work/producer.err")"
+touch "$work/stop"
+wait "$producer" || fail "acks=all sends failed for good during the voter changes: $(tail -n 5 "$work/producer.err")"
+out="$(in_pod python3 "$REPO/e2e/operator/example_client.py" consume-all "$BOOTSTRAP" orders "$work/acked")" || fail "after the voter changes: $out"
+shared_after="$(kubectl -n "$NS" get configmap events -o jsonpath='{.data.broker\.yaml}' | sed -n 's/^controller.quorum.voters: //p')"
+[ "$shared_after" = "$voters" ] || fail "a voter change changed the shared config: $shared_after"
+ok "controllerVoters 3 -> 1 in $((t1 - t0)) s (2 VoterRemoved, brokers 2 and 1 restarted as brokers only), 1 -> 3 in $((t2 - t1)) s (2 VoterAdded), shared config unchanged; under an acks=all producer: $(wc -l <"$work/acked") sends all acknowledged; $out"
+kubectl -n "$NS" wait --for=condition=Ready cluster/events --timeout=120s >/dev/null || fail "Cluster Ready after the voter changes"
 
 echo "operator-example: $passed passed, 0 failed, $SUITE_SKIPPED skipped"
 suite_done
