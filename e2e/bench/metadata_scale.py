@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +20,7 @@ import time
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from oxbow_cluster import Cluster, Network  # noqa: E402
 from oxbow_e2e import http_get, wait_for  # noqa: E402
 
 TOPICS = int(os.environ.get("TOPICS", "1000"))
@@ -34,25 +34,14 @@ BASE, CONTROLLER_BASE, METRICS_BASE = 23092, 23192, 23644
 def main():
     binary = sys.argv[1]
     work = tempfile.mkdtemp(prefix="oxbow-metadata-scale-")
-    voters = ",".join(f"{n}@127.0.0.1:{CONTROLLER_BASE + n}" for n in (1, 2, 3))
-    procs = {}
-
-    def start(node):
-        roles = "broker,controller" if node <= 3 else "broker"
-        listeners = f"PLAINTEXT://127.0.0.1:{BASE + node}"
-        if node <= 3:
-            listeners += f",CONTROLLER://127.0.0.1:{CONTROLLER_BASE + node}"
-        procs[node] = subprocess.Popen(
-            [binary, "--override", f"node.id={node}", "--override", f"process.roles={roles}",
-             "--override", f"listeners={listeners}", "--override", f"controller.quorum.voters={voters}",
-             "--override", f"log.dirs={work}/node-{node}",
-             "--override", f"metrics.listener=127.0.0.1:{METRICS_BASE + node}"]
-            + [arg for extra in EXTRA for arg in ("--override", extra)],
-            stdout=subprocess.DEVNULL, stderr=open(f"{work}/node-{node}.log", "w"))
+    # Nodes 1-5 now, node 6 joins at the end; 1-3 are the voters. Node N's ports are BASE + N.
+    cluster = Cluster(binary, work, Network(False), cluster_id="metadata-scale", nodes=range(1, 7),
+                      voters=(1, 2, 3), bases=(BASE + 1, CONTROLLER_BASE + 1, METRICS_BASE + 1),
+                      extra=EXTRA)
 
     try:
         for node in range(1, 6):
-            start(node)
+            cluster.start(node)
         wait_for(lambda: all(http_get(METRICS_BASE + n, "/readyz", timeout=5)[0] == 200 for n in range(1, 6)),
                  300, "five ready brokers")
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{BASE + 4}"})
@@ -73,10 +62,10 @@ def main():
             metadata = admin.list_topics(timeout=60)
             timings.append(time.time() - t)
         partitions = sum(len(t.partitions) for t in metadata.topics.values())
-        rss_kb = int(open(f"/proc/{procs[active].pid}/status").read().split("VmRSS:")[1].split()[0])
+        rss_kb = int(open(f"/proc/{cluster.procs[active].pid}/status").read().split("VmRSS:")[1].split()[0])
         # A new broker joining: from process start to ready (caught up and unfenced).
         t = time.time()
-        start(6)
+        cluster.start(6)
         wait_for(lambda: http_get(METRICS_BASE + 6, "/readyz", timeout=5)[0] == 200, 300, "the new broker")
         joined = time.time() - t
         print(f"{partitions} partitions ({TOPICS} topics x {PARTITIONS}, RF=3) on 5 brokers (3 voters)")
@@ -89,9 +78,7 @@ def main():
         print(f"  active controller RSS: {rss_kb / 1024:.0f} MiB")
         print(f"  a new broker from start to ready: {joined:.2f} s")
     finally:
-        for proc in procs.values():
-            proc.kill()
-            proc.wait()
+        cluster.shutdown_all()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -21,8 +21,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "cluster"))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from history import Workload, now  # noqa: E402
-from nodes import Cluster, Network  # noqa: E402
+from oxbow_cluster import Cluster, Network  # noqa: E402
 from reassignment import ack_latency_p99, kafka_tool, throttled_bytes  # noqa: E402
 
 NODES = (1, 2, 3)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A consumer group across a coordinator failover, on a 3-broker Oxbow cluster whose
-`__consumer_offsets` and data topic are RF=3 (e2e/peers/oxbow/start-cluster).
+`__consumer_offsets` and data topic are RF=3 (e2e/lib/oxbow_cluster.py).
 
 A confluent-kafka (librdkafka) consumer in group `g` reads a 6-partition topic and commits
 synchronously after every message batch it processed, recording what each successful
@@ -12,18 +12,19 @@ Afterwards, three times over (three kills, each node restarted before the next):
     failover: the new coordinator loaded them from its replica of __consumer_offsets);
   - a fresh consumer of the group sees committed offsets equal to the end offsets.
 
-    coordinator_failover.py BOOTSTRAP CLUSTER_DIR
+    coordinator_failover.py OXBOW_BINARY
 """
 import os
-import signal
-import subprocess
+import shutil
 import sys
+import tempfile
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from oxbow_cluster import Cluster, Network  # noqa: E402
 from oxbow_e2e import fail, wait_for  # noqa: E402
 
 TOPIC = "group-failover"
@@ -31,6 +32,8 @@ PARTITIONS = 6
 GROUP = "g"
 PER_ROUND = 3000
 ROUNDS = 3
+# Clients on PORT..PORT+2, controllers 100 above, metrics 150 above (OXBOW_SUITE_PORT moves them).
+PORT = int(os.environ.get("OXBOW_SUITE_PORT", "23592"))
 
 
 def coordinator(bootstrap):
@@ -56,18 +59,31 @@ def produce(bootstrap, start, count):
         fail(f"producing: {failed[:3]}")
 
 
-def restart(cluster_dir, node):
-    """Starts node `node` again with the command line recorded from /proc before the kill."""
-    command = open(os.path.join(cluster_dir, f"node-{node}", "cmdline"), "rb").read().split(b"\0")
-    command = [c.decode() for c in command if c]
-    log = open(os.path.join(cluster_dir, f"node-{node}", "oxbow.log"), "a")
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
-    with open(os.path.join(cluster_dir, f"node-{node}", "oxbow.pid"), "w") as f:
-        f.write(str(process.pid))
-
-
 def main():
-    bootstrap, cluster_dir = sys.argv[1], sys.argv[2]
+    binary = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="oxbow-groups-cluster-")
+    cluster = Cluster(binary, work, Network(False), cluster_id="groups-cluster",
+                      bases=(PORT, PORT + 100, PORT + 150),
+                      extra=["default.replication.factor=3", "min.insync.replicas=2",
+                             "offsets.topic.replication.factor=3", "group.initial.rebalance.delay.ms=0"])
+    try:
+        for node in cluster.nodes:
+            cluster.start(node)
+        wait_for(lambda: all(cluster.ready(n) for n in cluster.nodes), 90, "three ready brokers", interval=0.3)
+        failovers(cluster)
+    except BaseException:
+        cluster.logs_tail(40)
+        print(f"node logs kept in {work}", flush=True)
+        work = None
+        raise
+    finally:
+        cluster.shutdown_all()
+        if work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def failovers(cluster):
+    bootstrap = cluster.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result()
     consumer = Consumer({
@@ -107,15 +123,12 @@ def main():
                     print(f"  commit failed during failover: {error}", flush=True)
             if killed is None and len(seen) >= total - PER_ROUND // 2:
                 node = wait_for(lambda: coordinator(bootstrap), 90, "the group's coordinator")
-                pid = int(open(os.path.join(cluster_dir, f"node-{node}", "oxbow.pid")).read())
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    open(os.path.join(cluster_dir, f"node-{node}", "cmdline"), "wb").write(f.read())
-                os.kill(pid, signal.SIGKILL)
+                cluster.kill(node)
                 killed = node
                 print(f"round {round_}: SIGKILL coordinator node {node} after {len(seen)} records", flush=True)
         if killed is None:
             fail(f"round {round_}: no coordinator was killed")
-        restart(cluster_dir, killed)
+        cluster.start(killed)
         wait_for(lambda: coordinator(bootstrap) is not None, 60, f"node {killed} back")
         print(f"ok round {round_}: {len(seen)} of {total} records consumed; coordinator now "
               f"{coordinator(bootstrap)}", flush=True)

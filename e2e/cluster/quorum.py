@@ -30,6 +30,7 @@ RUNS = int(os.environ.get("OXBOW_FAILOVER_RUNS", "10"))
 PORT = int(os.environ.get("OXBOW_SUITE_PORT", "21092"))
 
 sys.path.insert(0, os.path.join(ROOT, "e2e", "lib"))
+from oxbow_cluster import Cluster, Network  # noqa: E402
 from oxbow_e2e import fail, http_get, wait_for  # noqa: E402
 
 
@@ -140,37 +141,21 @@ def failover(binary, work):
     sys.path.insert(0, "")
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    base, controller_base, metrics_base = PORT + 1000, PORT + 1100, PORT + 1552
-    voters = ",".join(f"{n}@127.0.0.1:{controller_base + n - 1}" for n in (1, 2, 3))
-    procs = {}
-
-    def start(node):
-        log = open(os.path.join(work, f"node-{node}.log"), "a")
-        procs[node] = subprocess.Popen(
-            [binary,
-             "--override", f"node.id={node}",
-             "--override", "process.roles=broker,controller",
-             "--override", f"listeners=PLAINTEXT://127.0.0.1:{base + node - 1},CONTROLLER://127.0.0.1:{controller_base + node - 1}",
-             "--override", f"controller.quorum.voters={voters}",
-             "--override", f"log.dirs={os.path.join(work, f'node-{node}')}",
-             "--override", f"metrics.listener=127.0.0.1:{metrics_base + node - 1}",
-             "--override", "cluster.id=failover-test"],
-            stdout=subprocess.DEVNULL, stderr=log)
-
-    metrics = {n: metrics_base + n - 1 for n in (1, 2, 3)}
-    for node in (1, 2, 3):
-        start(node)
+    cluster = Cluster(binary, work, Network(False), cluster_id="failover-test",
+                      bases=(PORT + 1000, PORT + 1100, PORT + 1552))
+    metrics = {n: cluster.metrics_port(n) for n in cluster.nodes}
+    for node in cluster.nodes:
+        cluster.start(node)
     windows = []
     try:
         wait_for(lambda: ready(metrics.values()), what="three ready nodes")
         for attempt in range(RUNS):
-            active = wait_for(lambda: (view(metrics[1]) or {}).get("controller_id"), what="an active controller")
+            active = wait_for(lambda: cluster.controller(1), what="an active controller")
             survivor = 1 if active != 1 else 2
-            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{base + survivor - 1}",
+            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{cluster.client_port(survivor)}",
                                  "socket.timeout.ms": 2000})
             killed_at = time.time()
-            procs[active].send_signal(signal.SIGKILL)
-            procs[active].wait()
+            cluster.kill(active)
             name = f"after-kill-{attempt}"
             while True:
                 future = admin.create_topics([NewTopic(name, 1, 1)], request_timeout=10)[name]
@@ -184,15 +169,12 @@ def failover(binary, work):
                         fail(f"run {attempt}: no CreateTopics within 60 s of killing node {active}: {error}")
                     time.sleep(0.02)
             windows.append(time.time() - killed_at)
-            start(active)
+            cluster.start(active)
             wait_for(lambda: ready([metrics[active]]) and same_image(metrics.values()), what=f"node {active} to rejoin")
             print(f"ok run {attempt + 1}: killed controller {active}, CreateTopics through node {survivor} "
                   f"after {windows[-1]:.2f} s; node {active} rejoined", flush=True)
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        cluster.shutdown_all()
     print(f"controller failover (SIGKILL -> first successful CreateTopics), {len(windows)} runs: "
           f"median {statistics.median(windows):.2f} s, worst {max(windows):.2f} s, "
           f"best {min(windows):.2f} s", flush=True)

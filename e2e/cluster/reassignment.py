@@ -50,8 +50,9 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from history import Workload, check_history, identities, read_back, KINDS, now  # noqa: E402
-from nodes import Cluster, Network  # noqa: E402
+from oxbow_cluster import Cluster, Network  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KAFKA_BIN = os.path.join(ROOT, "e2e", "peers", "kafka", "bin")

@@ -40,7 +40,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from nodes import Cluster, Network  # noqa: E402
+from oxbow_cluster import Cluster, Network  # noqa: E402
 from oxbow_e2e import fail, wait_for  # noqa: E402
 from reassignment import kafka_tool  # noqa: E402
 

@@ -43,7 +43,7 @@ a nemesis against three real `oxbow` processes.
    serve); and, for each partition, the RecordBatch bytes below the high watermark in the
    segment files of the three replicas must be identical.
 
-Helpers: e2e/cluster/nodes.py (the nodes, namespaces, a node's own Metadata answer) and
+Helpers: e2e/lib/oxbow_cluster.py (the nodes, namespaces, a node's own Metadata answer) and
 e2e/cluster/history.py (the workload, the checks, segment parsing). Any violation prints a
 FAIL line and the script exits 1; the node logs' tails follow and the work directory is
 kept. Fault lines carry their UTC start time to find them in the node logs.
@@ -72,7 +72,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from history import (KINDS, BatchIdentities, Workload, check_history, compare_replicas, identities,  # noqa: E402
                      outage, read_back, segment_records)
-from nodes import NODES, Cluster, Network  # noqa: E402
+from oxbow_cluster import NODES, Cluster, Network  # noqa: E402
 from oxbow_e2e import SKIP_EXIT, skip  # noqa: E402
 
 TOPIC = "history"

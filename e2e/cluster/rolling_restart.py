@@ -9,32 +9,31 @@ are watched through Metadata. Asserts: no produce failed, no partition was ever 
 without a leader, the group saw every record, and the brokers' metrics reported the
 under-replicated partitions while a broker was away and none once it was back.
 
-    rolling_restart.py CLUSTER_DIR CLIENT_PORT
+    rolling_restart.py OXBOW_BINARY
 """
 import os
-import signal
-import subprocess
+import shutil
 import sys
-import threading
+import tempfile
 import time
 
-from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from load import Load  # noqa: E402
+from oxbow_cluster import Cluster, Network  # noqa: E402
 from oxbow_e2e import fail, http_get, wait_for  # noqa: E402
 
 TOPIC = "rolling"
 PARTITIONS = 6
 RATE = 500  # records/s
+# Clients on PORT..PORT+2, controllers 100 above, metrics 200 above: no other suite's ports
+# (OXBOW_SUITE_PORT moves them).
+PORT = int(os.environ.get("OXBOW_SUITE_PORT", "23792"))
 
 
-def metrics_port(node_dir):
-    return int(open(os.path.join(node_dir, "metrics.port")).read().strip())
-
-
-def metric(node_dir, name):
-    status, body = http_get(metrics_port(node_dir), "/metrics")
+def metric(cluster, node, name):
+    status, body = http_get(cluster.metrics_port(node), "/metrics")
     if status != 200:
         return None
     for line in body.splitlines():
@@ -43,77 +42,46 @@ def metric(node_dir, name):
     return None
 
 
-def ready(node_dir):
-    return http_get(metrics_port(node_dir), "/readyz")[0] == 200
-
-
-class Load:
-    """The producer, the consumer group and the leader watch, each on its own thread."""
-
-    def __init__(self, bootstrap):
-        self.bootstrap = bootstrap
-        self.stop = threading.Event()
-        self.acked, self.failed, self.seen = set(), [], set()
-        self.offline = []
-        self.threads = [threading.Thread(target=f, daemon=True)
-                        for f in (self.produce, self.consume, self.watch)]
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-
-    def produce(self):
-        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all",
-                             "enable.idempotence": True, "linger.ms": 5})
-
-        def delivered(err, message):
-            if err is None:
-                self.acked.add(message.value().decode())
-            else:
-                self.failed.append(str(err))
-
-        i = 0
-        started = time.time()
-        while not self.stop.is_set():
-            producer.produce(TOPIC, value=str(i).encode(), on_delivery=delivered)
-            i += 1
-            producer.poll(0)
-            ahead = i / RATE - (time.time() - started)
-            if ahead > 0:
-                time.sleep(ahead)
-        if producer.flush(60) != 0:
-            self.failed.append("records left undelivered after 60 s")
-
-    def consume(self):
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "rolling-readers",
-                             "auto.offset.reset": "earliest", "enable.auto.commit": True})
-        consumer.subscribe([TOPIC])
-        while not (self.stop.is_set() and self.drained):
-            for message in consumer.consume(500, 0.5):
-                if not message.error():
-                    self.seen.add(message.value().decode())
-        consumer.close()
-
-    drained = False
-
-    def watch(self):
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        while not self.stop.is_set():
+def watch_leaders(offline):
+    """A side check of the load: every partition without a leader seen in Metadata."""
+    def watch(load):
+        admin = AdminClient({"bootstrap.servers": load.bootstrap})
+        while not load.stop.is_set():
             try:
                 topic = admin.list_topics(TOPIC, timeout=2).topics[TOPIC]
                 for p in topic.partitions.values():
                     if p.leader < 0:
-                        self.offline.append((time.time(), p.id))
+                        offline.append((time.time(), p.id))
             except Exception:
                 pass
             time.sleep(0.05)
+    return watch
 
 
 def main():
-    cluster_dir, port = sys.argv[1], int(sys.argv[2])
-    bootstrap = ",".join(f"127.0.0.1:{port + i}" for i in range(3))
-    nodes = [os.path.join(cluster_dir, f"node-{n}") for n in (1, 2, 3)]
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    binary = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="oxbow-rolling-")
+    cluster = Cluster(binary, work, Network(False), cluster_id="rolling-restart",
+                      bases=(PORT, PORT + 100, PORT + 200),
+                      extra=["offsets.topic.replication.factor=3", "group.initial.rebalance.delay.ms=0"])
+    try:
+        for node in cluster.nodes:
+            cluster.start(node)
+        wait_for(lambda: all(cluster.ready(n) for n in cluster.nodes), 90, "three ready brokers", interval=0.3)
+        roll(cluster)
+    except BaseException:
+        cluster.logs_tail(40)
+        print(f"node logs kept in {work}", flush=True)
+        work = None
+        raise
+    finally:
+        cluster.shutdown_all()
+        if work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def roll(cluster):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[TOPIC].result()
 
     def isr_full():
@@ -121,45 +89,37 @@ def main():
         return all(len(p.isrs) == 3 and p.leader >= 0 for p in topic.partitions.values())
 
     wait_for(isr_full, 90, "every replica in sync")
-    load = Load(bootstrap)
+    offline = []
+    load = Load(cluster.bootstrap, TOPIC, "rolling-readers", RATE, side=[watch_leaders(offline)])
     load.start()
     time.sleep(3)
     under_replicated_seen = False
-    for node_dir in nodes:
-        pid = int(open(os.path.join(node_dir, "oxbow.pid")).read())
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            command = [c.decode() for c in f.read().split(b"\0") if c]
+    for node in cluster.nodes:
         started = time.time()
-        os.kill(pid, signal.SIGTERM)
-        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
-                 open(f"/proc/{pid}/stat").read().split()[2] == "Z", 30, f"{node_dir} to exit")
+        problems = cluster.terminate([node])
+        if problems:
+            fail(f"controlled shutdown of node {node}: {problems}")
         stopped = time.time() - started
-        others = [n for n in nodes if n != node_dir]
-        under = [metric(n, "oxbow_replication_under_replicated_partitions") or 0 for n in others]
+        others = [n for n in cluster.nodes if n != node]
+        under = [metric(cluster, n, "oxbow_replication_under_replicated_partitions") or 0 for n in others]
         under_replicated_seen |= sum(under) > 0
-        log = open(os.path.join(node_dir, "oxbow.log"), "a")
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
-        open(os.path.join(node_dir, "oxbow.pid"), "w").write(str(process.pid))
-        wait_for(lambda: ready(node_dir), 60, f"{node_dir} ready")
+        cluster.start(node)
+        wait_for(lambda: cluster.ready(node), 60, f"node {node} ready")
         wait_for(isr_full, 60, "every replica back in sync")
-        print(f"ok {os.path.basename(node_dir)}: stopped in {stopped:.2f} s (controlled shutdown), "
+        print(f"ok node-{node}: stopped in {stopped:.2f} s (controlled shutdown), "
               f"under-replicated partitions reported meanwhile {under}, back in every ISR "
               f"{time.time() - started:.1f} s after SIGTERM", flush=True)
         time.sleep(2)
     time.sleep(2)
-    load.stop.set()
-    load.threads[0].join(90)
-    wait_for(lambda: load.acked <= load.seen, 60, "the group to read everything acknowledged")
-    load.drained = True
-    for t in load.threads[1:]:
-        t.join(30)
+    if not load.finish():
+        fail(f"the group did not read {len(load.acked - load.seen)} acknowledged records within 60 s")
     if load.failed:
         fail(f"{len(load.failed)} produce(s) failed during the rolling restart: {load.failed[:3]}")
-    if load.offline:
-        fail(f"partitions without a leader during the rolling restart: {load.offline[:5]}")
+    if offline:
+        fail(f"partitions without a leader during the rolling restart: {offline[:5]}")
     if not under_replicated_seen:
         fail("no broker reported under-replicated partitions while one broker was away")
-    after = [metric(n, "oxbow_replication_under_replicated_partitions") for n in nodes]
+    after = [metric(cluster, n, "oxbow_replication_under_replicated_partitions") for n in cluster.nodes]
     if any(v != 0 for v in after):
         fail(f"under-replicated partitions reported after the roll: {after}")
     print(f"ok rolling restart of 3 brokers under acks=all load: {len(load.acked)} records acknowledged, "

@@ -29,17 +29,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "e2e", "lib"))
 sys.path.insert(0, os.path.join(ROOT, "e2e", "cluster"))
 from oxbow_e2e import fail, wait_for  # noqa: E402
-from nodes import Cluster, Network  # noqa: E402
+from load import Load  # noqa: E402
+from oxbow_cluster import Cluster, Network  # noqa: E402
 
 KAFKA_BIN = os.path.join(ROOT, "e2e", "peers", "kafka", "bin")
 PORT = int(os.environ.get("OXBOW_VOTERS_PORT", "30192"))
@@ -130,65 +130,26 @@ def wait_voters(cluster, expected, what):
         fail(f"{what}: the voters never became {sorted(expected)} (last: {status(cluster)})")
 
 
-class Load:
-    def __init__(self, bootstrap):
-        self.bootstrap = bootstrap
-        self.stop = threading.Event()
-        self.acked, self.failed, self.seen = set(), [], set()
-        self.probes, self.probe_failures = [], []
-        self.phase = "start"
-        self.threads = [threading.Thread(target=f, daemon=True) for f in (self.produce, self.consume, self.probe)]
+class Probes:
+    """Creates a topic every 200 ms while the load runs and times each CreateTopics: how long
+    the metadata quorum could not take a change, per phase of the test."""
 
-    def start(self):
-        for t in self.threads:
-            t.start()
+    def __init__(self):
+        self.times, self.failures = [], []
 
-    def produce(self):
-        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all",
-                             "enable.idempotence": True, "linger.ms": 5})
-
-        def delivered(err, message):
-            if err is None:
-                self.acked.add(message.value().decode())
-            else:
-                self.failed.append(str(err))
-
-        i, started = 0, time.time()
-        while not self.stop.is_set():
-            producer.produce(TOPIC, key=str(i % 97).encode(), value=str(i).encode(), on_delivery=delivered)
-            i += 1
-            producer.poll(0)
-            ahead = i / RATE - (time.time() - started)
-            if ahead > 0:
-                time.sleep(ahead)
-        if producer.flush(60) != 0:
-            self.failed.append("records left undelivered after 60 s")
-
-    drained = False
-
-    def consume(self):
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "voters-readers",
-                             "auto.offset.reset": "earliest", "enable.auto.commit": True})
-        consumer.subscribe([TOPIC])
-        while not (self.stop.is_set() and self.drained):
-            for message in consumer.consume(500, 0.5):
-                if not message.error():
-                    self.seen.add(message.value().decode())
-        consumer.close()
-
-    def probe(self):
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+    def run(self, load):
+        admin = AdminClient({"bootstrap.servers": load.bootstrap})
         i = 0
-        while not self.stop.is_set():
+        while not load.stop.is_set():
             i += 1
             started = time.time()
-            phase = self.phase
+            phase = load.phase
             try:
                 admin.create_topics([NewTopic(f"probe-{i}", 1, 1)], operation_timeout=30,
                                     request_timeout=30)[f"probe-{i}"].result(timeout=40)
-                self.probes.append((phase, time.time() - started))
+                self.times.append((phase, time.time() - started))
             except Exception as error:  # noqa: BLE001 - a failed probe is what we count
-                self.probe_failures.append((phase, str(error)))
+                self.failures.append((phase, str(error)))
             time.sleep(0.2)
 
 
@@ -211,7 +172,8 @@ def main():
 
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         admin.create_topics([NewTopic(TOPIC, 6, 3, config={"min.insync.replicas": "2"})])[TOPIC].result(30)
-        load = Load(cluster.bootstrap)
+        probes = Probes()
+        load = Load(cluster.bootstrap, TOPIC, "voters-readers", RATE, keys=97, side=[probes.run])
         load.start()
         time.sleep(3)
 
@@ -294,15 +256,7 @@ def main():
 
         load.phase = "end"
         time.sleep(3)
-        load.stop.set()
-        producer, consumer, probe = load.threads
-        producer.join(90)
-        probe.join(60)
-        deadline = time.time() + 60
-        while not load.acked <= load.seen and time.time() < deadline:
-            time.sleep(0.5)
-        load.drained = True
-        consumer.join(30)
+        load.finish()
         missing = load.acked - load.seen
         checker = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "voters-checker",
                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
@@ -315,23 +269,23 @@ def main():
         checker.close()
         lost = load.acked - read_back
         worst = {}
-        for phase, seconds in load.probes:
+        for phase, seconds in probes.times:
             worst[phase] = max(worst.get(phase, 0), seconds)
         print(f"acked {len(load.acked)}, failed produce {len(load.failed)}, lost {len(lost)}, "
               f"group saw all: {not missing}", flush=True)
         print("voter changes: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()), flush=True)
         print("worst metadata change (CreateTopics) per phase: "
               + ", ".join(f"{k} {v:.2f} s" for k, v in worst.items()), flush=True)
-        print(f"probes {len(load.probes)}, failed {len(load.probe_failures)}: {load.probe_failures[:3]}", flush=True)
+        print(f"probes {len(probes.times)}, failed {len(probes.failures)}: {probes.failures[:3]}", flush=True)
         if lost:
             fail(f"{len(lost)} acknowledged records lost, e.g. {sorted(lost)[:5]}")
         if load.failed:
             fail(f"{len(load.failed)} produce requests failed: {load.failed[:3]}")
-        changing = [s for p, s in load.probes if p in ("1->3", "3->5", "5->3", "refusals")]
+        changing = [s for p, s in probes.times if p in ("1->3", "3->5", "5->3", "refusals")]
         if not changing or max(changing) > METADATA_BOUND_S:
             fail(f"a metadata change took {max(changing or [0]):.1f} s while voters changed (bound {METADATA_BOUND_S} s)")
-        if [f for f in load.probe_failures if f[0] in ("1->3", "3->5", "5->3", "refusals")]:
-            fail(f"metadata changes failed while voters changed: {load.probe_failures}")
+        if [f for f in probes.failures if f[0] in ("1->3", "3->5", "5->3", "refusals")]:
+            fail(f"metadata changes failed while voters changed: {probes.failures}")
         print("OK voters 1 -> 3 -> 5 -> 3 under load", flush=True)
     except BaseException:
         cluster.logs_tail(40)

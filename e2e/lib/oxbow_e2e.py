@@ -72,11 +72,11 @@ def require(what, present, install_hint):
 
 class Broker:
     """One oxbow process on free loopback ports, data in `workdir/data`, log in
-    `workdir/oxbow.log`. `overrides` apply to every start, `start(*extra)` adds overrides for
+    `workdir/oxbow.log`; the client port is `port` when given. `overrides` apply to every start, `start(*extra)` adds overrides for
     that start only. `kill()` is SIGKILL; `stop()` is SIGTERM and requires a clean exit 0.
     As a context manager it starts, and stops (printing the log tail on an error)."""
 
-    def __init__(self, binary=None, workdir=None, overrides=()):
+    def __init__(self, binary=None, workdir=None, overrides=(), port=None):
         self.binary = binary or os.environ.get("OXBOW_BINARY", "")
         if not self.binary:
             raise SystemExit("no broker binary: pass one or set OXBOW_BINARY")
@@ -86,23 +86,14 @@ class Broker:
         if isinstance(overrides, dict):
             overrides = [f"{key}={value}" for key, value in overrides.items()]
         self.overrides = list(overrides)
-        self.port = free_port()
+        self.port = port or free_port()
         self.metrics_port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.process = None
 
     def start(self, *extra):
-        command = [
-            self.binary,
-            "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-            "--override", f"metrics.listener=127.0.0.1:{self.metrics_port}",
-            "--override", f"log.dirs={self.data}",
-        ]
-        for override in [*self.overrides, *extra]:
-            command += ["--override", override]
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
+        """Starts the broker and waits until it listens on its client port."""
+        self.launch(*extra)
 
         def listening():
             if self.process.poll() is not None:
@@ -114,6 +105,22 @@ class Broker:
                 return False
 
         wait_for(listening, 60, "the broker to listen")
+        return self
+
+    def launch(self, *extra):
+        """Starts the broker without waiting (for a caller that times its start itself)."""
+        command = [
+            self.binary,
+            "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "--override", f"metrics.listener=127.0.0.1:{self.metrics_port}",
+            "--override", f"log.dirs={self.data}",
+        ]
+        for override in [*self.overrides, *extra]:
+            command += ["--override", override]
+        os.makedirs(self.workdir, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
         return self
 
     def running(self):

@@ -3,15 +3,10 @@
 # SIGTERM (controlled shutdown), restart, wait until back in every ISR, next broker. No
 # produce fails, no partition is ever without a leader, a consumer group reads every
 # record, and the under-replicated metric rises while a broker is away and returns to 0.
+# The cluster's clients are on 23792-23794 (OXBOW_SUITE_PORT moves them).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-peers="$root/e2e/peers"
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
-work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-rolling.XXXXXX")"
-trap '"$peers/oxbow/stop-cluster" --dir "$work" --timeout 10 || true; rm -rf "$work"' EXIT
-# Clients on 23792-23794, controllers on 23892-23894: no other suite's ports
-# (OXBOW_SUITE_PORT moves them).
-port="${OXBOW_SUITE_PORT:-23792}"
-"$peers/oxbow/start-cluster" --port "$port" --dir "$work" \
-  --config offsets.topic.replication.factor=3 --config group.initial.rebalance.delay.ms=0 >/dev/null
-"$OXBOW_CACHE/clients/venv/bin/python" "$root/e2e/cluster/rolling_restart.py" "$work" "$port"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
+(cd "$root" && cargo build --locked -p oxbow-broker --bin oxbow)
+exec "$OXBOW_CACHE/clients/venv/bin/python" "$root/e2e/cluster/rolling_restart.py" "$CARGO_TARGET_DIR/debug/oxbow"

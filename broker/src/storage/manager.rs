@@ -487,7 +487,7 @@ fn load_in_parallel(
 /// disk more than on the CPU (an fsync per file on close, after recovery), and fsyncs
 /// issued together share the file system's journal commits, so more threads than cores
 /// pay: 10,000 partitions closed in 41.9 s one at a time, in 4.1 s with 8 threads
-/// (e2e/bench/results/2026-12-02-metadata-scale-ab.txt).
+/// (docs/benchmarks/2026-12-02-metadata-scale-ab.txt).
 const PARTITION_WORK_THREADS: usize = 8;
 
 /// `work` done by a few threads, results in no particular order.

@@ -1,18 +1,17 @@
 """The brokers under test: a single Oxbow or Kafka and the 3-node clusters of each; start, stop,
 and their processes' peak RSS and CPU seconds."""
 
-import os
-import signal
-import subprocess
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
 from . import constants
-from .constants import (CLOCK_TICKS, KAFKA_CLUSTER_PORTS, KAFKA_PEER, NODES, OXBOW_CLUSTER_PORTS,
-                        ROOT)
+from .constants import CLOCK_TICKS, KAFKA_CLUSTER_PORTS, KAFKA_PEER, NODES, OXBOW_CLUSTER_PORTS
 from .processes import free_port, log, run, wait_for_port
+
+# The e2e suites' harness (e2e/lib) starts the bench's Oxbow processes too: one way for all.
+from oxbow_cluster import Cluster as OxbowNodes, Network  # noqa: E402  (e2e/lib is on the path)
+from oxbow_e2e import Broker as OxbowProcess  # noqa: E402
 
 
 class Broker:
@@ -70,20 +69,22 @@ class Kafka(Broker):
 
 
 class Oxbow(Broker):
+    """One `oxbow` process, started by the e2e suites' harness (e2e/lib/oxbow_e2e.py)."""
+
     name = "Oxbow"
 
     def start(self):
-        data = self.workdir / "oxbow"
-        code, out, err = run([str(ROOT / "e2e" / "peers" / "oxbow" / "start-single"),
-                              "--port", str(self.port), "--dir", str(data)], 120,
-                             env={**os.environ, "OXBOW_BINARY": str(constants.OXBOW)})
-        if code != 0:
-            raise RuntimeError(f"Oxbow did not start:\n{err}")
-        self.pids = [int(out.split()[-1])]
+        self.process = OxbowProcess(str(constants.OXBOW), str(self.workdir / "oxbow"), port=self.port,
+                                    overrides=["node.id=0"])
+        self.process.start()
+        self.pids = [self.process.process.pid]
         log(f"Oxbow {self.bootstrap} pid {self.pids[0]}")
 
     def stop(self):
-        run([str(ROOT / "e2e" / "peers" / "oxbow" / "stop"), "--dir", str(self.workdir / "oxbow")], 60)
+        try:
+            self.process.stop()
+        except AssertionError as error:
+            return [str(error).splitlines()[0]]
         return []
 
 
@@ -111,67 +112,37 @@ class KafkaCluster(Broker):
 
 
 class OxbowCluster(Broker):
-    """Three `oxbow` processes, each a combined broker and controller voter, started with the
-    plain `--override` flags `oxbow dev` prints (broker/src/dev.rs), each on its own data
-    directory DIR/node-N; output in DIR/node-N.log."""
+    """Three `oxbow` processes, each a combined broker and controller voter, started by the
+    e2e suites' cluster harness (e2e/lib/oxbow_cluster.py) with the plain `--override` flags
+    `oxbow dev` prints, each on its own data directory DIR/node-N; output in DIR/node-N.log."""
 
     name = "Oxbow"
 
     def __init__(self, workdir):
-        client, controller, metrics = OXBOW_CLUSTER_PORTS
-        super().__init__(workdir, [client + node - 1 for node in NODES])
-        self.controller_ports = [controller + node - 1 for node in NODES]
-        self.metrics_ports = [metrics + node - 1 for node in NODES]
+        super().__init__(workdir, [OXBOW_CLUSTER_PORTS[0] + node - 1 for node in NODES])
         self.dir = workdir / "oxbow-cluster"
-        self.processes = {}
-
-    def command(self, node, cluster_id):
-        i = node - 1
-        voters = ",".join(f"{n}@127.0.0.1:{self.controller_ports[n - 1]}" for n in NODES)
-        overrides = [
-            f"node.id={node}",
-            "process.roles=broker,controller",
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port + i},"
-            f"CONTROLLER://127.0.0.1:{self.controller_ports[i]}",
-            f"controller.quorum.voters={voters}",
-            f"log.dirs={self.dir / f'node-{node}'}",
-            f"metrics.listener=127.0.0.1:{self.metrics_ports[i]}",
-            f"cluster.id={cluster_id}",
-        ]
-        return [str(constants.OXBOW), *[a for o in overrides for a in ("--override", o)]]
+        self.cluster = None
 
     def start(self):
         self.dir.mkdir(parents=True, exist_ok=True)
-        cluster_id = uuid.uuid4().hex
+        self.cluster = OxbowNodes(str(constants.OXBOW), str(self.dir), Network(False),
+                                  cluster_id=uuid.uuid4().hex, nodes=NODES, bases=OXBOW_CLUSTER_PORTS)
         for node in NODES:
-            command = self.command(node, cluster_id)
-            with open(self.dir / f"node-{node}.log", "ab") as out:
-                out.write(f"=== {' '.join(command)}\n".encode())
-                out.flush()
-                self.processes[node] = subprocess.Popen(
-                    command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    start_new_session=True)
-        self.pids = [self.processes[node].pid for node in NODES]
+            self.cluster.start(node)
+        self.pids = [self.cluster.procs[node].pid for node in NODES]
         # Ready: every node serves its client port and answers /readyz (registered, caught up
         # with the metadata, unfenced).
         deadline = time.monotonic() + 120
         for node in NODES:
-            process = self.processes[node]
-            if not wait_for_port(self.port + node - 1, process, max(1, deadline - time.monotonic())):
+            process = self.cluster.procs[node]
+            port = self.cluster.client_port(node)
+            if not wait_for_port(port, process, max(1, deadline - time.monotonic())):
                 raise RuntimeError(f"Oxbow node {node} did not start:\n{self.tail(node)}")
-            while not self.ready(node):
+            while not self.cluster.ready(node):
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"Oxbow node {node} not ready:\n{self.tail(node)}")
                 time.sleep(0.2)
         log(f"Oxbow cluster {self.bootstrap} pids {self.pids} (logs {self.dir}/node-N.log)")
-
-    def ready(self, node):
-        try:
-            url = f"http://127.0.0.1:{self.metrics_ports[node - 1]}/readyz"
-            with urllib.request.urlopen(url, timeout=2) as response:
-                return response.status == 200
-        except OSError:
-            return False
 
     def tail(self, node, lines=30):
         text = (self.dir / f"node-{node}.log").read_text(errors="replace")
@@ -179,21 +150,7 @@ class OxbowCluster(Broker):
 
     def stop(self):
         """SIGTERM to every node at once (controlled shutdown); each must exit 0 within 60 s."""
-        problems = []
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for node, process in self.processes.items():
-            try:
-                code = process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-                problems.append(f"node {node} still running 60 s after SIGTERM (killed)")
-                continue
-            if code != 0:
-                problems.append(f"node {node} exited with {code} (log {self.dir}/node-{node}.log)")
-        return problems
+        return self.cluster.terminate(NODES) if self.cluster else []
 
 
 BROKERS = {("oxbow", 1): Oxbow, ("kafka", 1): Kafka,

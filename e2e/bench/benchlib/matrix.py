@@ -31,7 +31,7 @@ def run_matrix(brokers, plan, max_rates, failed):
     Interleaved because this machine's memory is not the same from one minute to the next: its
     host takes freed memory back within seconds and the next first touch of a page costs a
     fault on the host, so a produce run writing into new page cache went at 200-800 MB/s
-    depending on what was freed just before (e2e/bench/results/2026-12-02-interleaved.txt).
+    depending on what was freed just before (docs/benchmarks/2026-12-02-interleaved.txt).
     Run one broker's whole matrix after the other's, and one broker got the other's
     conditions; alternated run by run, both see the same."""
     results = {broker.name: {} for broker in brokers}

@@ -40,7 +40,7 @@ pub fn run(args: &Args, consume: &ConsumeArgs) -> Result<Report> {
     let idle_timeout = Duration::from_secs(consume.idle_timeout_s);
     // `last` is when a message was last seen, read every CLOCK_EVERY messages and at an empty
     // poll rather than per message: two clock reads per message were 3.4% of the machine's
-    // samples in a 1 KiB consume profile (e2e/bench/results/2026-12-03-client-profile.txt), CPU
+    // samples in a 1 KiB consume profile (docs/benchmarks/2026-12-03-client-profile.txt), CPU
     // the consumer needs. A complete run's end is read at its last message; one that stops
     // short is timed to the first empty poll after its last message (at most POLL_TIMEOUT late).
     let (mut messages, mut bytes, mut last, mut errors) = (0u64, 0u64, start, 0u64);

@@ -19,7 +19,7 @@ use crate::report::Report;
 const POLL_EVERY: u64 = 64;
 /// One message in this many is timed from send to acknowledgement. Two clock reads per
 /// message were a tenth of the sending thread's time with 100 B messages, the thread that
-/// bounds that row (e2e/bench/results/2026-12-03-client-profile.txt); 1 in 16 of 2,000,000
+/// bounds that row (docs/benchmarks/2026-12-03-client-profile.txt); 1 in 16 of 2,000,000
 /// still gives the percentiles 125,000 samples.
 const TIME_EVERY: u64 = 16;
 /// How long to wait for outstanding messages at the end.
