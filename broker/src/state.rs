@@ -1,5 +1,5 @@
 //! Everything a request handler can reach: configuration, metadata, the partition
-//! replicas (and through them the logs), groups and metrics.
+//! replicas (the only door to partition data), groups and metrics.
 
 use std::sync::Arc;
 
@@ -10,7 +10,6 @@ use crate::controller::Controller;
 use crate::group::GroupCoordinator;
 use crate::metrics::Metrics;
 use crate::replication::ReplicaManager;
-use crate::storage::LogManager;
 
 /// The broker's shared state.
 #[derive(Debug)]
@@ -26,10 +25,4 @@ pub struct BrokerState {
     pub serving: std::sync::atomic::AtomicBool,
     /// Consumers' and followers' incremental fetch sessions (KIP-227).
     pub fetch_sessions: crate::api::FetchSessions,
-}
-
-impl BrokerState {
-    pub fn logs(&self) -> &Arc<LogManager> {
-        self.replicas.logs()
-    }
 }

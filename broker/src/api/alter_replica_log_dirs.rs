@@ -40,7 +40,7 @@ impl Api for AlterReplicaLogDirsApi {
                         let code = if image.partition(&tp.topic, tp.partition).is_none() {
                             errors::UNKNOWN_TOPIC_OR_PARTITION
                         } else {
-                            match broker.logs().move_replica(&tp, destination) {
+                            match broker.replicas.move_replica(&tp, destination) {
                                 Ok(()) => {
                                     tracing::info!(topic_partition = %tp, to = %destination.display(), "AlterReplicaLogDirs");
                                     errors::NONE

@@ -11,14 +11,12 @@ use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsRespon
 use super::admin::AdminError;
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::replication::partition::offsets::DeleteRecordsError;
 use crate::state::BrokerState;
 use crate::storage::TopicPartition;
 
 #[derive(Debug)]
 pub struct DeleteRecordsApi;
-
-/// The offset that stands for "up to the high watermark".
-const HIGH_WATERMARK: i64 = -1;
 
 impl Api for DeleteRecordsApi {
     fn key(&self) -> ApiKey {
@@ -75,32 +73,20 @@ fn delete_below(broker: &BrokerState, tp: &TopicPartition, offset: i64) -> Resul
             }
         }
     })?;
-    let log = partition.log();
-    let policy = log.config().cleanup_policy;
-    if policy.compact && !policy.delete {
-        return Err(AdminError::CompactedTopic {
-            topic: tp.topic.clone(),
-            partition: tp.partition,
-        });
-    }
-    let out_of_range = |reason: String| AdminError::OffsetOutOfRange {
-        topic: tp.topic.clone(),
-        partition: tp.partition,
-        offset,
-        reason,
-    };
-    let target = match offset {
-        HIGH_WATERMARK => log.high_watermark(),
-        offset => u64::try_from(offset)
-            .map_err(|_| out_of_range("offsets are -1 (the high watermark) or positive".into()))?,
-    };
-    if target > log.high_watermark() {
-        return Err(out_of_range(format!(
-            "beyond the high watermark {}",
-            log.high_watermark()
-        )));
-    }
-    let start = log.advance_log_start_offset(target)?;
-    tracing::info!(topic_partition = %tp, log_start_offset = start, "Deleted records");
-    Ok(i64::try_from(start).unwrap_or(i64::MAX))
+    partition
+        .delete_records(offset)
+        .map(|start| i64::try_from(start).unwrap_or(i64::MAX))
+        .map_err(|error| match error {
+            DeleteRecordsError::Compacted => AdminError::CompactedTopic {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            },
+            DeleteRecordsError::OutOfRange(reason) => AdminError::OffsetOutOfRange {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                offset,
+                reason,
+            },
+            DeleteRecordsError::Log(error) => error.into(),
+        })
 }

@@ -46,55 +46,29 @@ impl Api for DescribeLogDirsApi {
                     })
                     .collect()
             });
-            let logs = context.broker.logs().all();
             let results = context
                 .broker
-                .logs()
-                .log_dirs()
-                .iter()
+                .replicas
+                .describe_log_dirs(wanted.as_ref())
+                .into_iter()
                 .map(|dir| {
-                    let path = dir.path();
+                    let path = dir.path.as_path();
                     let result = DescribeLogDirsResult::default()
                         .with_log_dir(StrBytes::from_string(absolute(path)))
                         .with_total_bytes(UNKNOWN_VOLUME_BYTES)
                         .with_usable_bytes(UNKNOWN_VOLUME_BYTES);
-                    if dir.is_offline() {
+                    if dir.offline {
                         return result.with_error_code(errors::KAFKA_STORAGE_ERROR);
                     }
                     let mut topics: BTreeMap<&str, Vec<DescribeLogDirsPartition>> = BTreeMap::new();
-                    for log in &logs {
-                        let tp = log.topic_partition();
-                        if wanted.as_ref().is_some_and(|w| !w.contains(tp)) {
-                            continue;
-                        }
-                        if log.dir().parent() == Some(path) {
-                            let lag = context
-                                .broker
-                                .replicas
-                                .partition(tp)
-                                .map_or(0, |p| p.offset_lag());
-                            topics.entry(tp.topic.as_str()).or_default().push(replica(
-                                tp.partition,
-                                log.size_bytes(),
-                                lag,
-                                false,
-                            ));
-                        }
-                        let moving = context
-                            .broker
-                            .logs()
-                            .placement(tp)
-                            .and_then(|p| p.moving)
-                            .filter(|m| m.target().path() == path);
-                        if let Some(moving) = moving {
-                            let lag = log.log_end_offset().saturating_sub(moving.copied_offset());
-                            topics.entry(tp.topic.as_str()).or_default().push(replica(
-                                tp.partition,
-                                moving.copied_bytes(),
-                                lag,
-                                true,
-                            ));
-                        }
+                    for held in &dir.replicas {
+                        let tp = &held.topic_partition;
+                        topics.entry(tp.topic.as_str()).or_default().push(replica(
+                            tp.partition,
+                            held.size_bytes,
+                            held.offset_lag,
+                            held.future,
+                        ));
                     }
                     let topics = topics
                         .into_iter()

@@ -104,6 +104,14 @@ pub fn validation_error(error: &ValidationError) -> i16 {
     }
 }
 
+/// The code of a replica's refusal.
+pub fn refusal(refusal: &crate::replication::Refusal) -> i16 {
+    match refusal {
+        crate::replication::Refusal::Code(code) => *code,
+        crate::replication::Refusal::Log(error) => log_error(error),
+    }
+}
+
 pub fn log_error(error: &LogError) -> i16 {
     match error {
         LogError::InvalidBatch { source, .. } => batch_error(source),
@@ -123,6 +131,7 @@ pub fn append_error(error: &AppendError) -> i16 {
     match error {
         AppendError::NotLeader(_) => ResponseError::NotLeaderOrFollower.code(),
         AppendError::NotEnoughReplicas { .. } => ResponseError::NotEnoughReplicas.code(),
+        AppendError::Invalid(error) => validation_error(error),
         AppendError::Log(error) => log_error(error),
     }
 }

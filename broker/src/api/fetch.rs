@@ -26,10 +26,11 @@ use super::fetch_session::{FetchPlan, Outcome, SessionKey};
 use super::leader_hints::LeaderHints;
 use super::lookup::{serving_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RecordsPlaceholder, RequestContext, errors};
+use crate::replication::fetch_records::FetchParams;
 use crate::replication::read_replica::{self, Candidate};
 use crate::replication::{Partition, Serving};
 use crate::state::BrokerState;
-use crate::storage::{Log, LogError, ReadLimit, ReadResult, TopicPartition};
+use crate::storage::{ReadResult, TopicPartition};
 
 #[derive(Debug)]
 pub struct FetchApi;
@@ -267,98 +268,24 @@ fn read_one(
     } else {
         partition.subscribe_high_watermark()
     });
-    let log = partition.log();
-    let Ok(fetch_offset) = u64::try_from(fetched.fetch_offset) else {
-        read.outcome = Err(errors::OFFSET_OUT_OF_RANGE);
-        return;
+    let params = FetchParams {
+        replica_id,
+        fetch_offset: fetched.fetch_offset,
+        last_fetched_epoch: fetched.last_fetched_epoch,
+        partition_max_bytes: fetched.partition_max_bytes,
+        remaining,
     };
-    if fetched.last_fetched_epoch >= 0 {
-        let diverged = match log.end_offset_for_epoch(fetched.last_fetched_epoch) {
-            Some((epoch, end)) if epoch < fetched.last_fetched_epoch || end < fetch_offset => {
-                Some((epoch, end as i64))
-            }
-            Some(_) => None,
-            None => Some((-1, log.log_start_offset() as i64)),
-        };
-        if diverged.is_some() {
-            read.diverging = diverged;
-            read.outcome = Ok(offsets_only(log, fetch_offset));
-            return;
-        }
-    }
-    if any_replica
-        && broker.config.rack_aware_reads
-        && let Some(preferred) =
-            preferred_read_replica(broker, &partition, fetcher.rack, fetch_offset)
-    {
-        read.preferred_read_replica = Some(preferred);
-        read.outcome = Ok(offsets_only(log, fetch_offset));
-        return;
-    }
-    if follower {
-        match partition.record_follower_fetch(replica_id, fetch_offset, broker.replicas.now_ms()) {
-            Ok(Some(proposal)) => broker.replicas.propose(proposal),
-            Ok(None) => {}
-            Err(code) => {
-                tracing::info!(topic_partition = %tp, replica_id, "Refusing a fetch from a broker that is not a replica");
-                read.outcome = Err(code);
-                return;
-            }
-        }
-    }
-    let limit_kind = if follower {
-        ReadLimit::LogEnd
-    } else {
-        ReadLimit::HighWatermark
-    };
-    // As in Kafka: a follower outside the ISR of a partition whose leader replica (here)
-    // is named in `leader.replication.throttled.replicas` gets offsets but no records
-    // while the leader's budget is spent. Never one the high watermark waits for (in the
-    // ISR or joining it): holding it back would hold back acks=all.
-    let throttled = follower
-        && log
-            .config()
-            .leader_throttled_replicas
-            .contains(tp.partition, broker.replicas.node_id())
-        && !partition.holds_high_watermark(replica_id);
-    let held = throttled && broker.replicas.throttles.leader.exceeded();
-    let limit = (fetched.partition_max_bytes.max(0) as u64).min(remaining);
-    let result = if held || (limit == 0 && remaining == 0) {
-        // Response budget spent: report offsets, no records.
-        log.read_with_limit(
-            log.high_watermark()
-                .min(fetch_offset.max(log.log_start_offset())),
-            0,
-            limit_kind,
-        )
-    } else {
-        log.read_with_limit(fetch_offset, limit.max(1), limit_kind)
-    };
-    if throttled && let Ok(read) = &result {
-        broker.replicas.throttles.leader.record(read.bytes());
-    }
-    read.outcome = result.map_err(|error| {
-        if follower && matches!(error, LogError::OffsetOutOfRange { .. }) {
-            // The follower realigns from the leader's log start and high watermark.
-            tracing::info!(topic_partition = %tp, replica_id, fetch_offset, "A follower fetched out of range");
-            read.realign = Some((
-                log.high_watermark() as i64,
-                log.log_start_offset() as i64,
-            ));
-        }
-        errors::log_error(&error)
-    });
-}
-
-/// An answer with the log's offsets and no records.
-fn offsets_only(log: &Log, next_offset: u64) -> ReadResult {
-    ReadResult {
-        next_offset,
-        high_watermark: log.high_watermark(),
-        log_start_offset: log.log_start_offset(),
-        log_end_offset: log.log_end_offset(),
-        ..ReadResult::default()
-    }
+    let answer = broker
+        .replicas
+        .fetch_records(&partition, &params, |fetch_offset| {
+            (any_replica && broker.config.rack_aware_reads)
+                .then(|| preferred_read_replica(broker, &partition, fetcher.rack, fetch_offset))
+                .flatten()
+        });
+    read.outcome = answer.outcome.map_err(|refusal| errors::refusal(&refusal));
+    read.diverging = answer.diverging;
+    read.realign = answer.realign;
+    read.preferred_read_replica = answer.preferred_read_replica;
 }
 
 /// Where the leader sends a consumer in `client_rack` instead of serving it, if anywhere.

@@ -9,16 +9,10 @@ use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
-use crate::storage::{Log, TopicPartition};
+use crate::storage::TopicPartition;
 
 #[derive(Debug)]
 pub struct ListOffsetsApi;
-
-const LATEST: i64 = -1;
-const EARLIEST: i64 = -2;
-const MAX_TIMESTAMP: i64 = -3;
-const EARLIEST_LOCAL: i64 = -4;
-const LATEST_TIERED: i64 = -5;
 
 impl Api for ListOffsetsApi {
     fn key(&self) -> ApiKey {
@@ -43,8 +37,10 @@ impl Api for ListOffsetsApi {
                             let result =
                                 leader_partition(context.broker, &tp, p.current_leader_epoch)
                                     .and_then(|(partition, epoch)| {
-                                        lookup(partition.log(), p.timestamp)
+                                        partition
+                                            .offset_for_timestamp(p.timestamp)
                                             .map(|(o, t)| (o, t, epoch))
+                                            .map_err(|refusal| errors::refusal(&refusal))
                                     });
                             match result {
                                 Ok((offset, timestamp, epoch)) => response
@@ -72,24 +68,5 @@ impl Api for ListOffsetsApi {
                 .collect();
             context.respond(&ListOffsetsResponse::default().with_topics(topics))
         })
-    }
-}
-
-/// (offset, timestamp) for a ListOffsets query; offsets are bounded by the high watermark.
-fn lookup(log: &Log, timestamp: i64) -> Result<(i64, i64), i16> {
-    match timestamp {
-        LATEST | LATEST_TIERED => Ok((log.high_watermark() as i64, -1)),
-        EARLIEST | EARLIEST_LOCAL => Ok((log.log_start_offset() as i64, -1)),
-        MAX_TIMESTAMP => match log.max_timestamp_offset() {
-            Ok(Some((offset, ts))) => Ok((offset as i64, ts)),
-            Ok(None) => Ok((-1, -1)),
-            Err(error) => Err(errors::log_error(&error)),
-        },
-        ts if ts < 0 => Err(errors::INVALID_REQUEST),
-        ts => match log.offset_for_timestamp(ts) {
-            Ok(Some((offset, found))) => Ok((offset as i64, found)),
-            Ok(None) => Ok((-1, -1)),
-            Err(error) => Err(errors::log_error(&error)),
-        },
     }
 }

@@ -146,7 +146,7 @@ async fn committed(context: &RequestContext<'_>, group: &str) -> Result<(), Grou
     let Ok(leader_epoch) = replica.check_leader(-1) else {
         return Err(GroupError::NotCoordinator);
     };
-    let required = replica.log().log_end_offset();
+    let required = replica.log_end_offset();
     let deadline = tokio::time::Instant::now() + OFFSET_COMMIT_TIMEOUT;
     replica
         .wait_committed(

@@ -42,7 +42,7 @@ impl Api for OffsetForLeaderEpochApi {
                                 // ends (the next epoch's start); UNDEFINED (-1, -1) when
                                 // this log has no epoch that old.
                                 Ok((partition, _)) => {
-                                    match partition.log().end_offset_for_epoch(p.leader_epoch) {
+                                    match partition.end_offset_for_epoch(p.leader_epoch) {
                                         Some((epoch, end)) if p.leader_epoch >= 0 => answer
                                             .with_leader_epoch(epoch)
                                             .with_end_offset(end as i64),

@@ -21,9 +21,10 @@ use tokio::time::Instant;
 use super::leader_hints::LeaderHints;
 use super::lookup::{leader_partition, topic_name};
 use super::{Api, ApiError, ApiResponse, HandlerFuture, RequestContext, errors, produce_legacy};
+use crate::replication::AppendError;
 use crate::replication::{CommitWait, Partition};
 use crate::state::BrokerState;
-use crate::storage::validator::{RecordError, RecordRules, Validated, validate_records};
+use crate::storage::validator::{RecordError, ValidationError};
 use crate::storage::{AppendInfo, TopicPartition};
 
 #[derive(Debug)]
@@ -303,35 +304,7 @@ fn append(
         return Err(Refusal::with_message(errors::INVALID_RECORD, "no records"));
     };
     let bytes = records.len();
-    let log = replica.log();
-    let config = log.config();
-    let rules = RecordRules::new(&config, &tp, log.now_ms());
-    // Batches kept as produced are appended straight from the request's buffer.
-    let re_encoded;
-    let stored: &[u8] = match validate_records(&records, &rules) {
-        Ok(Validated::AsProduced) => &records,
-        Ok(Validated::ReEncoded(bytes)) => {
-            re_encoded = bytes;
-            &re_encoded
-        }
-        Err(error) => {
-            tracing::info!(topic_partition = %tp, %error, "Produce refused");
-            let code = errors::validation_error(&error);
-            let message = error.to_string();
-            let record_errors = match error {
-                crate::storage::validator::ValidationError::RecordsRejected { errors, .. } => {
-                    errors
-                }
-                _ => Vec::new(),
-            };
-            return Err(Refusal {
-                code,
-                message: Some(message),
-                record_errors,
-            });
-        }
-    };
-    match replica.append_as_leader(stored, acks) {
+    match replica.append_records(&records, acks) {
         Ok(info) => {
             if !info.duplicate {
                 broker
@@ -349,6 +322,20 @@ fn append(
                 info,
                 partition: replica,
                 leader_epoch,
+            })
+        }
+        Err(AppendError::Invalid(error)) => {
+            tracing::info!(topic_partition = %tp, %error, "Produce refused");
+            let code = errors::validation_error(&error);
+            let message = error.to_string();
+            let record_errors = match error {
+                ValidationError::RecordsRejected { errors, .. } => errors,
+                _ => Vec::new(),
+            };
+            Err(Refusal {
+                code,
+                message: Some(message),
+                record_errors,
             })
         }
         Err(error) => {

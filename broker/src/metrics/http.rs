@@ -56,11 +56,16 @@ async fn respond(
                 .metrics
                 .fetch_sessions
                 .set(state.fetch_sessions.len() as i64);
-            state.metrics.render(state.logs())
+            state.metrics.render(state.replicas.logs())
         }),
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
         "/readyz" => {
-            let offline = state.logs().log_dirs().iter().all(|d| d.is_offline());
+            let offline = state
+                .replicas
+                .logs()
+                .log_dirs()
+                .iter()
+                .all(|d| d.is_offline());
             let serving =
                 state.serving.load(std::sync::atomic::Ordering::Relaxed) || !state.config.is_broker;
             if offline || *state.shutting_down.borrow() || !serving || !state.controller.is_ready()

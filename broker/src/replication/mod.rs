@@ -4,18 +4,27 @@
 //!   publisher ── image ──► ReplicaManager::apply_image
 //!                            ├─ Partition::apply      role, epochs, ISR (per partition)
 //!                            └─ FetcherPool::assign   one fetcher per leader broker
-//!   Produce ──► Partition::append_as_leader ──► Log::append (stamped with the epoch)
-//!   Fetch (replica id) ──► Partition::record_follower_fetch ──► high watermark, ISR joins
-//!   Fetch (consumer with a rack, at the leader) ──► read_replica::select ──► a follower
-//!                                                   in its rack serves it (KIP-392)
+//!   Produce ──► Partition::append_records ──► min.insync.replicas, record validation
+//!                                          ──► Log::append (stamped with the epoch)
+//!   Fetch ──► ReplicaManager::fetch_records ──► epoch divergence, throttles, the read
+//!     (replica id) ──► Partition::record_follower_fetch ──► high watermark, ISR joins
+//!     (consumer with a rack, at the leader) ──► read_replica::select ──► a follower
+//!                                               in its rack serves it (KIP-392)
+//!   ListOffsets, OffsetForLeaderEpoch, DeleteRecords ──► partition::offsets
+//!   DescribeLogDirs, AlterReplicaLogDirs ──► log_dirs
+//!
+//! This is the only door the API handlers have to partition data: `Partition::log` is
+//! replication's own.
 //!   timer ──► Partition::check_lagging ──► IsrProposal ──► controller (AlterPartition)
 //! ```
 //!
 //! The controller decides every ISR change; a leader only proposes, naming its leader
 //! and partition epochs, so a stale leader's proposal is refused.
 
+pub mod fetch_records;
 pub mod fetcher;
 pub mod high_watermarks;
+pub mod log_dirs;
 pub mod metrics;
 pub mod partition;
 pub mod peer;
@@ -38,6 +47,14 @@ use crate::controller::publisher::Scope;
 use crate::controller::records::Endpoint;
 use crate::storage::{Clock, LogManager, TopicPartition};
 use fetcher::{Assignment, FetcherPool, Following};
+
+/// Why a replica answers a request with an error: a Kafka error code decided by
+/// replication, or the log's own error (the API maps it to a code).
+#[derive(Debug)]
+pub enum Refusal {
+    Code(i16),
+    Log(crate::storage::LogError),
+}
 
 /// Which replica may serve a request: the leader only, or any replica (consumers of Fetch
 /// v11+ may read from followers, KIP-392).

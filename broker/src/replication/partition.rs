@@ -16,6 +16,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch;
 
 use crate::controller::records::PartitionState;
+use crate::storage::validator::{RecordRules, Validated, ValidationError, validate_records};
 use crate::storage::{AppendInfo, Log, LogError, TopicPartition};
 
 /// Pause after a refused ISR proposal.
@@ -107,6 +108,8 @@ pub enum AppendError {
         required: usize,
     },
     #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    #[error(transparent)]
     Log(#[from] LogError),
 }
 
@@ -158,7 +161,9 @@ impl Partition {
         &self.topic_partition
     }
 
-    pub fn log(&self) -> &Arc<Log> {
+    /// Replication's own access to the log; the API asks the partition or the replica
+    /// manager instead.
+    pub(in crate::replication) fn log(&self) -> &Arc<Log> {
         &self.log
     }
 
@@ -248,14 +253,32 @@ impl Partition {
         Ok(role.leader_epoch)
     }
 
-    /// The leader's append of a produce request. `acks=all` with fewer in-sync replicas
-    /// than `min.insync.replicas` is refused before anything is written.
+    /// The leader's append of a produce request (Kafka's `appendRecordsToLeader`): `acks=all`
+    /// with fewer in-sync replicas than `min.insync.replicas` is refused before anything
+    /// else; then the records are validated against the topic's rules (re-encoded where
+    /// they ask for it) and appended.
+    pub fn append_records(&self, records: &[u8], acks: i16) -> Result<AppendInfo, AppendError> {
+        self.append_checked(records, acks, true)
+    }
+
+    /// The leader's append of records this broker wrote itself (the group coordinator's):
+    /// the same leader and min.insync.replicas checks, no client validation.
     pub fn append_as_leader(&self, records: &[u8], acks: i16) -> Result<AppendInfo, AppendError> {
+        self.append_checked(records, acks, false)
+    }
+
+    fn append_checked(
+        &self,
+        records: &[u8],
+        acks: i16,
+        validate: bool,
+    ) -> Result<AppendInfo, AppendError> {
         let role = self.role.read();
         if role.leader != self.node_id {
             return Err(AppendError::NotLeader(self.topic_partition.clone()));
         }
-        let min_isr = self.log.config().min_insync_replicas.max(1) as usize;
+        let config = self.log.config();
+        let min_isr = config.min_insync_replicas.max(1) as usize;
         if acks == -1 && role.in_sync_replicas.len() < min_isr {
             return Err(AppendError::NotEnoughReplicas {
                 topic_partition: self.topic_partition.clone(),
@@ -263,7 +286,21 @@ impl Partition {
                 required: min_isr,
             });
         }
-        let info = self.log.append(records, role.leader_epoch)?;
+        // Batches kept as produced are appended straight from the request's buffer.
+        let re_encoded;
+        let stored: &[u8] = if validate {
+            let rules = RecordRules::new(&config, &self.topic_partition, self.log.now_ms());
+            match validate_records(records, &rules)? {
+                Validated::AsProduced => records,
+                Validated::ReEncoded(bytes) => {
+                    re_encoded = bytes;
+                    &re_encoded
+                }
+            }
+        } else {
+            records
+        };
+        let info = self.log.append(stored, role.leader_epoch)?;
         drop(role);
         if !info.duplicate {
             self.log_end.send_replace(self.log.log_end_offset());
@@ -617,5 +654,6 @@ fn check_epoch(role: &Role, current_leader_epoch: i32) -> Result<(), i16> {
     Ok(())
 }
 
+pub mod offsets;
 #[cfg(test)]
 mod tests;
