@@ -325,7 +325,7 @@ def main():
         proposed = json.loads(generated.stdout.strip().splitlines()[-1])
         if sorted({b for p in proposed["partitions"] for b in p["replicas"]}) != [3, 4, 5]:
             fail(f"--generate proposed {proposed}", cluster, work)
-        log(f"ok kafka-reassign-partitions --generate proposed a plan on brokers 3,4,5")
+        log("ok kafka-reassign-partitions --generate proposed a plan on brokers 3,4,5")
 
         def stuck_in_progress(name, partitions, held):
             listed = ongoing(reachable(cluster, held))

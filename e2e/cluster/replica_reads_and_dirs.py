@@ -30,7 +30,6 @@ directories (`log.dirs=node-N/d1,node-N/d2`).
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile

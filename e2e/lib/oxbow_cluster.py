@@ -280,7 +280,8 @@ def metadata_request(host, port):
         reader.boolean()
         for _ in range(reader.i32()):
             error, index, leader, epoch = reader.i16(), reader.i32(), reader.i32(), reader.i32()
-            replicas, isr, _offline = reader.ints(), reader.ints(), reader.ints()
+            replicas, isr = reader.ints(), reader.ints()
+            reader.ints()  # offline replicas
             partitions[(name, index)] = {"error": error, "leader": leader, "epoch": epoch,
                                          "replicas": replicas, "isr": isr}
     return {"brokers": brokers, "partitions": partitions}

@@ -12,7 +12,6 @@ port before either binds it.
 """
 
 import fcntl
-import os
 import socket
 
 FIRST = 26000
