@@ -3,7 +3,8 @@
 
 usage: scale_watch.py balance ADDRESS
            per broker, how many replicas and preferred leaderships it holds (all topics, from
-           ADDRESS's own Metadata); exit 1 unless each broker is within 1 of the mean on both.
+           ADDRESS's own Metadata); exit 1 unless each broker's replicas are within 1 of the
+           mean of its rack's brokers and its preferred leaderships within 1 of the mean.
        scale_watch.py watch ADDRESS NAMESPACE STATEFULSET LEAVING MIN_ISR STOP_FILE
            until STOP_FILE exists, twice a second: the StatefulSet's replicas (kubectl), then
            ADDRESS's Metadata. Writes STOP_FILE.watch (JSON) and exits 1 if any sample had a
@@ -37,15 +38,28 @@ def counts(view):
 
 
 def balance(address):
+    """Replicas: within 1 of the mean of the brokers in the same rack. With one replica of
+    each partition per rack (racks = zones), a rack of one broker holds a replica of every
+    partition, so only brokers that share a rack can even out; a cluster without racks is
+    one group. Preferred leaders: within 1 of the mean over every broker."""
     view = metadata(address)
     replicas, leaders = counts(view)
+    racks = {}
+    for broker in replicas:
+        racks.setdefault((view["brokers"].get(broker) or {}).get("rack"), []).append(broker)
     ok = True
-    for name, counter in (("replicas", replicas), ("preferred leaders", leaders)):
+    for rack, members in sorted(racks.items(), key=lambda r: str(r[0])):
+        counter = {b: replicas[b] for b in sorted(members)}
         mean = sum(counter.values()) / len(counter)
-        spread = {b: counter[b] for b in sorted(counter)}
         within = all(abs(n - mean) <= 1 for n in counter.values())
         ok &= within
-        print("%s per broker: %s (mean %.1f, %s)" % (name, spread, mean, "within 1" if within else "NOT within 1"))
+        print("replicas per broker in rack %s: %s (mean %.1f, %s)"
+              % (rack, counter, mean, "within 1" if within else "NOT within 1"))
+    mean = sum(leaders.values()) / len(leaders)
+    within = all(abs(n - mean) <= 1 for n in leaders.values())
+    ok &= within
+    print("preferred leaders per broker: %s (mean %.1f, %s)"
+          % ({b: leaders[b] for b in sorted(leaders)}, mean, "within 1" if within else "NOT within 1"))
     sys.exit(0 if ok else 1)
 
 
