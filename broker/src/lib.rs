@@ -6,14 +6,20 @@
 //!   server  (sockets, framing, ordering, back-pressure, sendfile)
 //!     -> api  (one module per Kafka API, one route table)
 //!       -> group  (consumer-group coordinator, offsets in __consumer_offsets)
-//!       -> controller  (topics, configs, producer ids: the metadata log)
-//!         -> storage  (partition logs on disk, Kafka's format)
+//!       -> controller  (the metadata quorum: topics, configs, producer ids, brokers)
+//!         -> replication  (ISR, fetchers; the API's only door to partition data)
+//!           -> metadata  (records, the cluster image, dynamic configs, change scope)
+//!           -> storage  (partition logs on disk, Kafka's format)
 //! ```
 //!
 //! Modules:
 //! - [`storage`]: segmented partition logs, sparse mmap indexes, recovery, retention,
 //!   compaction, idempotent-producer state and the [`storage::LogManager`].
-//! - [`controller`]: the metadata log and the cluster image built from it.
+//! - [`metadata`]: the metadata records, the cluster image built from them, dynamic configs.
+//! - [`controller`]: the metadata quorum (openraft), the active controller's decisions, and
+//!   each broker's registration, heartbeats and image publishing.
+//! - [`replication`]: partition replicas, ISR, followers' fetchers, and every read and write
+//!   of partition data the API makes.
 //! - [`group`]: the consumer-group coordinator (classic and KIP-848 protocols) and
 //!   committed offsets in `__consumer_offsets`.
 //! - [`api`]: the Kafka APIs and the route table; [`api::errors`] maps failures to codes.
@@ -25,6 +31,7 @@ pub mod api;
 pub mod config;
 pub mod controller;
 pub mod group;
+pub mod metadata;
 pub mod metrics;
 pub mod replication;
 pub mod server;

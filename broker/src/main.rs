@@ -10,10 +10,10 @@ use clap::Parser;
 use oxbow_broker::api;
 use oxbow_broker::config::BrokerConfig;
 use oxbow_broker::controller::active::LeaderBalance;
-use oxbow_broker::controller::records::Endpoint;
 use oxbow_broker::controller::{Controller, ControllerError, QuorumSettings};
 use oxbow_broker::group::GroupCoordinator;
 use oxbow_broker::group::metrics::GroupMetrics;
+use oxbow_broker::metadata::records::Endpoint;
 use oxbow_broker::metrics::{self, Metrics};
 use oxbow_broker::replication::metrics::ReplicationMetrics;
 use oxbow_broker::replication::{IsrProposal, LeadershipHook, ReplicaManager};
@@ -207,7 +207,6 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         metrics,
         shutting_down: shutdown_rx.clone(),
         serving: AtomicBool::new(false),
-        fetch_sessions: api::FetchSessions::new(config.fetch_session_slots),
     });
     let metrics_task = sockets
         .metrics
@@ -289,7 +288,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             "Oxbow node started"
         );
     }
-    let routes = Arc::new(api::routes());
+    let routes = Arc::new(api::routes(config.fetch_session_slots));
     let servers: Vec<_> = listener
         .into_iter()
         .flatten()

@@ -23,6 +23,4 @@ pub struct BrokerState {
     pub shutting_down: watch::Receiver<bool>,
     /// Whether the Kafka listener is bound (it opens once the broker is unfenced).
     pub serving: std::sync::atomic::AtomicBool,
-    /// Consumers' and followers' incremental fetch sessions (KIP-227).
-    pub fetch_sessions: crate::api::FetchSessions,
 }

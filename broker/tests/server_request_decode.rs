@@ -79,7 +79,7 @@ fn real_requests() -> Vec<Vec<u8>> {
 
 #[test]
 fn real_requests_decode() {
-    let routes = routes();
+    let routes = routes(1000);
     let requests = real_requests();
     let stream: Vec<u8> = requests.iter().flat_map(|r| framed(r)).collect();
     assert_eq!(decode_stream(&routes, &stream), requests.len());
@@ -87,7 +87,7 @@ fn real_requests_decode() {
 
 #[test]
 fn forged_array_lengths_are_errors_not_allocations() {
-    let routes = routes();
+    let routes = routes(1000);
     // Produce v3, v9 (compact arrays) and Metadata v0 whose first array claims ~2^31
     // entries in a few bytes: the decoders must fail on the missing bytes instead of
     // reserving memory for every claimed entry (which aborted the process).
@@ -120,7 +120,7 @@ fn cases() -> u32 {
 }
 
 fn routed_keys() -> Vec<(i16, i16, i16)> {
-    routes().version_ranges()
+    routes(1000).version_ranges()
 }
 
 proptest! {
@@ -128,7 +128,7 @@ proptest! {
 
     #[test]
     fn random_bytes(data in proptest::collection::vec(any::<u8>(), 0..512)) {
-        decode_stream(&routes(), &data);
+        decode_stream(&routes(1000), &data);
     }
 
     #[test]
@@ -143,7 +143,7 @@ proptest! {
         let key = ApiKey::try_from(key).unwrap();
         let mut payload = header(key, version);
         payload.put_slice(&body);
-        decode_stream(&routes(), &framed(&payload));
+        decode_stream(&routes(1000), &framed(&payload));
     }
 
     #[test]
@@ -159,7 +159,7 @@ proptest! {
             payload[at] = byte;
         }
         let keep = cut.index(payload.len() + 1);
-        decode_stream(&routes(), &framed(&payload));
-        decode_stream(&routes(), &framed(&payload[..keep]));
+        decode_stream(&routes(1000), &framed(&payload));
+        decode_stream(&routes(1000), &framed(&payload[..keep]));
     }
 }

@@ -12,7 +12,7 @@ const MAX_FRAME: usize = 100 * 1024 * 1024;
 
 fuzz_target!(|data: &[u8]| {
     thread_local! {
-        static ROUTES: Routes = routes();
+        static ROUTES: Routes = routes(1000);
     }
     ROUTES.with(|routes| {
         decode_stream(routes, data, MAX_FRAME);

@@ -15,7 +15,8 @@ pub struct ApiVersionsApi;
 
 /// The response body listing every route's versions.
 pub fn supported_versions(error_code: i16) -> ApiVersionsResponse {
-    let routes = super::routes();
+    // Only the version ranges are read: no fetch session slots needed.
+    let routes = super::routes(0);
     ApiVersionsResponse::default()
         .with_error_code(error_code)
         .with_api_keys(

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use crate::config::{KEYS, LOG_CONFIG_SYNONYMS};
 use crate::controller::ControllerError;
-use crate::controller::dynamic_configs::{CORDONED_LOG_DIRS, cordoned_dirs};
-use crate::controller::image::TopicImage;
+use crate::metadata::dynamic_configs::{CORDONED_LOG_DIRS, cordoned_dirs};
+use crate::metadata::image::TopicImage;
 use crate::state::BrokerState;
 
 use super::admin::{AdminError, duplicates, existing_topic};
@@ -87,7 +87,7 @@ pub fn broker_node(broker: &BrokerState, target: &ConfigResource) -> i32 {
 }
 
 /// Replaces the dynamic configs of a broker resource with `configs` (see
-/// [`crate::controller::dynamic_configs`] for which keys are dynamic); the rest are
+/// [`crate::metadata::dynamic_configs`] for which keys are dynamic); the rest are
 /// static (read at start) and refused.
 pub async fn alter_broker(
     broker: &BrokerState,
@@ -98,7 +98,7 @@ pub async fn alter_broker(
     let fixed: Vec<&str> = configs
         .keys()
         .map(String::as_str)
-        .filter(|k| !crate::controller::dynamic_configs::is_dynamic(k))
+        .filter(|k| !crate::metadata::dynamic_configs::is_dynamic(k))
         .collect();
     if !fixed.is_empty() {
         return Err(AdminError::NotDynamic(fixed.join(", ")));

@@ -11,9 +11,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
-use crate::controller::image::ClusterImage;
 use crate::group::assignor;
 use crate::group::coordinator::GroupKind;
+use crate::metadata::image::ClusterImage;
 
 #[derive(Debug)]
 pub struct ConsumerGroupDescribeApi;

@@ -1,7 +1,7 @@
 //! DescribeConfigs: a topic's effective configs or this broker's, each with its source,
 //! synonyms (the chain of settings it falls back through) and, on request, its
 //! documentation — as Kafka reports them (see [`super::configs`] and
-//! [`crate::controller::dynamic_configs`]).
+//! [`crate::metadata::dynamic_configs`]).
 
 use bytes::Bytes;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -19,10 +19,10 @@ use super::configs::{
     topic_only_doc,
 };
 use super::{Api, HandlerFuture, RequestContext, errors};
-use crate::controller::dynamic_configs::{
+use crate::metadata::dynamic_configs::{
     CLUSTER_DEFAULT, CORDONED_LOG_DIRS, dynamic_keys, is_dynamic,
 };
-use crate::controller::image::TopicImage;
+use crate::metadata::image::TopicImage;
 use crate::state::BrokerState;
 
 #[derive(Debug)]

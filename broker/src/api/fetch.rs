@@ -22,7 +22,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::fetch_session::{FetchPlan, Outcome, SessionKey};
+use super::fetch_session::{FetchPlan, FetchSessions, Outcome, SessionKey};
 use super::leader_hints::LeaderHints;
 use super::lookup::{serving_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RecordsPlaceholder, RequestContext, errors};
@@ -32,8 +32,19 @@ use crate::replication::{Partition, Serving};
 use crate::state::BrokerState;
 use crate::storage::{ReadResult, TopicPartition};
 
+/// Fetch, with the broker's incremental fetch sessions (KIP-227), which only it uses.
 #[derive(Debug)]
-pub struct FetchApi;
+pub struct FetchApi {
+    sessions: FetchSessions,
+}
+
+impl FetchApi {
+    pub fn new(session_slots: usize) -> Self {
+        Self {
+            sessions: FetchSessions::new(session_slots),
+        }
+    }
+}
 
 /// Fetch versions whose records field is a compact (varint-length) field.
 const FIRST_FLEXIBLE_VERSION: i16 = 12;
@@ -70,7 +81,7 @@ impl Api for FetchApi {
             // on librdkafka's path); an incremental one, every partition of its session.
             let session_topics;
             let (session_id, topics, incremental): (i32, &[FetchTopic], bool) =
-                match broker.fetch_sessions.plan(&request, context.version) {
+                match self.sessions.plan(&request, context.version) {
                     FetchPlan::Full { session_id } => (session_id, &request.topics, false),
                     FetchPlan::Incremental { session_id, topics } => {
                         session_topics = topics;
@@ -147,11 +158,17 @@ impl Api for FetchApi {
                 reads.iter().map(|r| session_outcome(topics, r)).collect()
             };
             let answered = if incremental {
-                Some(broker.fetch_sessions.select_changed(session_id, &outcomes))
+                Some(self.sessions.select_changed(session_id, &outcomes))
             } else {
-                broker.fetch_sessions.record_full(session_id, &outcomes);
+                self.sessions.record_full(session_id, &outcomes);
                 None
             };
+            if session_id != 0 {
+                broker
+                    .metrics
+                    .fetch_sessions
+                    .set(self.sessions.len() as i64);
+            }
             respond(
                 context, topics, session_id, replica_id, &names, reads, answered,
             )

@@ -19,7 +19,7 @@ use super::configs::{
 };
 use super::{Api, HandlerFuture, RequestContext};
 use crate::controller::ControllerError;
-use crate::controller::image::TopicImage;
+use crate::metadata::image::TopicImage;
 use crate::state::BrokerState;
 use crate::storage::{LogConfigError, TOPIC_CONFIG_KEYS};
 

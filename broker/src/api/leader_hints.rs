@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::controller::image::ClusterImage;
+use crate::metadata::image::ClusterImage;
 use crate::state::BrokerState;
 
 use super::errors;

@@ -12,7 +12,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext};
-use crate::controller::image::TopicImage;
+use crate::metadata::image::TopicImage;
 
 #[derive(Debug)]
 pub struct ListPartitionReassignmentsApi;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::errors;
-use crate::controller::image::TopicImage;
 use crate::controller::{ControllerError, validate_topic_name};
+use crate::metadata::image::TopicImage;
 use crate::replication::{Partition, Serving};
 use crate::state::BrokerState;
 use crate::storage::TopicPartition;

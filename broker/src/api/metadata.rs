@@ -11,7 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::admin::{CLUSTER_OPERATIONS, TOPIC_OPERATIONS};
 use super::lookup::topic_or_create;
 use super::{Api, HandlerFuture, RequestContext, errors};
-use crate::controller::image::{ClusterImage, TopicImage};
+use crate::metadata::image::{ClusterImage, TopicImage};
 
 #[derive(Debug)]
 pub struct MetadataApi;

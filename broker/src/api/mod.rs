@@ -206,13 +206,14 @@ impl Routes {
     }
 }
 
-/// Every API the broker serves. Other layers (groups) add theirs with [`Routes::register`].
-pub fn routes() -> Routes {
+/// Every API the broker serves (`fetch_session_slots`: the incremental fetch sessions
+/// Fetch keeps). Other layers (groups) add theirs with [`Routes::register`].
+pub fn routes(fetch_session_slots: usize) -> Routes {
     let apis: Vec<Box<dyn Api>> = vec![
         Box::new(api_versions::ApiVersionsApi),
         Box::new(metadata::MetadataApi),
         Box::new(produce::ProduceApi),
-        Box::new(fetch::FetchApi),
+        Box::new(fetch::FetchApi::new(fetch_session_slots)),
         Box::new(list_offsets::ListOffsetsApi),
         Box::new(offset_for_leader_epoch::OffsetForLeaderEpochApi),
         Box::new(init_producer_id::InitProducerIdApi),

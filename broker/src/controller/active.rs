@@ -22,8 +22,8 @@ use super::decisions::{ControllerCommand, ControllerError, DecisionInputs, decid
 use super::feed::MetadataFeed;
 use super::quorum::Raft;
 use super::quorum::network::PeersDown;
-use super::records::MetadataBatch;
 use super::rpc::CommandReply;
+use crate::metadata::records::MetadataBatch;
 use crate::storage::LogConfig;
 
 /// How long a decision may wait for the quorum before the caller is told it timed out.
@@ -320,7 +320,7 @@ impl ActiveController {
     }
 
     /// A new active controller (a new term) starts every broker's session afresh.
-    fn start_term(&self, term: u64, image: &super::image::ClusterImage) {
+    fn start_term(&self, term: u64, image: &crate::metadata::image::ClusterImage) {
         let mut sessions = self.sessions.lock();
         if sessions.term != Some(term) {
             let now = Instant::now();

@@ -20,9 +20,9 @@ mod reassignment;
 pub use leaders::ElectionType;
 pub use reassignment::Reassignment;
 
-use super::image::{ClusterImage, TopicImage};
 use super::placement::{Candidate, PlacementError, place_partitions};
-use super::records::{Endpoint, ListenerEndpoints, MetadataRecord, PartitionState};
+use crate::metadata::image::{ClusterImage, TopicImage};
+use crate::metadata::records::{Endpoint, ListenerEndpoints, MetadataRecord, PartitionState};
 use crate::storage::LogConfig;
 
 /// Producer ids are reserved in blocks so the log is not written per InitProducerId.
@@ -472,7 +472,7 @@ pub fn decide(
             let fixed: Vec<&str> = configs
                 .keys()
                 .map(String::as_str)
-                .filter(|key| !super::dynamic_configs::is_dynamic(key))
+                .filter(|key| !crate::metadata::dynamic_configs::is_dynamic(key))
                 .collect();
             if !fixed.is_empty() {
                 return Err(ControllerError::InvalidRequest(format!(
@@ -480,17 +480,17 @@ pub fn decide(
                     fixed.join(", ")
                 )));
             }
-            if *node_id == super::dynamic_configs::CLUSTER_DEFAULT
-                && configs.contains_key(super::dynamic_configs::CORDONED_LOG_DIRS)
+            if *node_id == crate::metadata::dynamic_configs::CLUSTER_DEFAULT
+                && configs.contains_key(crate::metadata::dynamic_configs::CORDONED_LOG_DIRS)
             {
                 return Err(ControllerError::InvalidRequest(format!(
                     "{} is set per broker, not as a cluster-wide default",
-                    super::dynamic_configs::CORDONED_LOG_DIRS
+                    crate::metadata::dynamic_configs::CORDONED_LOG_DIRS
                 )));
             }
             // Kafka answers INVALID_REQUEST (not INVALID_CONFIG) for a bad broker value.
             for (key, value) in configs {
-                super::dynamic_configs::validate(key, value)
+                crate::metadata::dynamic_configs::validate(key, value)
                     .map_err(ControllerError::InvalidRequest)?;
             }
             let unchanged = image
@@ -513,7 +513,7 @@ pub fn decide(
                 // dynamic default (for eligible leader replicas); tools see it as one.
                 let mut defaults = image
                     .broker_configs
-                    .get(&super::dynamic_configs::CLUSTER_DEFAULT)
+                    .get(&crate::metadata::dynamic_configs::CLUSTER_DEFAULT)
                     .cloned()
                     .unwrap_or_default();
                 defaults
@@ -524,7 +524,7 @@ pub fn decide(
                         cluster_id: cluster_id.clone(),
                     },
                     MetadataRecord::BrokerConfigChanged {
-                        node_id: super::dynamic_configs::CLUSTER_DEFAULT,
+                        node_id: crate::metadata::dynamic_configs::CLUSTER_DEFAULT,
                         configs: defaults,
                     },
                 ]
@@ -563,7 +563,9 @@ fn candidates(image: &ClusterImage, inputs: &DecisionInputs<'_>) -> Vec<Candidat
     image
         .live_brokers()
         .filter(|b| inputs.live_sessions.contains(&b.node_id))
-        .filter(|b| !super::dynamic_configs::is_cordoned(&image.broker_configs, b.node_id))
+        .filter(|b| {
+            !crate::metadata::dynamic_configs::is_cordoned(&image.broker_configs, b.node_id)
+        })
         .map(|b| Candidate {
             node_id: b.node_id,
             rack: b.rack.clone(),
@@ -915,10 +917,10 @@ fn elect(state: &PartitionState, live: &dyn Fn(i32) -> bool, unclean: bool) -> O
 /// Whether a topic allows unclean elections: its own config, else the cluster-wide
 /// dynamic default, else the static one.
 fn unclean_allowed(image: &ClusterImage, topic: &TopicImage, defaults: &LogConfig) -> bool {
-    super::dynamic_configs::log_defaults(
+    crate::metadata::dynamic_configs::log_defaults(
         defaults,
         &image.broker_configs,
-        super::dynamic_configs::CLUSTER_DEFAULT,
+        crate::metadata::dynamic_configs::CLUSTER_DEFAULT,
     )
     .with_topic_configs(topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     .is_ok_and(|config| config.unclean_leader_election)

@@ -12,8 +12,8 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use super::image::ClusterImage;
-use super::records::MetadataRecord;
+use crate::metadata::image::ClusterImage;
+use crate::metadata::records::MetadataRecord;
 
 /// Batches kept for observers that are a little behind; an observer further behind gets
 /// the whole image instead.

@@ -25,16 +25,13 @@
 pub mod active;
 pub mod client;
 pub mod decisions;
-pub mod dynamic_configs;
 pub mod feed;
-pub mod image;
 pub mod lifecycle;
 pub mod metrics;
 // New partitions are placed by the code the operator also balances and drains with.
 pub use oxbow_placement::new_partitions as placement;
 pub mod publisher;
 pub mod quorum;
-pub mod records;
 pub mod rpc;
 pub mod service;
 pub mod voters;
@@ -56,12 +53,12 @@ pub use decisions::{
     MAX_TOPIC_NAME_LENGTH, PartitionOutcome, Reassignment, TopicToCreate, validate_topic_name,
 };
 
+use crate::metadata::image::{ClusterImage, TopicImage};
+use crate::metadata::records::{self, Endpoint};
 use active::ActiveController;
 use client::ControllerClient;
 use feed::MetadataFeed;
-use image::{ClusterImage, TopicImage};
 use quorum::Raft;
-use records::Endpoint;
 use rpc::CommandReply;
 
 use crate::replication::ReplicaManager;
@@ -488,7 +485,7 @@ impl Controller {
     /// The broker defaults in effect here (static, then dynamic) with a topic's configs
     /// on top.
     pub fn log_config_for(&self, topic: &TopicImage) -> Result<LogConfig, LogConfigError> {
-        dynamic_configs::log_defaults(
+        crate::metadata::dynamic_configs::log_defaults(
             &self.log_defaults,
             &self.image().broker_configs,
             self.settings.node_id,

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::feed::MetadataView;
-use super::image::{ClusterImage, TopicImage};
+use crate::metadata::image::ClusterImage;
+use crate::metadata::scope::Scope;
 use crate::replication::ReplicaManager;
 use crate::storage::{LogConfig, LogManager, TopicPartition};
 
@@ -99,7 +100,7 @@ impl Publisher {
     }
 
     fn config_for(&self, image: &ClusterImage, topic: &str) -> LogConfig {
-        let defaults = super::dynamic_configs::log_defaults(
+        let defaults = crate::metadata::dynamic_configs::log_defaults(
             &self.log_defaults,
             &image.broker_configs,
             self.node_id,
@@ -210,68 +211,10 @@ impl Publisher {
     }
 }
 
-/// The part of an image a broker must look at again: every topic, or only those whose
-/// image changed. Successive images of one run share unchanged topics (`Arc`), so a
-/// topic created, altered or moved costs its own partitions, not the cluster's.
-#[derive(Debug)]
-pub enum Scope {
-    Everything,
-    Topics(BTreeSet<String>),
-}
-
-impl Scope {
-    pub fn between(previous: &ClusterImage, image: &ClusterImage) -> Self {
-        // Brokers (leaders' endpoints, fencing) and dynamic broker configs (log defaults,
-        // throttles) reach every partition.
-        if previous.brokers != image.brokers || previous.broker_configs != image.broker_configs {
-            return Self::Everything;
-        }
-        let mut changed: BTreeSet<String> = image
-            .topics
-            .iter()
-            .filter(|(name, now)| match previous.topics.get(*name) {
-                Some(before) => !Arc::ptr_eq(before, now) && before != *now,
-                None => true,
-            })
-            .map(|(name, _)| name.clone())
-            .collect();
-        changed.extend(
-            previous
-                .topics
-                .keys()
-                .filter(|name| !image.topics.contains_key(*name))
-                .cloned(),
-        );
-        Self::Topics(changed)
-    }
-
-    pub fn covers(&self, topic: &str) -> bool {
-        match self {
-            Self::Everything => true,
-            Self::Topics(topics) => topics.contains(topic),
-        }
-    }
-
-    /// The topics of `image` in this scope.
-    pub fn topics<'a>(
-        &'a self,
-        image: &'a ClusterImage,
-    ) -> Box<dyn Iterator<Item = &'a TopicImage> + 'a> {
-        match self {
-            Self::Everything => Box::new(image.topics.values().map(Arc::as_ref)),
-            Self::Topics(topics) => Box::new(
-                topics
-                    .iter()
-                    .filter_map(|name| image.topics.get(name).map(Arc::as_ref)),
-            ),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::records::{MetadataRecord, PartitionState};
+    use crate::metadata::records::{MetadataRecord, PartitionState};
     use crate::storage::SystemClock;
 
     fn image(topics: &[(&str, &[&[i32]])]) -> ClusterImage {
@@ -429,7 +372,7 @@ mod tests {
         fourth.apply(&MetadataRecord::BrokerRegistered {
             node_id: 9,
             incarnation: uuid::Uuid::from_u128(9),
-            endpoint: crate::controller::records::Endpoint {
+            endpoint: crate::metadata::records::Endpoint {
                 host: "h".into(),
                 port: 1,
             },

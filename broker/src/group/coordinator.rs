@@ -25,47 +25,10 @@ use super::records::{
     self, GroupMetadataValue, OffsetValue, RecordKey, encode_group_value, encode_key,
 };
 use super::{GroupError, OFFSETS_TOPIC};
+use crate::config::GroupConfig;
 use crate::replication::ReplicaManager;
 use crate::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
 use crate::storage::{Clock, LogManager, TopicPartition};
-
-/// Group settings, from the broker configuration (Kafka's names in the comments).
-#[derive(Debug, Clone)]
-pub struct GroupConfig {
-    /// offsets.topic.num.partitions
-    pub offsets_partitions: i32,
-    /// group.min.session.timeout.ms / group.max.session.timeout.ms
-    pub min_session_timeout_ms: i32,
-    pub max_session_timeout_ms: i32,
-    /// group.initial.rebalance.delay.ms
-    pub initial_rebalance_delay_ms: i64,
-    /// offsets.retention.minutes, in ms
-    pub offsets_retention_ms: i64,
-    /// offsets.retention.check.interval.ms
-    pub retention_check_interval_ms: i64,
-    /// offset.metadata.max.bytes
-    pub offset_metadata_max_bytes: usize,
-    /// group.consumer.session.timeout.ms (KIP-848)
-    pub consumer_session_timeout_ms: i32,
-    /// group.consumer.heartbeat.interval.ms (KIP-848)
-    pub consumer_heartbeat_interval_ms: i32,
-}
-
-impl Default for GroupConfig {
-    fn default() -> Self {
-        Self {
-            offsets_partitions: 50,
-            min_session_timeout_ms: 6_000,
-            max_session_timeout_ms: 1_800_000,
-            initial_rebalance_delay_ms: 3_000,
-            offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
-            retention_check_interval_ms: 600_000,
-            offset_metadata_max_bytes: 4096,
-            consumer_session_timeout_ms: 45_000,
-            consumer_heartbeat_interval_ms: 5_000,
-        }
-    }
-}
 
 /// A group's protocol and state.
 #[derive(Debug)]

@@ -36,7 +36,8 @@ pub mod records;
 #[cfg(test)]
 mod tests;
 
-pub use coordinator::{GroupConfig, GroupCoordinator};
+pub use crate::config::GroupConfig;
+pub use coordinator::GroupCoordinator;
 
 /// The offsets topic.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";

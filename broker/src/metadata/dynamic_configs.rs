@@ -41,14 +41,12 @@ pub const CORDONED_LOG_DIRS: &str = "cordoned.log.dirs";
 
 /// Whether `key` can be changed while brokers run.
 pub fn is_dynamic(key: &str) -> bool {
-    crate::replication::throttle::DYNAMIC_BROKER_KEYS.contains(&key)
-        || key == CORDONED_LOG_DIRS
-        || topic_key_of(key).is_some()
+    DYNAMIC_BROKER_KEYS.contains(&key) || key == CORDONED_LOG_DIRS || topic_key_of(key).is_some()
 }
 
 /// Every dynamic key, in a stable order.
 pub fn dynamic_keys() -> impl Iterator<Item = &'static str> {
-    crate::replication::throttle::DYNAMIC_BROKER_KEYS
+    DYNAMIC_BROKER_KEYS
         .iter()
         .copied()
         .chain(std::iter::once(CORDONED_LOG_DIRS))
@@ -98,9 +96,7 @@ pub fn validate(key: &str, value: &str) -> Result<(), String> {
                 })
         }
         None if key == CORDONED_LOG_DIRS => validate_cordoned(value),
-        None => {
-            crate::replication::throttle::validate_dynamic_broker_config(key, value).map(|_| ())
-        }
+        None => validate_dynamic_broker_config(key, value).map(|_| ()),
     }
 }
 
@@ -128,6 +124,38 @@ pub fn log_defaults(
         }
     }
     defaults
+}
+
+/// The broker configs that can be changed while running (IncrementalAlterConfigs on a
+/// broker, or on the cluster-wide broker defaults).
+pub const DYNAMIC_BROKER_KEYS: &[&str] = &[
+    "follower.replication.throttled.rate",
+    "leader.replication.throttled.rate",
+];
+
+/// Checks one dynamic broker config: a rate in bytes/s (Kafka's LONG, at least 0).
+pub fn validate_dynamic_broker_config(key: &str, value: &str) -> Result<u64, String> {
+    if !DYNAMIC_BROKER_KEYS.contains(&key) {
+        return Err(format!("`{key}` cannot be changed while the broker runs"));
+    }
+    value
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|v| i64::try_from(*v).is_ok())
+        .ok_or_else(|| format!("invalid value `{value}` for `{key}`: not a LONG of at least 0"))
+}
+
+/// The rate in effect for this broker: its own setting, else the cluster default.
+pub fn rate_for(
+    configs: &BTreeMap<i32, BTreeMap<String, String>>,
+    node_id: i32,
+    key: &str,
+) -> Option<u64> {
+    [node_id, -1]
+        .iter()
+        .find_map(|id| configs.get(id)?.get(key))
+        .and_then(|value| value.trim().parse().ok())
 }
 
 #[cfg(test)]
@@ -223,5 +251,42 @@ mod tests {
         assert!(validate(CORDONED_LOG_DIRS, "*").is_ok());
         assert!(validate(CORDONED_LOG_DIRS, "").is_ok());
         assert!(validate(CORDONED_LOG_DIRS, "*,/data").is_err());
+    }
+
+    #[test]
+    fn broker_settings_beat_cluster_defaults_and_bad_values_are_refused() {
+        let mut configs = BTreeMap::new();
+        configs.insert(
+            -1,
+            BTreeMap::from([(
+                "leader.replication.throttled.rate".to_string(),
+                "100".to_string(),
+            )]),
+        );
+        assert_eq!(
+            rate_for(&configs, 2, "leader.replication.throttled.rate"),
+            Some(100)
+        );
+        configs.insert(
+            2,
+            BTreeMap::from([(
+                "leader.replication.throttled.rate".to_string(),
+                "7".to_string(),
+            )]),
+        );
+        assert_eq!(
+            rate_for(&configs, 2, "leader.replication.throttled.rate"),
+            Some(7)
+        );
+        assert_eq!(
+            rate_for(&configs, 2, "follower.replication.throttled.rate"),
+            None
+        );
+        assert!(validate_dynamic_broker_config("log.retention.ms", "1").is_err());
+        assert!(validate_dynamic_broker_config("leader.replication.throttled.rate", "-1").is_err());
+        assert_eq!(
+            validate_dynamic_broker_config("follower.replication.throttled.rate", "5000"),
+            Ok(5000)
+        );
     }
 }

@@ -52,10 +52,6 @@ async fn respond(
                 &state.replicas,
                 active.then(|| state.controller.image().offline_partitions()),
             );
-            state
-                .metrics
-                .fetch_sessions
-                .set(state.fetch_sessions.len() as i64);
             state.metrics.render(state.replicas.logs())
         }),
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),

@@ -22,7 +22,7 @@ use super::partition::{FollowerError, Partition};
 use super::peer::{PeerConnection, PeerError};
 use super::throttle::Throttles;
 use crate::config::ReplicationConfig;
-use crate::controller::records::Endpoint;
+use crate::metadata::records::Endpoint;
 use crate::storage::TopicPartition;
 
 /// Fetch version followers speak: topic names, last fetched epoch, diverging epoch.

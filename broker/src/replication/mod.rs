@@ -42,9 +42,9 @@ use tokio::sync::{mpsc, watch};
 pub use partition::{AppendError, CommitWait, IsrProposal, Partition, Role, Transition};
 
 use crate::config::ReplicationConfig;
-use crate::controller::image::ClusterImage;
-use crate::controller::publisher::Scope;
-use crate::controller::records::Endpoint;
+use crate::metadata::image::ClusterImage;
+use crate::metadata::records::Endpoint;
+use crate::metadata::scope::Scope;
 use crate::storage::{Clock, LogManager, TopicPartition};
 use fetcher::{Assignment, FetcherPool, Following};
 
@@ -216,16 +216,20 @@ impl ReplicaManager {
     /// outside `scope` is unchanged since the last call, so it is left as it is.
     pub fn apply_image(&self, image: &ClusterImage, scope: &Scope) {
         let now = self.clock.now_ms();
-        self.throttles.leader.set_rate(throttle::rate_for(
-            &image.broker_configs,
-            self.node_id,
-            "leader.replication.throttled.rate",
-        ));
-        self.throttles.follower.set_rate(throttle::rate_for(
-            &image.broker_configs,
-            self.node_id,
-            "follower.replication.throttled.rate",
-        ));
+        self.throttles
+            .leader
+            .set_rate(crate::metadata::dynamic_configs::rate_for(
+                &image.broker_configs,
+                self.node_id,
+                "leader.replication.throttled.rate",
+            ));
+        self.throttles
+            .follower
+            .set_rate(crate::metadata::dynamic_configs::rate_for(
+                &image.broker_configs,
+                self.node_id,
+                "follower.replication.throttled.rate",
+            ));
         let hook = self.leadership_hook.read().clone();
         let mut seen = HashMap::new();
         let mut followed: Vec<(i32, TopicPartition, Following)> = Vec::new();

@@ -15,7 +15,7 @@ use kafka_protocol::ResponseError;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch;
 
-use crate::controller::records::PartitionState;
+use crate::metadata::records::PartitionState;
 use crate::storage::validator::{RecordRules, Validated, ValidationError, validate_records};
 use crate::storage::{AppendInfo, Log, LogError, TopicPartition};
 

@@ -5,43 +5,10 @@
 //! stay under a rate, so moving data does not starve clients. Other replicas are never
 //! throttled.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use parking_lot::Mutex;
 use prometheus::IntCounter;
-
-/// The broker configs that can be changed while running (IncrementalAlterConfigs on a
-/// broker, or on the cluster-wide broker defaults).
-pub const DYNAMIC_BROKER_KEYS: &[&str] = &[
-    "follower.replication.throttled.rate",
-    "leader.replication.throttled.rate",
-];
-
-/// Checks one dynamic broker config: a rate in bytes/s (Kafka's LONG, at least 0).
-pub fn validate_dynamic_broker_config(key: &str, value: &str) -> Result<u64, String> {
-    if !DYNAMIC_BROKER_KEYS.contains(&key) {
-        return Err(format!("`{key}` cannot be changed while the broker runs"));
-    }
-    value
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|v| i64::try_from(*v).is_ok())
-        .ok_or_else(|| format!("invalid value `{value}` for `{key}`: not a LONG of at least 0"))
-}
-
-/// The rate in effect for this broker: its own setting, else the cluster default.
-pub fn rate_for(
-    configs: &BTreeMap<i32, BTreeMap<String, String>>,
-    node_id: i32,
-    key: &str,
-) -> Option<u64> {
-    [node_id, -1]
-        .iter()
-        .find_map(|id| configs.get(id)?.get(key))
-        .and_then(|value| value.trim().parse().ok())
-}
 
 /// A byte budget refilled at `rate` per second, holding at most one second's worth: a
 /// transfer is allowed while the budget is not overdrawn, and charged afterwards (so a
@@ -142,42 +109,5 @@ mod tests {
         quota.set_rate(None);
         quota.record(10_000_000);
         assert!(!quota.exceeded());
-    }
-
-    #[test]
-    fn broker_settings_beat_cluster_defaults_and_bad_values_are_refused() {
-        let mut configs = BTreeMap::new();
-        configs.insert(
-            -1,
-            BTreeMap::from([(
-                "leader.replication.throttled.rate".to_string(),
-                "100".to_string(),
-            )]),
-        );
-        assert_eq!(
-            rate_for(&configs, 2, "leader.replication.throttled.rate"),
-            Some(100)
-        );
-        configs.insert(
-            2,
-            BTreeMap::from([(
-                "leader.replication.throttled.rate".to_string(),
-                "7".to_string(),
-            )]),
-        );
-        assert_eq!(
-            rate_for(&configs, 2, "leader.replication.throttled.rate"),
-            Some(7)
-        );
-        assert_eq!(
-            rate_for(&configs, 2, "follower.replication.throttled.rate"),
-            None
-        );
-        assert!(validate_dynamic_broker_config("log.retention.ms", "1").is_err());
-        assert!(validate_dynamic_broker_config("leader.replication.throttled.rate", "-1").is_err());
-        assert_eq!(
-            validate_dynamic_broker_config("follower.replication.throttled.rate", "5000"),
-            Ok(5000)
-        );
     }
 }

@@ -161,7 +161,7 @@ mod tests {
 
     #[test]
     fn short_unknown_and_unsupported_requests_are_errors() {
-        let routes = crate::api::routes();
+        let routes = crate::api::routes(1000);
         assert!(matches!(
             parse_request(frame(&[0, 18, 0]), &routes),
             Err(RequestError::TooShort { size: 3 })
@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn a_truncated_header_is_an_error() {
-        let routes = crate::api::routes();
+        let routes = crate::api::routes(1000);
         // Metadata v1 (header v1): the client id claims 300 bytes, 2 follow.
         let bytes = [0, 3, 0, 1, 0, 0, 0, 1, 0x01, 0x2c, b'a', b'b'];
         assert!(matches!(

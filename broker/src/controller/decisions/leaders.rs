@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::{
     ControllerError, DecisionInputs, PartitionOutcome, known_partition, partition_changed,
 };
-use crate::controller::image::ClusterImage;
-use crate::controller::records::{MetadataRecord, PartitionState};
+use crate::metadata::image::ClusterImage;
+use crate::metadata::records::{MetadataRecord, PartitionState};
 
 /// Kafka's ElectLeaders election types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::{
     ControllerError, DecisionInputs, PartitionOutcome, known_partition, partition_changed,
 };
-use crate::controller::image::ClusterImage;
-use crate::controller::records::{MetadataRecord, PartitionState};
+use crate::metadata::image::ClusterImage;
+use crate::metadata::records::{MetadataRecord, PartitionState};
 
 /// One partition's requested reassignment: `None` cancels the one in progress.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

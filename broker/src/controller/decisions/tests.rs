@@ -165,7 +165,7 @@ fn cordon(node_id: i32, value: &str) -> ControllerCommand {
     ControllerCommand::SetBrokerConfigs {
         node_id,
         configs: BTreeMap::from([(
-            super::super::dynamic_configs::CORDONED_LOG_DIRS.to_string(),
+            crate::metadata::dynamic_configs::CORDONED_LOG_DIRS.to_string(),
             value.to_string(),
         )]),
         validate_only: false,
@@ -213,14 +213,14 @@ fn a_cordoned_broker_takes_no_new_replicas_until_uncordoned_or_unregistered() {
         .run(ControllerCommand::FenceBroker { node_id: 3 })
         .unwrap();
     assert!(
-        super::super::dynamic_configs::is_cordoned(&cluster.image.broker_configs, 3),
+        crate::metadata::dynamic_configs::is_cordoned(&cluster.image.broker_configs, 3),
         "a fenced broker stays cordoned"
     );
     cluster.check();
     cluster
         .image
         .apply(&MetadataRecord::BrokerUnregistered { node_id: 3 });
-    assert!(!super::super::dynamic_configs::is_cordoned(
+    assert!(!crate::metadata::dynamic_configs::is_cordoned(
         &cluster.image.broker_configs,
         3
     ));

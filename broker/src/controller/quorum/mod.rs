@@ -21,7 +21,7 @@ pub mod state_machine;
 
 use std::io::Cursor;
 
-use super::records::MetadataBatch;
+use crate::metadata::records::MetadataBatch;
 
 openraft::declare_raft_types!(
     /// The metadata quorum's types: entries carry one decision's records.

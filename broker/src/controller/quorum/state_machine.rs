@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{LogId, MetadataRaft, VoterNode};
 use crate::controller::feed::MetadataFeed;
-use crate::controller::image::ClusterImage;
+use crate::metadata::image::ClusterImage;
 use crate::storage::checkpoint::write_atomically;
 
 const SNAPSHOT_FILE: &str = "snapshot.json";
