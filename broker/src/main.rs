@@ -14,7 +14,7 @@ use oxbow_broker::controller::{Controller, ControllerError, QuorumSettings};
 use oxbow_broker::group::GroupCoordinator;
 use oxbow_broker::group::metrics::GroupMetrics;
 use oxbow_broker::metadata::records::Endpoint;
-use oxbow_broker::metrics::{self, Metrics};
+use oxbow_broker::metrics::Metrics;
 use oxbow_broker::replication::metrics::ReplicationMetrics;
 use oxbow_broker::replication::{IsrProposal, LeadershipHook, ReplicaManager};
 use oxbow_broker::server;
@@ -210,7 +210,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     });
     let metrics_task = sockets
         .metrics
-        .map(|listener| tokio::spawn(metrics::serve(listener, Arc::clone(&state))));
+        .map(|listener| tokio::spawn(server::http::serve(listener, Arc::clone(&state))));
     let mut stopped_early = false;
     let listener = if config.is_broker {
         tracing::info!(

@@ -1,11 +1,7 @@
-//! Prometheus metrics of the broker and the HTTP endpoint serving them.
+//! Prometheus metrics of the broker (the HTTP listener in `server/http.rs` serves them).
 //!
 //! Names follow `oxbow_<layer>_<thing>_<unit>`; label values come from closed sets
 //! (API names, error codes, topic names), never from free text.
-
-mod http;
-
-pub use http::{bind, serve};
 
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,

@@ -13,6 +13,7 @@
 mod connection;
 mod dispatch;
 mod frame_writer;
+pub mod http;
 pub mod request;
 
 use std::sync::Arc;
