@@ -1062,6 +1062,7 @@ const TOOL_VARIABLES: &[&str] = &[
     "TOPICS_AT_SCALE",
     "SCALE_MB",
     "SCALE_TOPICS",
+    "SCALE_LOGS",
     "WATCH_NAMESPACE",
 ];
 /// Prefixes (after `OXBOW_`) of tool variables; no broker key starts with one.

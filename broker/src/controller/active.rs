@@ -422,15 +422,17 @@ impl ActiveController {
                         let last = sessions.last_heartbeat.get(&b.node_id);
                         // A voter whose process refused or dropped Raft traffic after its
                         // last heartbeat, with nothing answering for a few Raft heartbeats,
-                        // is gone: no need to wait out its session.
-                        let gone =
-                            self.peers_down
-                                .failures(b.node_id)
-                                .is_some_and(|(first, latest)| {
+                        // is gone: no need to wait out its session. Only a voter: a learner
+                        // (a removed voter now running as a broker only, whose controller
+                        // port is closed) refuses Raft traffic while its broker is alive.
+                        let gone = quorum.contains(&b.node_id)
+                            && self.peers_down.failures(b.node_id).is_some_and(
+                                |(first, latest)| {
                                     let since = last.map_or(first, |at| first.max(*at));
                                     last.is_none_or(|at| latest > *at)
                                         && now.duration_since(since) >= PEER_GONE_FOR
-                                });
+                                },
+                            );
                         gone || last
                             .is_none_or(|at| now.duration_since(*at) >= self.session_timeout)
                     })
