@@ -136,6 +136,7 @@ class Probes:
 
     def __init__(self):
         self.times, self.failures = [], []
+        self.in_flight = None  # the phase of the probe in flight, if any
 
     def run(self, load):
         admin = AdminClient({"bootstrap.servers": load.bootstrap})
@@ -143,14 +144,22 @@ class Probes:
         while not load.stop.is_set():
             i += 1
             started = time.time()
-            phase = load.phase
+            phase = self.in_flight = load.phase
             try:
                 admin.create_topics([NewTopic(f"probe-{i}", 1, 1)], operation_timeout=30,
                                     request_timeout=30)[f"probe-{i}"].result(timeout=40)
                 self.times.append((phase, time.time() - started))
             except Exception as error:  # noqa: BLE001 - a failed probe is what we count
                 self.failures.append((phase, str(error)))
+            self.in_flight = None
             time.sleep(0.2)
+
+    def enter(self, load, phase):
+        """Starts `phase` once no probe of an earlier phase is in flight: a probe sent
+        before a SIGKILL of the broker it went to fails in the kill's phase, not the one
+        before it."""
+        load.phase = phase
+        wait_for(lambda: self.in_flight in (None, phase), 60, f"the probe before {phase}", interval=0.02)
 
 
 def main():
@@ -179,7 +188,7 @@ def main():
 
         timings = {}
         for phase, nodes, expected in (("1->3", (2, 3), [1, 2, 3]), ("3->5", (4, 5), [1, 2, 3, 4, 5])):
-            load.phase = phase
+            probes.enter(load, phase)
             started = time.time()
             for node in nodes:
                 added = quorum_tool(cluster, "add-controller", config=cluster.properties(node))
@@ -193,7 +202,7 @@ def main():
         if text.count('"directoryId": null') != 0:
             fail(f"every voter's directory id should be known: {text}")
 
-        load.phase = "refusals"
+        probes.enter(load, "refusals")
         again = quorum_tool(cluster, "add-controller", config=cluster.properties(3))
         if again.returncode == 0 or "DuplicateVoterException" not in again.stdout + again.stderr:
             fail(f"adding voter 3 twice: {again.returncode} {again.stdout} {again.stderr[-600:]}")
@@ -211,7 +220,7 @@ def main():
 
         # The active controller goes first: it steps down once the configuration without it
         # commits, and the others elect a leader.
-        load.phase = "5->3"
+        probes.enter(load, "5->3")
         started = time.time()
         leader_before = status(cluster)[0]
         leaving = [leader_before, max(n for n in CONTROLLERS if n != leader_before)]
@@ -234,7 +243,7 @@ def main():
         if not set(leaving) <= observers:
             fail(f"removed voters {leaving} should go on as observers: {replication}")
 
-        load.phase = "restart an added voter"
+        probes.enter(load, "restart an added voter")
         added = max(n for n in remaining if n != 1)
         cluster.kill(added)
         time.sleep(1)
@@ -242,7 +251,7 @@ def main():
         wait_for(lambda: cluster.ready(added), 60, f"voter {added} back", interval=0.3)
         wait_voters(cluster, remaining, f"after restarting voter {added}")
 
-        load.phase = "kill node 1"
+        probes.enter(load, "kill node 1")
         cluster.kill(1)
         topic = "after-node-1"
         survivor = AdminClient({"bootstrap.servers": f"127.0.0.1:{cluster.client_port(remaining[-1])}"})
@@ -254,7 +263,7 @@ def main():
         wait_for(lambda: cluster.ready(1), 60, "node 1 back in the grown quorum", interval=0.3)
         wait_voters(cluster, remaining, "after restarting node 1")
 
-        load.phase = "end"
+        probes.enter(load, "end")
         time.sleep(3)
         load.finish()
         missing = load.acked - load.seen
