@@ -15,7 +15,6 @@ Afterwards, three times over (three kills, each node restarted before the next):
     coordinator_failover.py OXBOW_BINARY
 """
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -66,20 +65,8 @@ def main():
                       bases=(PORT, PORT + 100, PORT + 150),
                       extra=["default.replication.factor=3", "min.insync.replicas=2",
                              "offsets.topic.replication.factor=3", "group.initial.rebalance.delay.ms=0"])
-    try:
-        for node in cluster.nodes:
-            cluster.start(node)
-        wait_for(lambda: all(cluster.ready(n) for n in cluster.nodes), 90, "three ready brokers", interval=0.3)
+    with cluster.running():
         failovers(cluster)
-    except BaseException:
-        cluster.logs_tail(40)
-        print(f"node logs kept in {work}", flush=True)
-        work = None
-        raise
-    finally:
-        cluster.shutdown_all()
-        if work:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def failovers(cluster):

@@ -12,7 +12,6 @@ under-replicated partitions while a broker was away and none once it was back.
     rolling_restart.py OXBOW_BINARY
 """
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -64,20 +63,8 @@ def main():
     cluster = Cluster(binary, work, Network(False), cluster_id="rolling-restart",
                       bases=(PORT, PORT + 100, PORT + 200),
                       extra=["offsets.topic.replication.factor=3", "group.initial.rebalance.delay.ms=0"])
-    try:
-        for node in cluster.nodes:
-            cluster.start(node)
-        wait_for(lambda: all(cluster.ready(n) for n in cluster.nodes), 90, "three ready brokers", interval=0.3)
+    with cluster.running():
         roll(cluster)
-    except BaseException:
-        cluster.logs_tail(40)
-        print(f"node logs kept in {work}", flush=True)
-        work = None
-        raise
-    finally:
-        cluster.shutdown_all()
-        if work:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def roll(cluster):

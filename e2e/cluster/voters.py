@@ -25,7 +25,6 @@ times each one (how long the metadata quorum could not take a change).
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -167,11 +166,13 @@ def main():
     work = tempfile.mkdtemp(prefix="oxbow-voters-")
     cluster = Nodes(binary, work, Network(False), cluster_id="voters-dynamic", nodes=NODES,
                     voters=CONTROLLERS, bases=(CLIENT_BASE, CONTROLLER_BASE, METRICS_BASE))
+    with cluster.running():
+        change_voters(cluster)
+
+
+def change_voters(cluster):
     load = None
     try:
-        for node in NODES:
-            cluster.start(node)
-        wait_for(lambda: all(cluster.ready(n) for n in NODES), 90, "every node ready", interval=0.3)
         leader, voters, text = wait_voters(cluster, [1], "a new dynamic quorum")
         print(f"formed: leader {leader}, voters {voters}", flush=True)
         replication = quorum_tool(cluster, "describe", "--replication")
@@ -296,17 +297,9 @@ def main():
         if [f for f in probes.failures if f[0] in ("1->3", "3->5", "5->3", "refusals")]:
             fail(f"metadata changes failed while voters changed: {probes.failures}")
         print("OK voters 1 -> 3 -> 5 -> 3 under load", flush=True)
-    except BaseException:
-        cluster.logs_tail(40)
-        print(f"node logs kept in {work}", flush=True)
-        work = None
-        raise
     finally:
         if load:
             load.stop.set()
-        cluster.shutdown_all()
-        if work:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

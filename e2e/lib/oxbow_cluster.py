@@ -5,6 +5,7 @@ node's own Metadata answer (a raw Kafka Metadata v7 request to that node alone, 
 client cache is involved); and, when the machine allows it, one network namespace per node
 so a node can be cut off from the others while its clients still reach it.
 """
+import contextlib
 import json
 import os
 import re
@@ -247,6 +248,31 @@ class Cluster:
                 with open(path, "rb") as f:
                     tail = f.read().decode(errors="replace").splitlines()[-lines:]
                 print(f"--- node-{node}.log (tail) ---\n" + "\n".join(tail), flush=True)
+
+    @contextlib.contextmanager
+    def running(self, ready_within=90.0):
+        """Starts every node and waits until each is ready; stops them all afterwards. When
+        the body fails, prints the nodes' log tails and keeps `work` to look at; otherwise
+        removes it."""
+        failed = False
+        try:
+            for node in self.nodes:
+                self.start(node)
+            deadline = time.monotonic() + ready_within
+            while not all(self.ready(n) for n in self.nodes):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"not every node ready within {ready_within:.0f} s")
+                time.sleep(0.3)
+            yield self
+        except BaseException:
+            failed = True
+            self.logs_tail(40)
+            print(f"node logs kept in {self.work}", flush=True)
+            raise
+        finally:
+            self.shutdown_all()
+            if not failed:
+                shutil.rmtree(self.work, ignore_errors=True)
 
     def shutdown_all(self):
         for node in list(self.procs):
