@@ -18,6 +18,7 @@
 //! FETCH_SESSION_ID_NOT_FOUND and starts over with a full fetch, as against Kafka.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::FetchRequest;
@@ -117,6 +118,9 @@ pub struct Outcome {
 pub struct FetchSessions {
     slots: usize,
     inner: Mutex<Inner>,
+    /// How many sessions `inner` holds, set where they come and go: Fetch reports it
+    /// (a gauge) without taking the lock again.
+    count: AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -130,12 +134,13 @@ impl FetchSessions {
         Self {
             slots,
             inner: Mutex::new(Inner::default()),
+            count: AtomicUsize::new(0),
         }
     }
 
     /// Sessions kept now.
     pub fn len(&self) -> usize {
-        self.inner.lock().sessions.len()
+        self.count.load(Ordering::Relaxed)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -162,6 +167,7 @@ impl FetchSessions {
             } else {
                 0
             };
+            self.count.store(inner.sessions.len(), Ordering::Relaxed);
             return FetchPlan::Full { session_id };
         }
         let Some(session) = inner.sessions.get_mut(&id) else {
