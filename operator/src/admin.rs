@@ -33,7 +33,9 @@ use tokio::net::TcpStream;
 
 mod log_dirs;
 mod moves;
+mod pool;
 mod quorum;
+pub use pool::AdminPool;
 pub use quorum::QuorumState;
 mod throttle;
 pub use moves::{Partitions, Reassigning, ReplicaSizes};

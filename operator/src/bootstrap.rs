@@ -1,6 +1,7 @@
 //! How the operator reaches a Cluster's brokers for Kafka admin requests.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -67,6 +68,48 @@ pub async fn reach(ctx: &Context, cluster: &Cluster, namespace: &str) -> Reach {
                 .collect(),
             brokers,
         },
+    }
+}
+
+/// How long a listing of broker pods serves Topic reconciles: thousands of Topics
+/// re-checked would otherwise each list the pods through the API server.
+const REACH_REUSE: Duration = Duration::from_secs(5);
+
+/// [`reach`] as listed at most [`REACH_REUSE`] ago, for reconciles that only need some
+/// broker to answer. A pod that moved since is skipped by [`connect`] (the bootstrap
+/// Service stays last); [`forget_reach`] drops a listing none of whose addresses answered.
+pub async fn reach_cached(ctx: &Context, cluster: &Cluster, namespace: &str) -> Reach {
+    let key = format!("{namespace}/{}", cluster.name_any());
+    let now = Instant::now();
+    if let Some((at, reach)) = lock(&ctx.reach_cache).get(&key)
+        && now.duration_since(*at) < REACH_REUSE
+    {
+        return reach.clone();
+    }
+    let fresh = reach(ctx, cluster, namespace).await;
+    lock(&ctx.reach_cache).insert(key, (now, fresh.clone()));
+    fresh
+}
+
+/// Forgets the cached [`reach_cached`] listing of `cluster`.
+pub fn forget_reach(ctx: &Context, cluster: &Cluster, namespace: &str) {
+    lock(&ctx.reach_cache).remove(&format!("{namespace}/{}", cluster.name_any()));
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// An idle pooled connection to one of `addresses`, or else a new one ([`connect`]).
+pub async fn connect_pooled(
+    ctx: &Context,
+    addresses: &[String],
+) -> Result<(AdminClient, String), AdminError> {
+    match ctx.admin_pool.take(addresses) {
+        Some(pooled) => Ok(pooled),
+        None => connect(addresses).await,
     }
 }
 

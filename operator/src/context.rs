@@ -1,15 +1,19 @@
 //! What every reconcile shares: the API client, settings, metrics, events and back-off.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::admin::AdminPool;
+use crate::bootstrap::Reach;
 use crate::cluster::build::BuildSettings;
+use crate::crd::{Cluster, Topic};
 use crate::metrics::Metrics;
 
 /// Shared state of the controllers.
@@ -22,6 +26,14 @@ pub struct Context {
     /// (for an operator running outside the Kubernetes network, e.g. in tests).
     pub bootstrap_overrides: BTreeMap<String, String>,
     failures: Mutex<BTreeMap<String, u32>>,
+    /// Admin connections the Topic reconciles share.
+    pub admin_pool: AdminPool,
+    /// Recently listed broker addresses by `namespace/cluster` (see `bootstrap::reach_cached`).
+    pub(crate) reach_cache: Mutex<BTreeMap<String, (Instant, Reach)>>,
+    /// The controllers' caches of Clusters and Topics, once they run: a Topic reconcile
+    /// reads its Cluster there instead of asking the API server each time.
+    clusters: OnceLock<Store<Cluster>>,
+    topics: OnceLock<Store<Topic>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -56,7 +68,30 @@ impl Context {
             metrics,
             bootstrap_overrides,
             failures: Mutex::new(BTreeMap::new()),
+            admin_pool: AdminPool::default(),
+            reach_cache: Mutex::new(BTreeMap::new()),
+            clusters: OnceLock::new(),
+            topics: OnceLock::new(),
         }
+    }
+
+    /// Hands over the controllers' caches (once; later calls change nothing).
+    pub fn use_stores(&self, clusters: Store<Cluster>, topics: Store<Topic>) {
+        let _ = self.clusters.set(clusters);
+        let _ = self.topics.set(topics);
+    }
+
+    /// `name` in `namespace` from the Cluster cache; `None` when there is no cache or it
+    /// does not have that Cluster (yet): the caller then asks the API server.
+    pub fn cached_cluster(&self, namespace: &str, name: &str) -> Option<std::sync::Arc<Cluster>> {
+        self.clusters
+            .get()?
+            .get(&ObjectRef::new(name).within(namespace))
+    }
+
+    /// How many Topics the cache holds (0 before the Topic controller runs).
+    pub fn topic_count(&self) -> usize {
+        self.topics.get().map_or(0, |store| store.state().len())
     }
 
     /// Publishes a Kubernetes Event about `object`; a failure is logged, never fatal.

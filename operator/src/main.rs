@@ -272,7 +272,14 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         .owns(stateful_sets, owned.clone())
         .owns(services, owned.clone())
         .owns(config_maps, owned)
-        .shutdown_on_signal()
+        .shutdown_on_signal();
+    // Thousands of Topics must not become thousands of simultaneous admin connections to
+    // the brokers (and status writes to the API server): a bounded number run at once.
+    let topic_controller = Controller::new(topics, watcher::Config::default())
+        .with_config(kube::runtime::controller::Config::default().concurrency(TOPIC_CONCURRENCY))
+        .shutdown_on_signal();
+    ctx.use_stores(cluster_controller.store(), topic_controller.store());
+    let cluster_controller = cluster_controller
         .run(
             cluster::reconcile::reconcile,
             cluster::reconcile::error_policy,
@@ -283,11 +290,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
                 tracing::debug!(%error, "Cluster controller event");
             }
         });
-    // Thousands of Topics must not become thousands of simultaneous admin connections to
-    // the brokers (and status writes to the API server): a bounded number run at once.
-    let topic_controller = Controller::new(topics, watcher::Config::default())
-        .with_config(kube::runtime::controller::Config::default().concurrency(TOPIC_CONCURRENCY))
-        .shutdown_on_signal()
+    let topic_controller = topic_controller
         .run(topic::reconcile, topic::error_policy, ctx)
         .for_each(|result| async move {
             if let Err(error) = result {

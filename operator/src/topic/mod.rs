@@ -25,7 +25,7 @@ use kube::runtime::finalizer::{self, Event as FinalizerEvent};
 use kube::{Resource, ResourceExt};
 
 use crate::admin::{AdminClient, AdminError};
-use crate::bootstrap::{addresses, connect, reach};
+use crate::bootstrap::{connect, connect_pooled, forget_reach, reach_cached};
 use crate::cluster::config::{self, TOPIC_KEYS};
 use crate::context::Context;
 use crate::crd::{
@@ -35,8 +35,12 @@ use plan::{DesiredTopic, assignment_summary, replication_factor};
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "topic";
-/// Periodic re-check of a healthy topic (puts back changes made behind the operator's back).
+/// Periodic re-check of a healthy topic (puts back changes made behind the operator's back),
+/// when there are few Topics.
 const REQUEUE_IDLE: Duration = Duration::from_secs(60);
+/// Re-checks of healthy Topics per second, at most, across all of them: with 10,000 Topics
+/// a re-check every minute each would take the capacity new Topics need.
+const IDLE_RECHECKS_PER_SECOND: u32 = 20;
 /// Re-check while waiting for the cluster.
 const REQUEUE_WAITING: Duration = Duration::from_secs(15);
 /// Re-check while a replication factor change moves data.
@@ -229,15 +233,7 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         replication_factor: topic.spec.replication_factor,
         configs,
     };
-    let clusters: Api<Cluster> = Api::namespaced(ctx.client.clone(), &namespace);
-    let cluster = clusters
-        .get_opt(&topic.spec.cluster)
-        .await
-        .map_err(|source| Error::FetchCluster {
-            name: topic.spec.cluster.clone(),
-            source,
-        })?;
-    let Some(cluster) = cluster else {
+    let Some(cluster) = find_cluster(ctx, &namespace, &topic.spec.cluster).await? else {
         let message = format!(
             "Cluster {} does not exist in namespace {namespace}",
             topic.spec.cluster
@@ -251,10 +247,9 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         write_status(topic, ctx, outcome, previous_status(topic)).await?;
         return Ok(Action::requeue(REQUEUE_WAITING));
     };
-    let reach = reach(ctx, &cluster, &namespace).await;
-    let candidates = reach.any.clone();
-    let tried = candidates.join(", ");
-    let (mut admin, address) = match connect(&candidates).await {
+    let (reach, connected) = connect_to(ctx, &cluster, &namespace).await;
+    let tried = reach.any.join(", ");
+    let (mut admin, address) = match connected {
         Ok(connected) => connected,
         Err(source) => {
             let message = format!(
@@ -277,9 +272,85 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
             });
         }
     };
+    let result = apply_connected(topic, ctx, &cluster, &reach, &mut admin, &address, desired).await;
+    // Every request on the connection was answered: the next reconcile may use it.
+    if result.is_ok() {
+        ctx.admin_pool.put(address, admin);
+    }
+    result
+}
+
+/// A connection to some broker of `cluster` (pooled when one is idle), and the addresses
+/// it was looked for at.
+async fn connect_to(
+    ctx: &Context,
+    cluster: &Cluster,
+    namespace: &str,
+) -> (
+    crate::bootstrap::Reach,
+    Result<(AdminClient, String), AdminError>,
+) {
+    let reach = reach_cached(ctx, cluster, namespace).await;
+    let connected = connect_pooled(ctx, &reach.any).await;
+    if connected.is_ok() {
+        return (reach, connected);
+    }
+    // The cached listing may predate a pod's move: list the pods again.
+    forget_reach(ctx, cluster, namespace);
+    let reach = reach_cached(ctx, cluster, namespace).await;
+    let connected = connect(&reach.any).await;
+    (reach, connected)
+}
+
+/// Cluster `name` of `namespace`: from the controller's cache, else from the API server.
+async fn find_cluster(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Arc<Cluster>>, Error> {
+    if let Some(cluster) = ctx.cached_cluster(namespace, name) {
+        return Ok(Some(cluster));
+    }
+    let clusters: Api<Cluster> = Api::namespaced(ctx.client.clone(), namespace);
+    let cluster = clusters
+        .get_opt(name)
+        .await
+        .map_err(|source| Error::FetchCluster {
+            name: name.to_string(),
+            source,
+        })?;
+    Ok(cluster.map(Arc::new))
+}
+
+/// How long a healthy Topic waits for its next re-check: a minute, or longer when there are
+/// so many Topics that re-checking each every minute would exceed
+/// [`IDLE_RECHECKS_PER_SECOND`]; spread by up to a quarter by the name, so Topics created
+/// together are not re-checked together.
+fn idle_recheck(topics: usize, name: &str) -> Duration {
+    let spread = Duration::from_millis(u64::from(1000 / IDLE_RECHECKS_PER_SECOND))
+        .saturating_mul(u32::try_from(topics).unwrap_or(u32::MAX));
+    let base = REQUEUE_IDLE.max(spread);
+    let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    base + base.mul_f64(f64::from(hash % 1000) / 4000.0)
+}
+
+/// The Topic pipeline once a broker of its cluster answers on `admin`.
+#[allow(clippy::too_many_lines)]
+async fn apply_connected(
+    topic: &Topic,
+    ctx: &Context,
+    cluster: &Cluster,
+    reach: &crate::bootstrap::Reach,
+    admin: &mut AdminClient,
+    address: &str,
+    desired: DesiredTopic,
+) -> Result<Action, Error> {
+    let reference = topic.object_ref(&());
     let admin_error = |source| Error::Admin {
         cluster: cluster.name_any(),
-        address: address.clone(),
+        address: address.to_string(),
         source,
     };
     let view = admin.describe(&desired.name).await.map_err(admin_error)?;
@@ -311,7 +382,7 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
     );
     let mut status = previous_status(topic);
     let mut last_error = None;
-    if let Err(source) = execute(&mut admin, &desired, &plan).await {
+    if let Err(source) = execute(admin, &desired, &plan).await {
         last_error = Some(source.to_string());
         ctx.event(
             &reference,
@@ -361,8 +432,8 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         .keys()
         .any(|k| crate::admin::is_move_throttle(k));
     let moves = replication::step(
-        &mut admin,
-        &cluster,
+        admin,
+        cluster,
         &reach.brokers,
         &desired.name,
         plan.change_replication_factor,
@@ -422,7 +493,12 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         )
         .await;
     }
-    let view = admin.describe(&desired.name).await.map_err(admin_error)?;
+    // Only what this reconcile changed needs a second look.
+    let view = if plan.changes_anything() || !matches!(moves, replication::Progress::Settled) {
+        admin.describe(&desired.name).await.map_err(admin_error)?
+    } else {
+        view
+    };
     if let Some(described) = &view.topic {
         status.topic_id = Some(described.topic_id.clone());
         status.partitions = Some(i32::try_from(described.partitions.len()).unwrap_or(i32::MAX));
@@ -474,7 +550,7 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
                         None => format!("topic {} matches the spec", desired.name),
                     },
                 },
-                REQUEUE_IDLE,
+                idle_recheck(ctx.topic_count(), &desired.name),
             ),
         },
     };
@@ -536,22 +612,15 @@ async fn execute(
 async fn cleanup(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
     let namespace = topic.namespace().ok_or(Error::NoNamespace)?;
     let reference = topic.object_ref(&());
-    let clusters: Api<Cluster> = Api::namespaced(ctx.client.clone(), &namespace);
-    let cluster = clusters
-        .get_opt(&topic.spec.cluster)
-        .await
-        .map_err(|source| Error::FetchCluster {
-            name: topic.spec.cluster.clone(),
-            source,
-        })?;
+    let cluster = find_cluster(ctx, &namespace, &topic.spec.cluster).await?;
     let Some(cluster) = cluster.filter(|c| c.metadata.deletion_timestamp.is_none()) else {
         tracing::info!(topic = %topic.name_any(), "Cluster gone: releasing the Topic without deleting");
         return Ok(Action::await_change());
     };
-    let candidates = addresses(ctx, &cluster, &namespace).await;
-    let (mut admin, address) = connect(&candidates).await.map_err(|source| Error::Admin {
+    let (reach, connected) = connect_to(ctx, &cluster, &namespace).await;
+    let (mut admin, address) = connected.map_err(|source| Error::Admin {
         cluster: cluster.name_any(),
-        address: candidates.join(", "),
+        address: reach.any.join(", "),
         source,
     })?;
     let admin_error = |source| Error::Admin {
@@ -574,6 +643,7 @@ async fn cleanup(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
         }
         Err(source) => return Err(admin_error(source)),
     }
+    ctx.admin_pool.put(address, admin);
     ctx.event(
         &reference,
         false,

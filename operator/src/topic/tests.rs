@@ -204,3 +204,35 @@ fn summary_counts_leaders_and_replicas() {
         "3 partitions x 2 replicas; leaders by broker 0:1 1:1 2:1; replicas by broker 0:2 1:2 2:2; 0 under-replicated"
     );
 }
+
+#[test]
+fn idle_rechecks_stay_within_their_rate_however_many_topics_there_are() {
+    use super::{IDLE_RECHECKS_PER_SECOND, REQUEUE_IDLE, idle_recheck};
+    use std::time::Duration;
+    // Few Topics: once a minute, spread over at most a quarter more.
+    for name in ["a", "orders", "scale-00017"] {
+        let wait = idle_recheck(10, name);
+        assert!(
+            wait >= REQUEUE_IDLE && wait < REQUEUE_IDLE.mul_f64(1.25),
+            "{wait:?}"
+        );
+    }
+    // 10,000 Topics: each waits long enough that all of them together stay at or below
+    // the rate, and names created together land at different times.
+    let count = 10_000_usize;
+    let waits: Vec<Duration> = (0..count)
+        .map(|i| idle_recheck(count, &format!("scale-{i:05}")))
+        .collect();
+    let rate: f64 = waits.iter().map(|w| 1.0 / w.as_secs_f64()).sum();
+    assert!(
+        rate <= f64::from(IDLE_RECHECKS_PER_SECOND),
+        "{rate} re-checks/s"
+    );
+    assert!(
+        rate > f64::from(IDLE_RECHECKS_PER_SECOND) * 0.7,
+        "{rate} re-checks/s"
+    );
+    let distinct: std::collections::BTreeSet<u128> =
+        waits.iter().map(|w| w.as_millis() / 1000).collect();
+    assert!(distinct.len() > 100, "{} distinct seconds", distinct.len());
+}
