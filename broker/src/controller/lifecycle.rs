@@ -3,12 +3,14 @@
 //! by long-polling a voter (an observer, as KRaft calls it).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::Controller;
 use super::decisions::{CommandOutcome, ControllerCommand, ControllerError};
+use super::rpc::CommandReply;
 
 /// How long one observer fetch may wait at the voter for new records.
 const FETCH_WAIT: Duration = Duration::from_secs(1);
@@ -16,6 +18,46 @@ const FETCH_WAIT: Duration = Duration::from_secs(1);
 const STARTUP_RETRY: Duration = Duration::from_millis(50);
 /// Pause after a failed fetch.
 const FETCH_BACKOFF: Duration = Duration::from_millis(200);
+
+impl Controller {
+    /// A registration or heartbeat, on its own connection so metadata changes in
+    /// flight never delay it.
+    async fn heartbeat(
+        &self,
+        command: &ControllerCommand,
+    ) -> Result<CommandReply, ControllerError> {
+        let timeout = self.settings.session_timeout / 2;
+        self.send(&self.heartbeat_client, command, timeout).await
+    }
+
+    /// Controlled shutdown: stops heartbeating, asks the controller to move this broker's
+    /// leaderships to other in-sync replicas and take it out of every ISR, and waits
+    /// until this broker has applied that (so it no longer leads anything).
+    pub async fn controlled_shutdown(&self) -> Result<(), ControllerError> {
+        self.heartbeats_stopped.store(true, Ordering::Relaxed);
+        self.execute(ControllerCommand::ControlledShutdown {
+            node_id: self.settings.node_id,
+            incarnation: self.incarnation,
+        })
+        .await?;
+        // The active controller about to stop: the other voters learn that the change is
+        // committed only from its next heartbeat, so send one now and give it a moment,
+        // rather than leaving them to find out after the next election.
+        if let (Some(raft), Some(active)) = (&self.raft, &self.active)
+            && active.is_leader()
+        {
+            if let Err(error) = raft.trigger().heartbeat().await {
+                tracing::warn!(%error, "Cannot send a last heartbeat to the quorum");
+            }
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        Ok(())
+    }
+
+    pub fn heartbeats_stopped(&self) -> bool {
+        self.heartbeats_stopped.load(Ordering::Relaxed)
+    }
+}
 
 /// Registers and heartbeats until shutdown. `caught_up_target` receives the log index of
 /// this broker's registration: once the broker has applied it, its image is as new as the

@@ -214,40 +214,9 @@ impl Publisher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metadata::records::{MetadataRecord, PartitionState};
+    use crate::metadata::records::MetadataRecord;
+    use crate::metadata::testing::{add_topic, image};
     use crate::storage::SystemClock;
-
-    fn image(topics: &[(&str, &[&[i32]])]) -> ClusterImage {
-        let mut image = ClusterImage::default();
-        for (index, (name, partitions)) in topics.iter().enumerate() {
-            add_topic(&mut image, name, index as u128 + 1, partitions);
-        }
-        image
-    }
-
-    /// Adds topic `name` with one partition per replica list, each led by its first replica.
-    fn add_topic(image: &mut ClusterImage, name: &str, id: u128, partitions: &[&[i32]]) {
-        image.apply(&MetadataRecord::TopicCreated {
-            name: name.to_string(),
-            topic_id: uuid::Uuid::from_u128(id),
-            replication_factor: 1,
-            configs: Default::default(),
-        });
-        for (partition, replicas) in partitions.iter().enumerate() {
-            image.apply(&MetadataRecord::PartitionCreated {
-                topic: name.to_string(),
-                partition: partition as i32,
-                state: PartitionState {
-                    replicas: replicas.to_vec(),
-                    in_sync_replicas: vec![replicas[0]],
-                    leader: replicas[0],
-                    leader_epoch: 0,
-                    partition_epoch: 0,
-                    ..Default::default()
-                },
-            });
-        }
-    }
 
     #[tokio::test]
     async fn logs_follow_the_image_and_strays_wait_until_caught_up() {
@@ -326,62 +295,5 @@ mod tests {
         assert!(logs.get(&TopicPartition::new("n", 0)).is_none());
         assert!(replicas.partition(&TopicPartition::new("n", 0)).is_none());
         assert!(logs.get(&kept).is_some() && replicas.partition(&kept).is_some());
-    }
-
-    fn topic_scope(scope: Scope) -> Vec<String> {
-        match scope {
-            Scope::Topics(topics) => topics.into_iter().collect(),
-            Scope::Everything => vec!["(everything)".to_string()],
-        }
-    }
-
-    #[test]
-    fn scope_names_only_the_topics_an_image_changed() {
-        let first = image(&[("a", &[&[1]]), ("b", &[&[1]])]);
-        let mut second = first.clone();
-        add_topic(&mut second, "c", 103, &[&[1]]);
-        let mut moved = second.topics["b"].partitions[0].clone();
-        moved.leader_epoch += 1;
-        second.apply(&MetadataRecord::PartitionChanged {
-            topic: "b".into(),
-            partition: 0,
-            state: moved,
-        });
-        assert_eq!(topic_scope(Scope::between(&first, &second)), ["b", "c"]);
-        assert!(Arc::ptr_eq(&first.topics["a"], &second.topics["a"]));
-        // An image rebuilt from scratch (a snapshot) shares nothing but equals where equal.
-        let rebuilt: ClusterImage =
-            serde_json::from_value(serde_json::to_value(&second).unwrap()).unwrap();
-        assert_eq!(
-            topic_scope(Scope::between(&second, &rebuilt)),
-            Vec::<String>::new()
-        );
-        let mut third = second.clone();
-        third.apply(&MetadataRecord::TopicDeleted {
-            name: "a".into(),
-            topic_id: second.topics["a"].topic_id,
-        });
-        assert_eq!(topic_scope(Scope::between(&second, &third)), ["a"]);
-        // A broker's registration reaches every partition (a leader's address).
-        let mut fourth = third.clone();
-        fourth.apply(&MetadataRecord::BrokerUnfenced { node_id: 9 });
-        assert_eq!(
-            topic_scope(Scope::between(&third, &fourth)),
-            Vec::<String>::new()
-        );
-        fourth.apply(&MetadataRecord::BrokerRegistered {
-            node_id: 9,
-            incarnation: uuid::Uuid::from_u128(9),
-            endpoint: crate::metadata::records::Endpoint {
-                host: "h".into(),
-                port: 1,
-            },
-            rack: None,
-            listeners: Default::default(),
-        });
-        assert_eq!(
-            topic_scope(Scope::between(&third, &fourth)),
-            ["(everything)"]
-        );
     }
 }

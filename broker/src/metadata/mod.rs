@@ -7,3 +7,5 @@ pub mod dynamic_configs;
 pub mod image;
 pub mod records;
 pub mod scope;
+#[cfg(test)]
+pub(crate) mod testing;

@@ -62,3 +62,67 @@ impl Scope {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::records::MetadataRecord;
+    use crate::metadata::testing::{add_topic, image};
+
+    fn topic_scope(scope: Scope) -> Vec<String> {
+        match scope {
+            Scope::Topics(topics) => topics.into_iter().collect(),
+            Scope::Everything => vec!["(everything)".to_string()],
+        }
+    }
+
+    #[test]
+    fn scope_names_only_the_topics_an_image_changed() {
+        let first = image(&[("a", &[&[1]]), ("b", &[&[1]])]);
+        let mut second = first.clone();
+        add_topic(&mut second, "c", 103, &[&[1]]);
+        let mut moved = second.topics["b"].partitions[0].clone();
+        moved.leader_epoch += 1;
+        second.apply(&MetadataRecord::PartitionChanged {
+            topic: "b".into(),
+            partition: 0,
+            state: moved,
+        });
+        assert_eq!(topic_scope(Scope::between(&first, &second)), ["b", "c"]);
+        assert!(Arc::ptr_eq(&first.topics["a"], &second.topics["a"]));
+        // An image rebuilt from scratch (a snapshot) shares nothing but equals where equal.
+        let rebuilt: ClusterImage =
+            serde_json::from_value(serde_json::to_value(&second).unwrap()).unwrap();
+        assert_eq!(
+            topic_scope(Scope::between(&second, &rebuilt)),
+            Vec::<String>::new()
+        );
+        let mut third = second.clone();
+        third.apply(&MetadataRecord::TopicDeleted {
+            name: "a".into(),
+            topic_id: second.topics["a"].topic_id,
+        });
+        assert_eq!(topic_scope(Scope::between(&second, &third)), ["a"]);
+        // A broker's registration reaches every partition (a leader's address).
+        let mut fourth = third.clone();
+        fourth.apply(&MetadataRecord::BrokerUnfenced { node_id: 9 });
+        assert_eq!(
+            topic_scope(Scope::between(&third, &fourth)),
+            Vec::<String>::new()
+        );
+        fourth.apply(&MetadataRecord::BrokerRegistered {
+            node_id: 9,
+            incarnation: uuid::Uuid::from_u128(9),
+            endpoint: crate::metadata::records::Endpoint {
+                host: "h".into(),
+                port: 1,
+            },
+            rack: None,
+            listeners: Default::default(),
+        });
+        assert_eq!(
+            topic_scope(Scope::between(&third, &fourth)),
+            ["(everything)"]
+        );
+    }
+}
