@@ -1,16 +1,10 @@
-//! A small Kafka admin client over one TCP connection, used by the Topic reconciler.
-//!
-//! `kafka-protocol` encodes and decodes every message; this module adds framing
-//! (4-byte size prefix), correlation ids and version negotiation: the first request on a
-//! connection is ApiVersions, and each later request uses the highest version both the
-//! broker and `kafka-protocol` support. Requests go one at a time.
+//! A small Kafka admin client over one connection (`oxbow_kafka_client`, which frames,
+//! matches correlation ids and negotiates versions), used by the reconcilers: typed calls
+//! for the admin APIs and Kafka's error codes as [`AdminError`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
-use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
 use kafka_protocol::messages::create_partitions_request::{
     CreatePartitionsRequest, CreatePartitionsTopic,
 };
@@ -26,10 +20,9 @@ use kafka_protocol::messages::incremental_alter_configs_request::{
 };
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::messages::metadata_response::{MetadataResponse, MetadataResponsePartition};
-use kafka_protocol::messages::{ApiKey, BrokerId, RequestHeader, ResponseHeader, TopicName};
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use kafka_protocol::messages::{ApiKey, BrokerId, TopicName};
+use kafka_protocol::protocol::{Request, StrBytes};
+use oxbow_kafka_client::{Connection, WireError};
 
 mod log_dirs;
 mod moves;
@@ -61,26 +54,13 @@ pub const TOPIC_ALREADY_EXISTS: i16 = 36;
 pub const INVALID_PARTITIONS: i16 = 37;
 pub const INVALID_REPLICATION_FACTOR: i16 = 38;
 pub const INVALID_CONFIG: i16 = 40;
-const UNSUPPORTED_VERSION: i16 = 35;
 
 /// What went wrong talking to the cluster.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
-    #[error("connecting to {address} failed: {source}")]
-    Connect {
-        address: String,
-        source: std::io::Error,
-    },
-    #[error("{api} request to {address} failed: {source}")]
-    Io {
-        api: &'static str,
-        address: String,
-        source: std::io::Error,
-    },
-    #[error("{api} request to {address} timed out")]
-    Timeout { api: &'static str, address: String },
-    #[error("encoding or decoding {api} failed: {message}")]
-    Codec { api: &'static str, message: String },
+    /// The connection failed, timed out or went out of step.
+    #[error(transparent)]
+    Wire(oxbow_kafka_client::WireError),
     #[error("the broker supports no version of {api} that this client speaks")]
     Unsupported { api: &'static str },
     #[error("{api} answered error code {code} ({name}){}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
@@ -90,8 +70,15 @@ pub enum AdminError {
         name: &'static str,
         message: Option<String>,
     },
-    #[error("{api} answered with a frame of {size} bytes")]
-    BadFrame { api: &'static str, size: i64 },
+}
+
+impl From<WireError> for AdminError {
+    fn from(error: WireError) -> Self {
+        match error {
+            WireError::Unsupported { api, .. } => AdminError::Unsupported { api: api_name(api) },
+            other => AdminError::Wire(other),
+        }
+    }
 }
 
 impl AdminError {
@@ -176,10 +163,7 @@ pub struct ClusterView {
 /// One connection to a broker.
 #[derive(Debug)]
 pub struct AdminClient {
-    address: String,
-    stream: TcpStream,
-    correlation_id: i32,
-    versions: BTreeMap<i16, (i16, i16)>,
+    connection: Connection,
 }
 
 impl AdminClient {
@@ -190,147 +174,20 @@ impl AdminClient {
 
     /// [`Self::connect`], giving up on the TCP connection after `timeout`.
     pub async fn connect_within(address: &str, timeout: Duration) -> Result<Self, AdminError> {
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(address))
-            .await
-            .map_err(|_| AdminError::Timeout {
-                api: "Connect",
-                address: address.to_string(),
-            })?
-            .map_err(|source| AdminError::Connect {
-                address: address.to_string(),
-                source,
-            })?;
-        let _ = stream.set_nodelay(true);
-        let mut client = Self {
-            address: address.to_string(),
-            stream,
-            correlation_id: 0,
-            versions: BTreeMap::new(),
-        };
-        client.negotiate().await?;
-        Ok(client)
-    }
-
-    async fn negotiate(&mut self) -> Result<(), AdminError> {
-        let request = ApiVersionsRequest::default()
-            .with_client_software_name(StrBytes::from_static_str("oxbow-operator"))
-            .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
-        // A broker that does not know v3 answers in v0 with UNSUPPORTED_VERSION and its list.
-        let response: ApiVersionsResponse = match self.call_version(&request, 3).await {
-            Ok(response) => response,
-            Err(AdminError::Codec { .. }) => self.call_version(&request, 0).await?,
-            Err(other) => return Err(other),
-        };
-        if response.error_code != 0 && response.error_code != UNSUPPORTED_VERSION {
-            check("ApiVersions", response.error_code, None)?;
-        }
-        self.versions = response
-            .api_keys
-            .iter()
-            .map(|k| (k.api_key, (k.min_version, k.max_version)))
-            .collect();
-        Ok(())
-    }
-
-    fn version_for<R: Request>(&self) -> Result<i16, AdminError> {
-        let api = api_name(R::KEY);
-        let (min, max) = self
-            .versions
-            .get(&R::KEY)
-            .copied()
-            .ok_or(AdminError::Unsupported { api })?;
-        let version = max.min(R::VERSIONS.max);
-        if version < min.max(R::VERSIONS.min) {
-            return Err(AdminError::Unsupported { api });
-        }
-        Ok(version)
+        let mut connection = Connection::connect(address, "oxbow-operator", timeout)
+            .await?
+            .with_max_response(MAX_RESPONSE_BYTES);
+        connection
+            .negotiate(
+                ("oxbow-operator", env!("CARGO_PKG_VERSION")),
+                REQUEST_TIMEOUT,
+            )
+            .await?;
+        Ok(Self { connection })
     }
 
     async fn call<R: Request>(&mut self, request: &R) -> Result<R::Response, AdminError> {
-        let version = self.version_for::<R>()?;
-        self.call_version(request, version).await
-    }
-
-    async fn call_version<R: Request>(
-        &mut self,
-        request: &R,
-        version: i16,
-    ) -> Result<R::Response, AdminError> {
-        let api = api_name(R::KEY);
-        let address = self.address.clone();
-        tokio::time::timeout(REQUEST_TIMEOUT, self.exchange(request, version))
-            .await
-            .map_err(|_| AdminError::Timeout { api, address })?
-    }
-
-    async fn exchange<R: Request>(
-        &mut self,
-        request: &R,
-        version: i16,
-    ) -> Result<R::Response, AdminError> {
-        let api = api_name(R::KEY);
-        let codec = |e: anyhow::Error| AdminError::Codec {
-            api,
-            message: e.to_string(),
-        };
-        let io = |source| AdminError::Io {
-            api,
-            address: self.address.clone(),
-            source,
-        };
-        self.correlation_id = self.correlation_id.wrapping_add(1);
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(self.correlation_id)
-            .with_client_id(Some(StrBytes::from_static_str("oxbow-operator")));
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, R::header_version(version))
-            .map_err(codec)?;
-        request.encode(&mut body, version).map_err(codec)?;
-        let mut frame = BytesMut::with_capacity(body.len() + 4);
-        let size = i32::try_from(body.len()).map_err(|_| AdminError::Codec {
-            api,
-            message: "request too large".into(),
-        })?;
-        frame.put_i32(size);
-        frame.put_slice(&body);
-        self.stream.write_all(&frame).await.map_err(io)?;
-        let size = self.stream.read_i32().await.map_err(io)?;
-        let size_usize = usize::try_from(size)
-            .ok()
-            .filter(|s| *s >= 4 && *s <= MAX_RESPONSE_BYTES);
-        let Some(size_usize) = size_usize else {
-            return Err(AdminError::BadFrame {
-                api,
-                size: i64::from(size),
-            });
-        };
-        let mut buffer = vec![0_u8; size_usize];
-        self.stream.read_exact(&mut buffer).await.map_err(io)?;
-        let mut bytes = Bytes::from(buffer);
-        let response_header =
-            ResponseHeader::decode(&mut bytes, R::Response::header_version(version))
-                .map_err(codec)?;
-        if response_header.correlation_id != self.correlation_id {
-            return Err(AdminError::Codec {
-                api,
-                message: format!(
-                    "correlation id {} != {}",
-                    response_header.correlation_id, self.correlation_id
-                ),
-            });
-        }
-        let response = R::Response::decode(&mut bytes, version).map_err(codec)?;
-        if bytes.has_remaining() && R::KEY != ApiKey::ApiVersions as i16 {
-            tracing::debug!(
-                api,
-                remaining = bytes.remaining(),
-                "Response has trailing bytes"
-            );
-        }
-        Ok(response)
+        Ok(self.connection.call(request, REQUEST_TIMEOUT).await?)
     }
 
     /// Lists the brokers and describes `topic` (without creating it).

@@ -122,8 +122,9 @@ pub async fn connect(addresses: &[String]) -> Result<(AdminClient, String), Admi
             Err(error) => last = Some(error),
         }
     }
-    Err(last.unwrap_or(AdminError::Timeout {
-        api: "Connect",
-        address: String::new(),
-    }))
+    Err(last.unwrap_or(AdminError::Wire(
+        oxbow_kafka_client::WireError::ConnectTimeout {
+            address: "(no address to try)".to_string(),
+        },
+    )))
 }

@@ -19,11 +19,11 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::partition::{FollowerError, Partition};
-use super::peer::{PeerConnection, PeerError};
 use super::throttle::Throttles;
 use crate::config::ReplicationConfig;
 use crate::metadata::records::Endpoint;
 use crate::storage::TopicPartition;
+use oxbow_kafka_client::{Connection as PeerConnection, WireError as PeerError};
 
 /// Fetch version followers speak: topic names, last fetched epoch, diverging epoch.
 const FETCH_VERSION: i16 = 12;
@@ -239,9 +239,8 @@ async fn fetch_once(
     if connection.is_none() {
         *connection = Some(
             PeerConnection::connect(
-                &endpoint.host,
-                endpoint.port,
-                format!("oxbow-replica-{node_id}"),
+                &socket_address(&endpoint.host, endpoint.port),
+                &format!("oxbow-replica-{node_id}"),
                 CONNECT_TIMEOUT,
             )
             .await?,
@@ -290,7 +289,7 @@ async fn fetch_once(
         );
     let wait = Duration::from_millis(config.fetch_wait_max_ms.max(0) as u64);
     let response = peer
-        .call(&request, FETCH_VERSION, wait + Duration::from_secs(10))
+        .call_version(&request, FETCH_VERSION, wait + Duration::from_secs(10))
         .await?;
     let mut applying = Vec::new();
     for topic in response.responses {
@@ -396,5 +395,14 @@ fn handle_partition(following: &Following, tp: &TopicPartition, data: PartitionD
             tracing::warn!(topic_partition = %tp, %error, "Cannot append what the leader sent");
             false
         }
+    }
+}
+
+/// `host:port`, with an IPv6 literal in brackets.
+fn socket_address(host: &str, port: u16) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
     }
 }

@@ -27,7 +27,6 @@ pub mod high_watermarks;
 pub mod log_dirs;
 pub mod metrics;
 pub mod partition;
-pub mod peer;
 pub mod read_replica;
 pub mod throttle;
 

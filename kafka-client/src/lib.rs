@@ -1,0 +1,56 @@
+//! One Kafka client connection for every Oxbow component that talks to a broker: the
+//! followers' fetchers, the operator's admin client and the tests' raw client.
+//!
+//! `kafka-protocol` encodes and decodes the messages; this crate adds what a connection
+//! needs around them: the 4-byte size prefix, request headers with the next correlation id,
+//! the check that a response answers the request sent, a bound on response sizes, and
+//! (when asked for) ApiVersions negotiation so each request goes at the highest version
+//! both sides speak. Requests go one at a time.
+
+mod connection;
+mod frame;
+
+pub use connection::{Connection, Versions};
+pub use frame::{decode_response, encode_request};
+
+/// What can go wrong on a connection, below the Kafka error codes of a response.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("connecting to {address} failed: {source}")]
+    Connect {
+        address: String,
+        source: std::io::Error,
+    },
+    #[error("connecting to {address} timed out")]
+    ConnectTimeout { address: String },
+    #[error("{} request to {address} failed: {source}", api_name(*.api))]
+    Io {
+        api: i16,
+        address: String,
+        source: std::io::Error,
+    },
+    #[error("{} request to {address} timed out", api_name(*.api))]
+    Timeout { api: i16, address: String },
+    #[error("encoding or decoding {} with {address} failed: {reason}", api_name(*.api))]
+    Codec {
+        api: i16,
+        address: String,
+        reason: String,
+    },
+    #[error("{} answered from {address} with a frame of {size} bytes", api_name(*.api))]
+    BadFrame {
+        api: i16,
+        address: String,
+        size: i64,
+    },
+    #[error("{address} supports no version of {} that this client speaks", api_name(*.api))]
+    Unsupported { api: i16, address: String },
+}
+
+/// The name of Kafka API `key` ("Fetch", "Metadata", ...), for messages.
+pub fn api_name(key: i16) -> String {
+    match kafka_protocol::messages::ApiKey::try_from(key) {
+        Ok(api) => format!("{api:?}"),
+        Err(()) => format!("API {key}"),
+    }
+}
