@@ -11,11 +11,12 @@ import os
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import time
 import urllib.request
+
+from kafka_wire import metadata_request
 
 NODES = (1, 2, 3)
 # Below the ephemeral port range (32768-) and apart from the other suites' ports.
@@ -277,77 +278,3 @@ class Cluster:
     def shutdown_all(self):
         for node in list(self.procs):
             self.kill(node)
-
-
-def metadata_request(host, port):
-    client_id = b"replication-checker"
-    # Header v1 (api key 3, version 7, correlation id, client id); body v7: all topics (null
-    # array), allow_auto_topic_creation false.
-    body = struct.pack(">hhih", 3, 7, 1, len(client_id)) + client_id + struct.pack(">i?", -1, False)
-    with socket.create_connection((host, port), timeout=2) as s:
-        s.settimeout(2)
-        s.sendall(struct.pack(">i", len(body)) + body)
-        size = struct.unpack(">i", recv_exact(s, 4))[0]
-        reader = Reader(recv_exact(s, size))
-    reader.i32()  # correlation id
-    reader.i32()  # throttle
-    brokers = set()
-    for _ in range(reader.i32()):
-        brokers.add(reader.i32())
-        reader.string()
-        reader.i32()
-        reader.string()
-    reader.string()  # cluster id
-    reader.i32()  # controller id
-    partitions = {}
-    for _ in range(reader.i32()):
-        reader.i16()
-        name = reader.string()
-        reader.boolean()
-        for _ in range(reader.i32()):
-            error, index, leader, epoch = reader.i16(), reader.i32(), reader.i32(), reader.i32()
-            replicas, isr = reader.ints(), reader.ints()
-            reader.ints()  # offline replicas
-            partitions[(name, index)] = {"error": error, "leader": leader, "epoch": epoch,
-                                         "replicas": replicas, "isr": isr}
-    return {"brokers": brokers, "partitions": partitions}
-
-
-def recv_exact(sock, size):
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise OSError("connection closed")
-        data += chunk
-    return data
-
-
-class Reader:
-    def __init__(self, data):
-        self.data, self.at = data, 0
-
-    def take(self, fmt):
-        value = struct.unpack_from(fmt, self.data, self.at)[0]
-        self.at += struct.calcsize(fmt)
-        return value
-
-    def i16(self):
-        return self.take(">h")
-
-    def i32(self):
-        return self.take(">i")
-
-    def boolean(self):
-        return self.take(">?")
-
-    def string(self):
-        size = self.i16()
-        if size < 0:
-            return None
-        value = self.data[self.at:self.at + size].decode()
-        self.at += size
-        return value
-
-    def ints(self):
-        return [self.i32() for _ in range(self.i32())]

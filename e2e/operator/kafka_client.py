@@ -5,7 +5,7 @@ usage: kafka_client.py BOOTSTRAP produce-consume TOPIC COUNT
        kafka_client.py BOOTSTRAP supports API_KEY       (exit 0 if the broker offers the API)
        kafka_client.py BOOTSTRAP config TOPIC KEY       (prints the topic config value)
        kafka_client.py BOOTSTRAP broker-config ID KEY   (prints broker ID's config, asked of it)"""
-import sys, time, uuid
+import os, sys, time, uuid
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType
 
@@ -36,26 +36,10 @@ elif command == "topics":
     admin = KafkaAdminClient(**common)
     print("\n".join(sorted(admin.list_topics())))
 elif command == "supports":
-    # ApiVersions v0 by hand: is API key N offered by the broker?
-    import socket, struct
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+    from kafka_wire import api_keys
     host, port = bootstrap.rsplit(":", 1)
-    client_id = b"oxbow-e2e"
-    body = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(struct.pack(">i", len(body)) + body)
-        def read(n):
-            data = b""
-            while len(data) < n:
-                chunk = sock.recv(n - len(data))
-                if not chunk:
-                    raise SystemExit("connection closed")
-                data += chunk
-            return data
-        (size,) = struct.unpack(">i", read(4))
-        payload = read(size)
-    _, error, count = struct.unpack(">ihi", payload[:10])
-    keys = {struct.unpack(">hhh", payload[10 + 6 * i:16 + 6 * i])[0] for i in range(count)}
-    sys.exit(0 if int(args[0]) in keys else 1)
+    sys.exit(0 if int(args[0]) in api_keys(host, int(port)) else 1)
 elif command == "config":
     admin = KafkaAdminClient(**common)
     result = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, args[0], configs=[args[1]])])
