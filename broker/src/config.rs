@@ -2,7 +2,8 @@
 //! defaults → YAML files (`--config`, repeatable) → environment (`OXBOW_<KEY>`) →
 //! `--override key=value` flags (repeatable), later layers winning.
 //!
-//! Every key is declared once in [`KEYS`] with its default and documentation; `oxbow
+//! Every key is declared once in the `oxbow-config-keys` catalog with its default, type
+//! and documentation ([`keys`]); `oxbow
 //! --help` prints that table. Unknown keys and invalid values are refused with a message
 //! naming the key.
 
@@ -14,437 +15,14 @@ pub mod listeners;
 pub mod providers;
 use crate::storage::{LogConfig, LogConfigError};
 
-/// One documented configuration key.
-#[derive(Debug, Clone, Copy)]
-pub struct KeySpec {
-    pub name: &'static str,
-    pub default: &'static str,
-    pub doc: &'static str,
-}
+pub use oxbow_config_keys::BrokerKey as KeySpec;
 
-const fn key(name: &'static str, default: &'static str, doc: &'static str) -> KeySpec {
-    KeySpec { name, default, doc }
+/// Every key a start-up configuration may set: the catalog's static broker keys (the
+/// catalog, crate `oxbow-config-keys`, declares each key once with its default, type and
+/// documentation).
+pub fn keys() -> impl Iterator<Item = &'static KeySpec> {
+    oxbow_config_keys::static_broker_keys()
 }
-
-/// Every broker configuration key, with its default.
-pub const KEYS: &[KeySpec] = &[
-    key("node.id", "0", "This broker's id."),
-    key(
-        "listeners",
-        "PLAINTEXT://127.0.0.1:9092",
-        "Listeners, NAME://host:port,...: every one not in controller.listener.names serves clients (an empty host: every interface).",
-    ),
-    key(
-        "advertised.listeners",
-        "",
-        "NAME://host:port per listener: the address a client that came in on NAME is given in Metadata; defaults to the listener's own.",
-    ),
-    key(
-        "config.providers",
-        "",
-        "Kafka config providers (KIP-297): names, each with config.providers.NAME.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider, FileConfigProvider or DirectoryConfigProvider (and .param.allowlist.pattern for env); any value may then hold ${NAME:[path:]key}.",
-    ),
-    key(
-        "log.dirs",
-        "./oxbow-data",
-        "Comma-separated data directories.",
-    ),
-    key(
-        "num.partitions",
-        "1",
-        "Partitions of auto-created topics and of CreateTopics without a count.",
-    ),
-    key(
-        "default.replication.factor",
-        "1",
-        "Replication factor of auto-created topics.",
-    ),
-    key(
-        "auto.create.topics.enable",
-        "true",
-        "Create unknown topics on Metadata and Produce requests.",
-    ),
-    key(
-        "message.max.bytes",
-        "1048588",
-        "Largest record batch accepted (topic config max.message.bytes).",
-    ),
-    key(
-        "socket.request.max.bytes",
-        "104857600",
-        "Largest request frame; bigger frames close the connection.",
-    ),
-    key(
-        "socket.send.buffer.bytes",
-        "262144",
-        "SO_SNDBUF of client connections; -1 leaves the kernel's autotuning.",
-    ),
-    key(
-        "socket.receive.buffer.bytes",
-        "-1",
-        "SO_RCVBUF of client connections; -1 leaves the kernel's autotuning.",
-    ),
-    key(
-        "connections.max.idle.ms",
-        "600000",
-        "Close connections idle for this long.",
-    ),
-    key(
-        "max.connections",
-        "10000",
-        "Refuse new connections beyond this many.",
-    ),
-    key(
-        "max.incremental.fetch.session.cache.slots",
-        "1000",
-        "Incremental fetch sessions (KIP-227) kept; a new one evicts the least recently used.",
-    ),
-    key(
-        "queued.max.request.bytes",
-        "104857600",
-        "Request bytes read ahead but not yet answered, per connection (back-pressure).",
-    ),
-    key(
-        "metrics.listener",
-        "127.0.0.1:9644",
-        "Address of /metrics, /healthz and /readyz; empty disables.",
-    ),
-    key(
-        "metrics.partition.labels",
-        "false",
-        "Per-partition labels on storage and group lag metrics (opt-in: cardinality).",
-    ),
-    key(
-        "fetch.sendfile.enable",
-        "true",
-        "Send fetched record bytes with sendfile(2) on plaintext connections.",
-    ),
-    key(
-        "log.segment.bytes",
-        "1073741824",
-        "Segment size before rolling (topic config segment.bytes).",
-    ),
-    key(
-        "log.roll.ms",
-        "604800000",
-        "Segment age before rolling (topic config segment.ms).",
-    ),
-    key(
-        "log.retention.ms",
-        "604800000",
-        "Delete segments older than this; -1 keeps forever (retention.ms). Wins over log.retention.minutes and log.retention.hours.",
-    ),
-    key(
-        "log.retention.minutes",
-        "",
-        "log.retention.ms in minutes, when that is not set; wins over log.retention.hours.",
-    ),
-    key(
-        "log.retention.hours",
-        "168",
-        "log.retention.ms in hours, when neither it nor log.retention.minutes is set.",
-    ),
-    key(
-        "log.roll.hours",
-        "168",
-        "log.roll.ms in hours, when that is not set.",
-    ),
-    key(
-        "log.roll.jitter.hours",
-        "0",
-        "log.roll.jitter.ms in hours, when that is not set.",
-    ),
-    key(
-        "delete.topic.enable",
-        "true",
-        "Whether DeleteTopics deletes topics; false answers TOPIC_DELETION_DISABLED.",
-    ),
-    key(
-        "log.retention.bytes",
-        "-1",
-        "Delete old segments beyond this partition size; -1 unlimited (retention.bytes).",
-    ),
-    key(
-        "log.index.interval.bytes",
-        "4096",
-        "Bytes between sparse index entries (index.interval.bytes).",
-    ),
-    key(
-        "log.index.size.max.bytes",
-        "10485760",
-        "Preallocated index size (segment.index.bytes).",
-    ),
-    key(
-        "log.cleanup.policy",
-        "delete",
-        "delete, compact or compact,delete (cleanup.policy).",
-    ),
-    key(
-        "log.cleaner.delete.retention.ms",
-        "86400000",
-        "How long compaction keeps tombstones (delete.retention.ms).",
-    ),
-    key(
-        "log.segment.delete.delay.ms",
-        "60000",
-        "How long a deleted segment's files stay, renamed .deleted, for reads under way (file.delete.delay.ms).",
-    ),
-    key(
-        "log.cleaner.min.cleanable.ratio",
-        "0.5",
-        "Share of a compacted log's cleanable bytes that must be dirty before it is cleaned (min.cleanable.dirty.ratio).",
-    ),
-    key(
-        "log.cleaner.min.compaction.lag.ms",
-        "0",
-        "Records stay uncompacted at least this long (min.compaction.lag.ms).",
-    ),
-    key(
-        "log.cleaner.max.compaction.lag.ms",
-        "9223372036854775807",
-        "Records are compacted at most this long after they are written (max.compaction.lag.ms).",
-    ),
-    key(
-        "log.preallocate",
-        "false",
-        "Reserve segment.bytes of disk when a segment is created (preallocate).",
-    ),
-    key(
-        "log.roll.jitter.ms",
-        "0",
-        "Segments roll up to this much before segment.ms, spreading rolls out (segment.jitter.ms).",
-    ),
-    key(
-        "log.local.retention.ms",
-        "-2",
-        "Tiered storage only (not enabled here): local retention time; -2 follows retention.ms (local.retention.ms).",
-    ),
-    key(
-        "log.local.retention.bytes",
-        "-2",
-        "Tiered storage only (not enabled here): local retention size; -2 follows retention.bytes (local.retention.bytes).",
-    ),
-    key(
-        "log.flush.interval.messages",
-        "9223372036854775807",
-        "fsync after this many messages (flush.messages).",
-    ),
-    key(
-        "log.flush.interval.ms",
-        "9223372036854775807",
-        "fsync after this long (flush.ms).",
-    ),
-    key(
-        "log.message.timestamp.type",
-        "CreateTime",
-        "CreateTime or LogAppendTime (message.timestamp.type).",
-    ),
-    key(
-        "log.message.timestamp.before.max.ms",
-        "9223372036854775807",
-        "Refuse CreateTime records older than this (message.timestamp.before.max.ms).",
-    ),
-    key(
-        "log.message.timestamp.after.max.ms",
-        "3600000",
-        "Refuse CreateTime records further in the future than this (message.timestamp.after.max.ms).",
-    ),
-    key(
-        "compression.type",
-        "producer",
-        "Codec batches are stored with: producer (as sent), uncompressed, gzip, snappy, lz4 or zstd; others are re-encoded.",
-    ),
-    key(
-        "compression.gzip.level",
-        "-1",
-        "gzip level for re-encoded batches: 1-9, or -1 for zlib's default.",
-    ),
-    key(
-        "compression.lz4.level",
-        "9",
-        "lz4 level for re-encoded batches: 1-17.",
-    ),
-    key(
-        "compression.zstd.level",
-        "3",
-        "zstd level for re-encoded batches: -131072 to 22.",
-    ),
-    key(
-        "min.insync.replicas",
-        "1",
-        "Replicas that must have a batch for acks=all (min.insync.replicas).",
-    ),
-    key(
-        "unclean.leader.election.enable",
-        "false",
-        "Let a replica outside the ISR lead when no in-sync one is left (loses data).",
-    ),
-    key(
-        "log.retention.check.interval.ms",
-        "300000",
-        "How often retention and time-based flushes run.",
-    ),
-    key(
-        "log.cleaner.backoff.ms",
-        "15000",
-        "How often the log cleaner looks for compacted logs due for cleaning.",
-    ),
-    key(
-        "offsets.topic.num.partitions",
-        "50",
-        "Partitions of __consumer_offsets.",
-    ),
-    key(
-        "offsets.retention.minutes",
-        "10080",
-        "Offsets of a group that has been empty this long are deleted (7 days).",
-    ),
-    key(
-        "offsets.retention.check.interval.ms",
-        "600000",
-        "How often expired offsets are looked for.",
-    ),
-    key(
-        "offset.metadata.max.bytes",
-        "4096",
-        "Largest metadata string of a committed offset.",
-    ),
-    key(
-        "group.min.session.timeout.ms",
-        "6000",
-        "Smallest session timeout a classic group member may ask for.",
-    ),
-    key(
-        "group.max.session.timeout.ms",
-        "1800000",
-        "Largest session timeout a classic group member may ask for.",
-    ),
-    key(
-        "group.initial.rebalance.delay.ms",
-        "3000",
-        "How long the first rebalance of an empty classic group waits for more members.",
-    ),
-    key(
-        "group.consumer.session.timeout.ms",
-        "45000",
-        "Session timeout of KIP-848 consumer group members.",
-    ),
-    key(
-        "group.consumer.heartbeat.interval.ms",
-        "5000",
-        "Heartbeat interval given to KIP-848 consumer group members.",
-    ),
-    key(
-        "offsets.topic.replication.factor",
-        "3",
-        "Replication factor of __consumer_offsets (capped to the live brokers, with a warning).",
-    ),
-    key(
-        "replica.lag.time.max.ms",
-        "30000",
-        "A follower that has not caught up with its leader for this long leaves the ISR.",
-    ),
-    key(
-        "replica.fetch.max.bytes",
-        "1048576",
-        "Bytes a follower asks for per partition in one fetch (at least one batch).",
-    ),
-    key(
-        "replica.fetch.response.max.bytes",
-        "10485760",
-        "Bytes a follower asks for per fetch across all partitions.",
-    ),
-    key(
-        "replica.fetch.wait.max.ms",
-        "500",
-        "How long a follower's fetch waits at the leader for new data.",
-    ),
-    key(
-        "replica.fetch.backoff.ms",
-        "100",
-        "Pause of a follower's fetcher after an error before it fetches again.",
-    ),
-    key(
-        "replica.high.watermark.checkpoint.interval.ms",
-        "5000",
-        "How often high watermarks are written to replication-offset-checkpoint.",
-    ),
-    key(
-        "process.roles",
-        "broker,controller",
-        "KRaft roles of this node: broker, controller, or both.",
-    ),
-    key(
-        "controller.quorum.voters",
-        "",
-        "Controller voters id@host:port,... (an odd count; 1, 3 and 5 are tested); empty = this node alone. Alone, a static quorum (Kafka's kraft.version 0); with controller.quorum.bootstrap.servers, the voters that form a new dynamic quorum.",
-    ),
-    key(
-        "controller.quorum.bootstrap.servers",
-        "",
-        "Controllers host:port,... where a node finds a dynamic quorum (KIP-853): voters are then added and removed with AddRaftVoter / RemoveRaftVoter (kafka-metadata-quorum add-controller / remove-controller). A controller not in controller.quorum.voters joins as an observer until it is added.",
-    ),
-    key(
-        "listener.security.protocol.map",
-        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-        "Security protocol of each listener name (NAME:PROTOCOL,...); controller listener names not in it are PLAINTEXT. Only PLAINTEXT is served yet: a listener of another protocol is refused at start-up.",
-    ),
-    key(
-        "inter.broker.listener.name",
-        "",
-        "The client listener other brokers reach this one on (followers fetch through it); empty: the first client listener.",
-    ),
-    key(
-        "controller.listener.names",
-        "CONTROLLER",
-        "Name of the listener in `listeners` that serves the controller quorum.",
-    ),
-    key(
-        "broker.heartbeat.interval.ms",
-        "500",
-        "How often a broker heartbeats to the active controller.",
-    ),
-    key(
-        "broker.session.timeout.ms",
-        "3000",
-        "A broker without a heartbeat for this long is fenced and its leaderships move.",
-    ),
-    key(
-        "auto.leader.rebalance.enable",
-        "true",
-        "The active controller moves leadership back to preferred replicas (the first assigned) when brokers are imbalanced.",
-    ),
-    key(
-        "leader.imbalance.check.interval.seconds",
-        "300",
-        "How often the active controller checks leader balance.",
-    ),
-    key(
-        "leader.imbalance.per.broker.percentage",
-        "10",
-        "Share of a broker's preferred partitions it may not lead before leadership is moved back.",
-    ),
-    key(
-        "metadata.log.snapshot.interval.entries",
-        "5000",
-        "Metadata log entries between snapshots of the metadata image; older entries are purged.",
-    ),
-    key(
-        "broker.rack",
-        "",
-        "Rack (zone) of this broker, for rack-aware placement.",
-    ),
-    key(
-        "replica.selector.class",
-        RACK_AWARE_SELECTOR,
-        "Which replica a consumer that sends client.rack reads from (KIP-392): the rack-aware selector sends it to an in-sync replica in its rack; LeaderSelector (or empty) keeps every consumer on the leader.",
-    ),
-    key(
-        "cluster.id",
-        "",
-        "Cluster id; the first active controller records it (generated when empty), and a node configured with another is refused.",
-    ),
-];
 
 /// Kafka's replica selectors (`replica.selector.class`), by the names Kafka users set.
 pub const RACK_AWARE_SELECTOR: &str = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
@@ -452,48 +30,11 @@ pub const LEADER_SELECTOR: &str = "org.apache.kafka.common.replica.LeaderSelecto
 
 /// Each topic config and the broker key that gives its default (Kafka's synonyms:
 /// `segment.bytes` falls back to `log.segment.bytes`).
-pub const LOG_CONFIG_SYNONYMS: &[(&str, &str)] = &[
-    ("segment.bytes", "log.segment.bytes"),
-    ("segment.ms", "log.roll.ms"),
-    ("retention.ms", "log.retention.ms"),
-    ("retention.bytes", "log.retention.bytes"),
-    ("index.interval.bytes", "log.index.interval.bytes"),
-    ("segment.index.bytes", "log.index.size.max.bytes"),
-    ("cleanup.policy", "log.cleanup.policy"),
-    ("delete.retention.ms", "log.cleaner.delete.retention.ms"),
-    ("flush.messages", "log.flush.interval.messages"),
-    ("flush.ms", "log.flush.interval.ms"),
-    ("message.timestamp.type", "log.message.timestamp.type"),
-    (
-        "message.timestamp.before.max.ms",
-        "log.message.timestamp.before.max.ms",
-    ),
-    (
-        "message.timestamp.after.max.ms",
-        "log.message.timestamp.after.max.ms",
-    ),
-    ("compression.type", "compression.type"),
-    ("compression.gzip.level", "compression.gzip.level"),
-    ("compression.lz4.level", "compression.lz4.level"),
-    ("compression.zstd.level", "compression.zstd.level"),
-    ("min.insync.replicas", "min.insync.replicas"),
-    ("file.delete.delay.ms", "log.segment.delete.delay.ms"),
-    (
-        "min.cleanable.dirty.ratio",
-        "log.cleaner.min.cleanable.ratio",
-    ),
-    ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
-    ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
-    ("preallocate", "log.preallocate"),
-    ("segment.jitter.ms", "log.roll.jitter.ms"),
-    ("local.retention.ms", "log.local.retention.ms"),
-    ("local.retention.bytes", "log.local.retention.bytes"),
-    ("max.message.bytes", "message.max.bytes"),
-    (
-        "unclean.leader.election.enable",
-        "unclean.leader.election.enable",
-    ),
-];
+pub fn log_config_synonyms() -> impl Iterator<Item = (&'static str, &'static str)> {
+    oxbow_config_keys::TOPIC_KEYS
+        .iter()
+        .filter_map(|k| k.broker_synonym.map(|broker| (k.name, broker)))
+}
 
 /// A configuration value that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -597,8 +138,7 @@ impl BrokerConfig {
         env: impl IntoIterator<Item = (String, String)>,
         overrides: &[String],
     ) -> Result<Self, ConfigError> {
-        let mut raw: BTreeMap<String, String> = KEYS
-            .iter()
+        let mut raw: BTreeMap<String, String> = keys()
             .map(|k| (k.name.to_string(), k.default.to_string()))
             .collect();
         let mut explicit = std::collections::BTreeSet::new();
@@ -656,7 +196,7 @@ impl BrokerConfig {
                 continue;
             };
             let key = rest.to_ascii_lowercase().replace('_', ".");
-            if KEYS.iter().any(|k| k.name == key) {
+            if keys().any(|k| k.name == key) {
                 set(&key, value.clone(), &format!("environment variable {name}"))?;
                 continue;
             }
@@ -664,8 +204,7 @@ impl BrokerConfig {
             if is_tool_variable(rest) {
                 continue;
             }
-            let hint = KEYS
-                .iter()
+            let hint = keys()
                 .find(|k| edit_distance(k.name, &key) <= 2)
                 .map(|near| {
                     format!(
@@ -824,7 +363,7 @@ impl BrokerConfig {
             )
         };
         let mut log_defaults = LogConfig::default();
-        for &(topic_key, broker_key) in LOG_CONFIG_SYNONYMS {
+        for (topic_key, broker_key) in log_config_synonyms() {
             log_defaults
                 .set(topic_key, &get(broker_key))
                 .map_err(|error| match error {
@@ -1016,7 +555,7 @@ impl BrokerConfig {
         let mut text = String::from(
             "Configuration keys (YAML file, OXBOW_<KEY> env, or --override key=value):\n",
         );
-        for spec in KEYS {
+        for spec in keys() {
             let default = if spec.default.is_empty() {
                 "\"\""
             } else {
@@ -1024,7 +563,10 @@ impl BrokerConfig {
             };
             text.push_str(&format!(
                 "  {:<34} {}\n  {:<34} default: {}\n",
-                spec.name, spec.doc, "", default
+                spec.name,
+                spec.plain_doc(),
+                "",
+                default
             ));
         }
         text
@@ -1494,7 +1036,7 @@ mod tests {
                     seen += 1;
                     let key = rest.to_ascii_lowercase().replace('_', ".");
                     // A trailing `_` is a prefix built into names (OXBOW_REPLICATION_{name}).
-                    if !is_tool_variable(rest) && !KEYS.iter().any(|k| k.name == key) {
+                    if !is_tool_variable(rest) && !keys().any(|k| k.name == key) {
                         unknown.insert(format!("OXBOW_{rest} ({})", path.display()));
                     }
                 }

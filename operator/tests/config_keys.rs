@@ -1,74 +1,94 @@
-//! The operator's lists of broker and topic config keys against the broker's own
-//! (`oxbow_broker::config::KEYS`, `LOG_CONFIG_SYNONYMS`, `storage::TOPIC_CONFIG_KEYS`): the
-//! operator must offer exactly the keys the broker accepts (a key the broker refuses makes
-//! a Cluster that never starts, or a Topic that never becomes Ready), and render only keys
-//! the broker knows. A failure here means one side learned or dropped a key: change the
-//! operator's list in `operator/src/cluster/config.rs` to match the broker.
+//! The operator's config keys against the broker: both read one catalog
+//! (`oxbow-config-keys`), so what is checked here is what a catalog cannot say by itself —
+//! that every key the operator manages is a broker key (a renamed key would otherwise
+//! become a user override), that a Cluster overriding any key it may override renders a
+//! configuration the broker loads, and that the rendered files load for every listener
+//! shape.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
-use oxbow_broker::config::{BrokerConfig, KEYS, LOG_CONFIG_SYNONYMS};
-use oxbow_broker::storage::TOPIC_CONFIG_KEYS;
-use oxbow_operator::cluster::config::{self, BROKER_KEYS, ConfigType, MANAGED_KEYS, TOPIC_KEYS};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use oxbow_broker::config::BrokerConfig;
+use oxbow_operator::cluster::config::{self, BROKER_KEYS, MANAGED_KEYS, TOPIC_KEYS};
 use oxbow_operator::cluster::names::Names;
 use oxbow_operator::crd::ClusterSpec;
 
-fn broker_keys() -> BTreeSet<&'static str> {
-    KEYS.iter().map(|key| key.name).collect()
-}
-
-fn names(list: &[(&'static str, ConfigType)]) -> BTreeSet<&'static str> {
-    list.iter().map(|(name, _)| *name).collect()
-}
-
-fn type_of(list: &[(&'static str, ConfigType)], key: &str) -> Option<ConfigType> {
-    list.iter()
-        .find(|(name, _)| *name == key)
-        .map(|(_, ty)| *ty)
-}
-
 #[test]
-fn a_cluster_may_override_exactly_the_broker_keys_the_operator_does_not_manage() {
-    let managed: BTreeSet<&str> = MANAGED_KEYS.iter().copied().collect();
-    let expected: BTreeSet<&str> = broker_keys().difference(&managed).copied().collect();
-    let offered = names(BROKER_KEYS);
-    let refused_by_broker: Vec<_> = offered.difference(&expected).collect();
-    let missing: Vec<_> = expected.difference(&offered).collect();
-    assert!(
-        refused_by_broker.is_empty() && missing.is_empty(),
-        "operator BROKER_KEYS drifted from the broker's KEYS: offered but unknown to the \
-         broker (or managed): {refused_by_broker:?}; known to the broker but not offered: \
-         {missing:?}"
-    );
-}
-
-#[test]
-fn a_topic_may_set_exactly_the_topic_keys_the_broker_accepts() {
-    let accepted: BTreeSet<&str> = TOPIC_CONFIG_KEYS.iter().copied().collect();
-    let offered = names(TOPIC_KEYS);
-    let refused_by_broker: Vec<_> = offered.difference(&accepted).collect();
-    let missing: Vec<_> = accepted.difference(&offered).collect();
-    assert!(
-        refused_by_broker.is_empty() && missing.is_empty(),
-        "operator TOPIC_KEYS drifted from the broker's TOPIC_CONFIG_KEYS: offered but \
-         refused by the broker: {refused_by_broker:?}; accepted by the broker but not \
-         offered: {missing:?}"
-    );
-}
-
-#[test]
-fn a_topic_key_and_its_broker_default_have_the_same_type() {
-    for (topic_key, broker_key) in LOG_CONFIG_SYNONYMS {
-        let topic = type_of(TOPIC_KEYS, topic_key)
-            .unwrap_or_else(|| panic!("topic key {topic_key} is not offered by the operator"));
-        let broker = type_of(BROKER_KEYS, broker_key)
-            .unwrap_or_else(|| panic!("broker key {broker_key} is not offered by the operator"));
-        assert_eq!(
-            topic, broker,
-            "{topic_key} and its broker default {broker_key} have different types"
+fn every_managed_key_is_a_broker_key_and_refused_as_an_override() {
+    for key in MANAGED_KEYS {
+        // broker.id and log.dir are Kafka's older spellings, which the broker refuses.
+        if !matches!(*key, "broker.id" | "log.dir") {
+            assert!(
+                oxbow_config_keys::broker_key(key).is_some(),
+                "managed key {key} is no broker key"
+            );
+        }
+        let config = BTreeMap::from([(key.to_string(), IntOrString::String("x".into()))]);
+        let refused = config::validate_config(&config, BROKER_KEYS, "broker", MANAGED_KEYS);
+        assert!(
+            refused.is_err_and(|errors| errors
+                .iter()
+                .any(|e| matches!(e, config::ConfigError::Managed { .. }))),
+            "{key}"
         );
     }
+}
+
+#[test]
+fn a_cluster_overriding_every_key_it_may_renders_a_config_the_broker_loads() {
+    // Every static broker key the operator does not manage, set to a value of its type
+    // (its default where it has one), in one Cluster: the operator accepts each, and the
+    // broker loads the shared file it renders.
+    let mut overrides = BTreeMap::new();
+    for key in oxbow_config_keys::static_broker_keys() {
+        if MANAGED_KEYS.contains(&key.name) {
+            continue;
+        }
+        let value = match key.default {
+            "" if key.name == "log.retention.minutes" => "10080",
+            "" => continue,
+            default => default,
+        };
+        overrides.insert(key.name.to_string(), IntOrString::String(value.to_string()));
+    }
+    assert!(overrides.len() > 60, "{} keys", overrides.len());
+    let accepted = config::validate_config(&overrides, BROKER_KEYS, "broker", MANAGED_KEYS)
+        .unwrap_or_else(|errors| panic!("refused: {errors:?}"));
+    assert_eq!(accepted.len(), overrides.len());
+    let spec: ClusterSpec =
+        serde_yaml::from_str("replicas: 3\ncontrollerVoters: 3\nlisteners: {}").unwrap();
+    let names = Names::new("events", "streams");
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("broker.yaml");
+    let rendered = config::shared_config(&spec, &names, &accepted, 3);
+    for key in accepted.keys() {
+        let line = format!("{key}: ");
+        assert!(
+            rendered.lines().any(|l| l.starts_with(&line)),
+            "{key} not rendered"
+        );
+    }
+    std::fs::write(&shared, rendered).unwrap();
+    let own = dir.path().join("events-0.yaml");
+    std::fs::write(&own, config::broker_config(&spec, &names, 0)).unwrap();
+    let env = [("POD_IP".to_string(), "10.200.1.7".to_string())];
+    BrokerConfig::load(&[shared, own], env, &[]).unwrap_or_else(|e| panic!("{e}"));
+    // A value outside a key's choices, and a topic key on a broker, are refused.
+    let bad = BTreeMap::from([
+        (
+            "compression.type".to_string(),
+            IntOrString::String("brotli".into()),
+        ),
+        ("retention.ms".to_string(), IntOrString::Int(5)),
+    ]);
+    let errors = config::validate_config(&bad, BROKER_KEYS, "broker", MANAGED_KEYS).unwrap_err();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    let topic = BTreeMap::from([(
+        "cleanup.policy".to_string(),
+        IntOrString::String("compact".into()),
+    )]);
+    assert!(config::validate_config(&topic, TOPIC_KEYS, "topic", &[]).is_ok());
 }
 
 #[test]

@@ -4,13 +4,15 @@
 //!
 //! A topic config's value is the topic's own setting (source TOPIC_CONFIG) or else the
 //! broker key it falls back to (`segment.bytes` → `log.segment.bytes`, see
-//! [`LOG_CONFIG_SYNONYMS`]): STATIC_BROKER_CONFIG when the broker's configuration sets
+//! the catalog's synonyms): STATIC_BROKER_CONFIG when the broker's configuration sets
 //! it, DEFAULT_CONFIG otherwise — unless a dynamic broker config (this broker's, then
 //! the cluster-wide default) sets that broker key, which comes first.
 
 use std::sync::Arc;
 
-use crate::config::{KEYS, LOG_CONFIG_SYNONYMS};
+use oxbow_config_keys::{broker_key, topic_key};
+
+use crate::config::keys;
 use crate::controller::ControllerError;
 use crate::metadata::dynamic_configs::{CORDONED_LOG_DIRS, cordoned_dirs};
 use crate::metadata::image::TopicImage;
@@ -29,14 +31,9 @@ pub const SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
 pub const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
 pub const SOURCE_DEFAULT_CONFIG: i8 = 5;
 
-/// Kafka's `ConfigType` ids (DescribeConfigs v3+).
+/// Kafka's `ConfigType` ids (DescribeConfigs v3+) the handlers name; the catalog's
+/// [`oxbow_config_keys::Kind`] gives every key's.
 const TYPE_UNKNOWN: i8 = 0;
-const TYPE_BOOLEAN: i8 = 1;
-const TYPE_STRING: i8 = 2;
-const TYPE_INT: i8 = 3;
-const TYPE_SHORT: i8 = 4;
-pub const TYPE_LONG: i8 = 5;
-const TYPE_DOUBLE: i8 = 6;
 pub const TYPE_LIST: i8 = 7;
 
 /// The resource a config request names.
@@ -171,21 +168,19 @@ pub fn duplicate_key(keys: &[String]) -> Result<(), AdminError> {
 }
 
 /// The broker key a topic config falls back to.
-pub fn broker_synonym(topic_key: &str) -> Option<&'static str> {
-    LOG_CONFIG_SYNONYMS
-        .iter()
-        .find(|(topic, _)| *topic == topic_key)
-        .map(|(_, broker)| *broker)
+pub fn broker_synonym(topic: &str) -> Option<&'static str> {
+    oxbow_config_keys::broker_synonym(topic)
 }
 
 /// The documented default of a broker key.
 pub fn broker_default(key: &str) -> Option<&'static str> {
-    KEYS.iter().find(|k| k.name == key).map(|k| k.default)
+    keys().find(|k| k.name == key).map(|k| k.default)
 }
 
-/// The documentation of a broker key.
+/// The documentation of a broker key (static or dynamic only), in the catalog's Markdown
+/// (Kafka's own documentation strings carry HTML).
 pub fn broker_doc(key: &str) -> Option<&'static str> {
-    KEYS.iter().find(|k| k.name == key).map(|k| k.doc)
+    broker_key(key).map(|k| k.doc)
 }
 
 /// Whether the broker's configuration (file, environment, flag) sets `key`.
@@ -195,93 +190,30 @@ pub fn broker_sets(broker: &BrokerState, key: &str) -> bool {
 
 /// The documentation of a topic config without a broker synonym.
 pub fn topic_only_doc(key: &str) -> Option<&'static str> {
-    Some(match key {
-        "follower.replication.throttled.replicas" => {
-            "Replicas (partition:broker, or *) whose follower fetches are throttled by follower.replication.throttled.rate."
-        }
-        "leader.replication.throttled.replicas" => {
-            "Replicas (partition:broker, or *) the leader serves under leader.replication.throttled.rate."
-        }
-        "remote.storage.enable" => {
-            "Tiered storage for the topic; the broker has no remote log storage, so only false is accepted."
-        }
-        "remote.log.copy.disable" => {
-            "Stop copying segments to remote storage (tiered storage only; no effect without it)."
-        }
-        "remote.log.delete.on.disable" => {
-            "Delete remote data when tiered storage is turned off (tiered storage only; no effect without it)."
-        }
-        _ => return None,
-    })
+    topic_key(key)
+        .filter(|k| k.broker_synonym.is_none())
+        .map(|k| k.doc())
 }
-
-/// Topic configs without a broker-wide default, with their types.
-pub const TOPIC_ONLY_KEYS: &[(&str, i8)] = &[
-    ("follower.replication.throttled.replicas", TYPE_LIST),
-    ("leader.replication.throttled.replicas", TYPE_LIST),
-    ("remote.log.copy.disable", TYPE_BOOLEAN),
-    ("remote.log.delete.on.disable", TYPE_BOOLEAN),
-    ("remote.storage.enable", TYPE_BOOLEAN),
-];
 
 /// The type of a topic config key, as Kafka declares it.
 pub fn topic_config_type(key: &str) -> i8 {
-    if let Some((_, config_type)) = TOPIC_ONLY_KEYS.iter().find(|(k, _)| *k == key) {
-        return *config_type;
-    }
-    broker_synonym(key).map_or(TYPE_UNKNOWN, broker_config_type)
+    topic_key(key).map_or(TYPE_UNKNOWN, |k| k.kind().kafka_code())
 }
 
-/// The type of a broker config key, as Kafka declares it: lists, longs and shorts by
-/// name, the rest from the shape of the default.
+/// The type of a broker config key, as Kafka declares it.
 pub fn broker_config_type(key: &str) -> i8 {
-    match key {
-        "listeners"
-        | "advertised.listeners"
-        | "log.dirs"
-        | "process.roles"
-        | "controller.quorum.voters"
-        | "controller.listener.names"
-        | "cordoned.log.dirs"
-        | "log.cleanup.policy" => TYPE_LIST,
-        "log.roll.ms"
-        | "log.retention.ms"
-        | "log.retention.bytes"
-        | "log.cleaner.delete.retention.ms"
-        | "log.flush.interval.messages"
-        | "log.flush.interval.ms"
-        | "log.retention.check.interval.ms"
-        | "log.message.timestamp.after.max.ms"
-        | "log.segment.delete.delay.ms"
-        | "log.cleaner.min.compaction.lag.ms"
-        | "log.roll.jitter.ms"
-        | "log.local.retention.ms"
-        | "log.local.retention.bytes"
-        | "connections.max.idle.ms"
-        | "queued.max.request.bytes"
-        | "leader.replication.throttled.rate"
-        | "follower.replication.throttled.rate" => TYPE_LONG,
-        "default.replication.factor" => TYPE_SHORT,
-        "log.cleaner.min.cleanable.ratio" => TYPE_DOUBLE,
-        _ => match broker_default(key) {
-            None => TYPE_UNKNOWN,
-            Some("true" | "false") => TYPE_BOOLEAN,
-            Some(default) if default.parse::<i32>().is_ok() => TYPE_INT,
-            Some(default) if default.parse::<i64>().is_ok() => TYPE_LONG,
-            Some(_) => TYPE_STRING,
-        },
-    }
+    broker_key(key).map_or(TYPE_UNKNOWN, |k| k.kind.kafka_code())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::TOPIC_CONFIG_KEYS;
+    use oxbow_config_keys::{Kind, TOPIC_KEYS};
 
     #[test]
     fn every_topic_config_has_a_documented_broker_synonym_and_a_type() {
-        for key in TOPIC_CONFIG_KEYS {
-            if TOPIC_ONLY_KEYS.iter().any(|(k, _)| k == key) {
+        for key in TOPIC_KEYS.iter().map(|k| k.name) {
+            if topic_only_doc(key).is_some() {
                 assert_ne!(topic_config_type(key), TYPE_UNKNOWN, "{key}");
                 continue;
             }
@@ -291,16 +223,28 @@ mod tests {
         }
         assert_eq!(
             broker_config_type("auto.create.topics.enable"),
-            TYPE_BOOLEAN
+            Kind::Boolean.kafka_code()
         );
-        assert_eq!(broker_config_type("num.partitions"), TYPE_INT);
-        assert_eq!(broker_config_type("broker.rack"), TYPE_STRING);
-        assert_eq!(topic_config_type("cleanup.policy"), TYPE_LIST);
-        assert_eq!(topic_config_type("retention.ms"), TYPE_LONG);
-        assert_eq!(topic_config_type("min.compaction.lag.ms"), TYPE_LONG);
-        assert_eq!(topic_config_type("segment.jitter.ms"), TYPE_LONG);
-        assert_eq!(topic_config_type("min.cleanable.dirty.ratio"), TYPE_DOUBLE);
-        assert_eq!(topic_config_type("preallocate"), TYPE_BOOLEAN);
-        assert_eq!(topic_config_type("remote.storage.enable"), TYPE_BOOLEAN);
+        assert_eq!(broker_config_type("num.partitions"), Kind::Int.kafka_code());
+        assert_eq!(broker_config_type("broker.rack"), Kind::String.kafka_code());
+        assert_eq!(topic_config_type("cleanup.policy"), Kind::List.kafka_code());
+        assert_eq!(topic_config_type("retention.ms"), Kind::Long.kafka_code());
+        assert_eq!(
+            topic_config_type("min.compaction.lag.ms"),
+            Kind::Long.kafka_code()
+        );
+        assert_eq!(
+            topic_config_type("segment.jitter.ms"),
+            Kind::Long.kafka_code()
+        );
+        assert_eq!(
+            topic_config_type("min.cleanable.dirty.ratio"),
+            Kind::Double.kafka_code()
+        );
+        assert_eq!(topic_config_type("preallocate"), Kind::Boolean.kafka_code());
+        assert_eq!(
+            topic_config_type("remote.storage.enable"),
+            Kind::Boolean.kafka_code()
+        );
     }
 }

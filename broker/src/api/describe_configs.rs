@@ -19,9 +19,7 @@ use super::configs::{
     topic_only_doc,
 };
 use super::{Api, HandlerFuture, RequestContext, errors};
-use crate::metadata::dynamic_configs::{
-    CLUSTER_DEFAULT, CORDONED_LOG_DIRS, dynamic_keys, is_dynamic,
-};
+use crate::metadata::dynamic_configs::{CLUSTER_DEFAULT, dynamic_keys, is_dynamic};
 use crate::metadata::image::TopicImage;
 use crate::state::BrokerState;
 
@@ -268,11 +266,7 @@ fn dynamic_entries(broker: &BrokerState, node_id: i32) -> impl Iterator<Item = E
             source,
             read_only: false,
             config_type: broker_config_type(key),
-            documentation: broker_doc(key).or(Some(if key == CORDONED_LOG_DIRS {
-                "Log directories (or *) that take no new replicas (KIP-1066); with its only log directory cordoned, a broker gets no new partitions."
-            } else {
-                "Replication throttle rate in bytes/s for the replicas the topics' *.replication.throttled.replicas name."
-            })),
+            documentation: broker_doc(key),
             synonyms,
         })
     })

@@ -21,7 +21,7 @@ use super::{Api, HandlerFuture, RequestContext};
 use crate::controller::ControllerError;
 use crate::metadata::image::TopicImage;
 use crate::state::BrokerState;
-use crate::storage::{LogConfigError, TOPIC_CONFIG_KEYS};
+use crate::storage::LogConfigError;
 
 #[derive(Debug)]
 pub struct IncrementalAlterConfigsApi;
@@ -137,7 +137,7 @@ fn apply(
         configs.remove(&key);
         return Ok(());
     }
-    if !TOPIC_CONFIG_KEYS.contains(&key.as_str()) {
+    if oxbow_config_keys::topic_key(&key).is_none() {
         return Err(ControllerError::from(LogConfigError::UnknownKey { key }).into());
     }
     if operation == OP_SET {

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::LOG_CONFIG_SYNONYMS;
+use crate::config::log_config_synonyms;
 use crate::storage::{LogConfig, LogConfigError};
 
 /// The node id under which the cluster-wide defaults are stored.
@@ -30,10 +30,9 @@ pub type BrokerConfigs = BTreeMap<i32, BTreeMap<String, String>>;
 
 /// The topic config a dynamic broker key stands in for.
 pub fn topic_key_of(broker_key: &str) -> Option<&'static str> {
-    LOG_CONFIG_SYNONYMS
-        .iter()
+    log_config_synonyms()
         .find(|(_, broker)| *broker == broker_key)
-        .map(|(topic, _)| *topic)
+        .map(|(topic, _)| topic)
 }
 
 /// KIP-1066: the log directories (or `*`) of a broker that take no new replicas.
@@ -50,7 +49,7 @@ pub fn dynamic_keys() -> impl Iterator<Item = &'static str> {
         .iter()
         .copied()
         .chain(std::iter::once(CORDONED_LOG_DIRS))
-        .chain(LOG_CONFIG_SYNONYMS.iter().map(|(_, broker)| *broker))
+        .chain(log_config_synonyms().map(|(_, broker)| broker))
 }
 
 /// The directories a `cordoned.log.dirs` value names (`*`: all of them); empty when it

@@ -64,8 +64,7 @@ pub use batch::{BatchError, BatchHeader};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use log::{AppendInfo, LoadReport, Log, LogError};
 pub use log_config::{
-    CleanupPolicy, CompressionType, LogConfig, LogConfigError, TOPIC_CONFIG_KEYS,
-    ThrottledReplicas, TimestampType,
+    CleanupPolicy, CompressionType, LogConfig, LogConfigError, ThrottledReplicas, TimestampType,
 };
 pub use log_read::{ReadLimit, ReadResult};
 pub use manager::{LogManager, LogManagerError, StartupReport};

@@ -24,6 +24,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use oxbow_config_keys::Kind;
 
 use super::names::Names;
 use crate::crd::{AdvertiseMode, ClusterSpec, ExternalType};
@@ -60,143 +61,33 @@ pub const MANAGED_KEYS: &[&str] = &[
     "config.providers",
 ];
 
-/// Value type of a known config key.
+/// Which keys a spec's config map may hold: the catalog's (crate `oxbow-config-keys`, the
+/// broker's own list), so the operator offers exactly the keys the broker accepts, with the
+/// broker's types and allowed values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConfigType {
-    Int,
-    Long,
-    Double,
-    Bool,
-    String,
-    List,
-    /// One of the listed values.
-    Enum(&'static [&'static str]),
+pub enum KeySet {
+    /// Static broker keys (a Cluster's `config`); the ones in [`MANAGED_KEYS`] are refused.
+    Broker,
+    /// Topic keys (a Topic's `config`).
+    Topic,
 }
 
-const CLEANUP_POLICY: ConfigType =
-    ConfigType::Enum(&["delete", "compact", "delete,compact", "compact,delete"]);
-const TIMESTAMP_TYPE: ConfigType = ConfigType::Enum(&["CreateTime", "LogAppendTime"]);
-const COMPRESSION_TYPE: ConfigType =
-    ConfigType::Enum(&["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"]);
+/// Broker config keys a Cluster may override.
+pub const BROKER_KEYS: KeySet = KeySet::Broker;
+/// Topic config keys a Topic may set.
+pub const TOPIC_KEYS: KeySet = KeySet::Topic;
 
-/// Broker config keys a Cluster may override, with their types: the keys the Oxbow broker
-/// knows (`broker/src/config.rs` `KEYS`; it refuses unknown keys at start-up), minus the
-/// ones the operator manages. `operator/tests/config_keys.rs` fails when they drift.
-pub const BROKER_KEYS: &[(&str, ConfigType)] = &[
-    ("auto.create.topics.enable", ConfigType::Bool),
-    ("auto.leader.rebalance.enable", ConfigType::Bool),
-    ("broker.heartbeat.interval.ms", ConfigType::Int),
-    ("broker.session.timeout.ms", ConfigType::Int),
-    ("cluster.id", ConfigType::String),
-    ("compression.gzip.level", ConfigType::Int),
-    ("compression.lz4.level", ConfigType::Int),
-    ("compression.type", COMPRESSION_TYPE),
-    ("compression.zstd.level", ConfigType::Int),
-    ("connections.max.idle.ms", ConfigType::Long),
-    ("default.replication.factor", ConfigType::Int),
-    ("fetch.sendfile.enable", ConfigType::Bool),
-    ("group.consumer.heartbeat.interval.ms", ConfigType::Int),
-    ("group.consumer.session.timeout.ms", ConfigType::Int),
-    ("group.initial.rebalance.delay.ms", ConfigType::Int),
-    ("group.max.session.timeout.ms", ConfigType::Int),
-    ("group.min.session.timeout.ms", ConfigType::Int),
-    ("leader.imbalance.check.interval.seconds", ConfigType::Long),
-    ("leader.imbalance.per.broker.percentage", ConfigType::Int),
-    ("log.cleaner.delete.retention.ms", ConfigType::Long),
-    ("log.cleaner.max.compaction.lag.ms", ConfigType::Long),
-    ("log.cleaner.min.cleanable.ratio", ConfigType::Double),
-    ("log.cleaner.min.compaction.lag.ms", ConfigType::Long),
-    ("log.cleanup.policy", CLEANUP_POLICY),
-    ("log.flush.interval.messages", ConfigType::Long),
-    ("log.flush.interval.ms", ConfigType::Long),
-    ("log.index.interval.bytes", ConfigType::Int),
-    ("log.index.size.max.bytes", ConfigType::Int),
-    ("log.local.retention.bytes", ConfigType::Long),
-    ("log.local.retention.ms", ConfigType::Long),
-    ("log.message.timestamp.after.max.ms", ConfigType::Long),
-    ("log.message.timestamp.before.max.ms", ConfigType::Long),
-    ("log.message.timestamp.type", TIMESTAMP_TYPE),
-    ("log.preallocate", ConfigType::Bool),
-    ("log.retention.bytes", ConfigType::Long),
-    ("log.retention.check.interval.ms", ConfigType::Long),
-    ("log.cleaner.backoff.ms", ConfigType::Long),
-    ("log.retention.ms", ConfigType::Long),
-    ("log.retention.minutes", ConfigType::Int),
-    ("log.retention.hours", ConfigType::Int),
-    ("log.roll.hours", ConfigType::Int),
-    ("log.roll.jitter.hours", ConfigType::Int),
-    ("delete.topic.enable", ConfigType::Bool),
-    ("log.roll.jitter.ms", ConfigType::Long),
-    ("log.roll.ms", ConfigType::Long),
-    ("log.segment.bytes", ConfigType::Int),
-    ("log.segment.delete.delay.ms", ConfigType::Long),
-    ("max.connections", ConfigType::Int),
-    ("max.incremental.fetch.session.cache.slots", ConfigType::Int),
-    ("message.max.bytes", ConfigType::Int),
-    ("metadata.log.snapshot.interval.entries", ConfigType::Long),
-    ("metrics.partition.labels", ConfigType::Bool),
-    ("min.insync.replicas", ConfigType::Int),
-    ("num.partitions", ConfigType::Int),
-    ("offset.metadata.max.bytes", ConfigType::Int),
-    ("offsets.retention.check.interval.ms", ConfigType::Long),
-    ("offsets.retention.minutes", ConfigType::Int),
-    ("offsets.topic.num.partitions", ConfigType::Int),
-    ("offsets.topic.replication.factor", ConfigType::Int),
-    ("queued.max.request.bytes", ConfigType::Long),
-    ("replica.fetch.backoff.ms", ConfigType::Int),
-    ("replica.fetch.max.bytes", ConfigType::Int),
-    ("replica.fetch.response.max.bytes", ConfigType::Int),
-    ("replica.fetch.wait.max.ms", ConfigType::Int),
-    (
-        "replica.high.watermark.checkpoint.interval.ms",
-        ConfigType::Long,
-    ),
-    ("replica.lag.time.max.ms", ConfigType::Long),
-    ("replica.selector.class", ConfigType::String),
-    ("socket.receive.buffer.bytes", ConfigType::Int),
-    ("socket.request.max.bytes", ConfigType::Int),
-    ("socket.send.buffer.bytes", ConfigType::Int),
-    ("unclean.leader.election.enable", ConfigType::Bool),
-];
-
-/// Topic config keys a Topic may set, with their types (Kafka's names): exactly the keys the
-/// broker accepts (`broker/src/storage/log_config.rs` `TOPIC_CONFIG_KEYS`; checked by
-/// `operator/tests/config_keys.rs`).
-pub const TOPIC_KEYS: &[(&str, ConfigType)] = &[
-    ("cleanup.policy", CLEANUP_POLICY),
-    ("compression.gzip.level", ConfigType::Int),
-    ("compression.lz4.level", ConfigType::Int),
-    ("compression.type", COMPRESSION_TYPE),
-    ("compression.zstd.level", ConfigType::Int),
-    ("delete.retention.ms", ConfigType::Long),
-    ("file.delete.delay.ms", ConfigType::Long),
-    ("flush.messages", ConfigType::Long),
-    ("flush.ms", ConfigType::Long),
-    ("follower.replication.throttled.replicas", ConfigType::List),
-    ("index.interval.bytes", ConfigType::Int),
-    ("leader.replication.throttled.replicas", ConfigType::List),
-    ("local.retention.bytes", ConfigType::Long),
-    ("local.retention.ms", ConfigType::Long),
-    ("max.compaction.lag.ms", ConfigType::Long),
-    ("max.message.bytes", ConfigType::Int),
-    ("message.timestamp.after.max.ms", ConfigType::Long),
-    ("message.timestamp.before.max.ms", ConfigType::Long),
-    ("message.timestamp.type", TIMESTAMP_TYPE),
-    ("min.cleanable.dirty.ratio", ConfigType::Double),
-    ("min.compaction.lag.ms", ConfigType::Long),
-    ("min.insync.replicas", ConfigType::Int),
-    ("preallocate", ConfigType::Bool),
-    ("remote.log.copy.disable", ConfigType::Bool),
-    ("remote.log.delete.on.disable", ConfigType::Bool),
-    ("remote.storage.enable", ConfigType::Bool),
-    ("retention.bytes", ConfigType::Long),
-    ("retention.ms", ConfigType::Long),
-    ("segment.bytes", ConfigType::Int),
-    ("segment.index.bytes", ConfigType::Int),
-    ("segment.jitter.ms", ConfigType::Long),
-    ("segment.ms", ConfigType::Long),
-    ("unclean.leader.election.enable", ConfigType::Bool),
-];
+impl KeySet {
+    /// The type and allowed values (empty: any) of `key`, when it is in this set.
+    pub fn lookup(self, key: &str) -> Option<(Kind, &'static [&'static str])> {
+        match self {
+            KeySet::Broker => oxbow_config_keys::static_broker_keys()
+                .find(|k| k.name == key)
+                .map(|k| (k.kind, k.choices)),
+            KeySet::Topic => oxbow_config_keys::topic_key(key).map(|k| (k.kind(), k.choices())),
+        }
+    }
+}
 
 /// A config override that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -224,7 +115,7 @@ pub fn value_string(value: &IntOrString) -> String {
 /// Checks every entry of `config` against `known` and returns the normalised string values.
 pub fn validate_config(
     config: &BTreeMap<String, IntOrString>,
-    known: &[(&str, ConfigType)],
+    known: KeySet,
     scope: &'static str,
     managed: &[&str],
 ) -> Result<BTreeMap<String, String>, Vec<ConfigError>> {
@@ -235,7 +126,7 @@ pub fn validate_config(
             errors.push(ConfigError::Managed { key: key.clone() });
             continue;
         }
-        let Some((_, ty)) = known.iter().find(|(k, _)| k == key) else {
+        let Some((kind, choices)) = known.lookup(key) else {
             errors.push(ConfigError::Unknown {
                 key: key.clone(),
                 scope,
@@ -243,7 +134,7 @@ pub fn validate_config(
             continue;
         };
         let text = value_string(value).trim().to_string();
-        match check_type(&text, *ty) {
+        match check_type(&text, kind, choices) {
             Ok(()) => {
                 out.insert(key.clone(), text);
             }
@@ -261,27 +152,28 @@ pub fn validate_config(
     }
 }
 
-fn check_type(text: &str, ty: ConfigType) -> Result<(), String> {
-    let ok = match ty {
-        ConfigType::Int => text.parse::<i32>().is_ok(),
-        ConfigType::Long => text.parse::<i64>().is_ok(),
-        ConfigType::Double => text.parse::<f64>().is_ok_and(f64::is_finite),
-        ConfigType::Bool => matches!(text, "true" | "false"),
-        ConfigType::String => true,
-        ConfigType::List => !text.is_empty(),
-        ConfigType::Enum(values) => values.contains(&text),
+fn check_type(text: &str, kind: Kind, choices: &[&str]) -> Result<(), String> {
+    if !choices.is_empty() {
+        return if choices.contains(&text) {
+            Ok(())
+        } else {
+            Err(format!("one of {}", choices.join(", ")))
+        };
+    }
+    let (ok, expected) = match kind {
+        Kind::Short => (text.parse::<i16>().is_ok(), "a 16-bit integer"),
+        Kind::Int => (text.parse::<i32>().is_ok(), "a 32-bit integer"),
+        Kind::Long => (text.parse::<i64>().is_ok(), "a 64-bit integer"),
+        Kind::Double => (text.parse::<f64>().is_ok_and(f64::is_finite), "a number"),
+        Kind::Boolean => (matches!(text, "true" | "false"), "true or false"),
+        Kind::String | Kind::Class | Kind::Password => (true, ""),
+        Kind::List => (!text.is_empty(), "a non-empty value"),
     };
     if ok {
-        return Ok(());
+        Ok(())
+    } else {
+        Err(expected.to_string())
     }
-    Err(match ty {
-        ConfigType::Int => "a 32-bit integer".to_string(),
-        ConfigType::Long => "a 64-bit integer".to_string(),
-        ConfigType::Double => "a number".to_string(),
-        ConfigType::Bool => "true or false".to_string(),
-        ConfigType::String | ConfigType::List => "a non-empty value".to_string(),
-        ConfigType::Enum(values) => format!("one of {}", values.join(", ")),
-    })
 }
 
 /// Renders a flat YAML map (keys sorted, values as YAML scalars Kafka-style strings).

@@ -1,0 +1,114 @@
+//! The broker's keys, in the order `oxbow --help` and README list them.
+
+use crate::{BrokerKey, CLEANUP_POLICIES, COMPRESSION_TYPES, Kind, TIMESTAMP_TYPES};
+
+/// Every broker configuration key.
+pub const BROKER_KEYS: &[BrokerKey] = &[
+    BrokerKey::new("node.id", "0", Kind::Int, "this broker's id"),
+    BrokerKey::new("listeners", "PLAINTEXT://127.0.0.1:9092", Kind::List, "listeners, `NAME://host:port,...`, Kafka's model: every listener not in `controller.listener.names` serves clients; a host name is resolved, an empty host (`PLAINTEXT://:9092`) binds every interface"),
+    BrokerKey::new("advertised.listeners", "", Kind::List, "`NAME://host:port` per listener: a client that came in on `NAME` gets these addresses in Metadata, FindCoordinator and DescribeCluster")
+        .shown("(each listener's own)"),
+    BrokerKey::new("config.providers", "", Kind::List, "Kafka's config providers (KIP-297/887): with `config.providers=env` and `config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider` any value may say `${env:NAME}`; `FileConfigProvider` (`${file:/path.properties:key}`) and `DirectoryConfigProvider` (`${dir:/mounted/secret:key}`) too. As in Kafka, a variable whose provider or key is missing stays as written")
+        .shown("(none)"),
+    BrokerKey::new("log.dirs", "./oxbow-data", Kind::List, "comma-separated data directories; each is locked (`.lock`) while a broker runs, so a second broker on one exits naming it"),
+    BrokerKey::new("num.partitions", "1", Kind::Int, "partitions of auto-created topics"),
+    BrokerKey::new("default.replication.factor", "1", Kind::Short, "replication factor of auto-created topics"),
+    BrokerKey::new("auto.create.topics.enable", "true", Kind::Boolean, "create unknown topics on Metadata requests"),
+    BrokerKey::new("message.max.bytes", "1048588", Kind::Int, "largest record batch"),
+    BrokerKey::new("socket.request.max.bytes", "104857600", Kind::Int, "largest request frame; bigger frames close the connection"),
+    BrokerKey::new("socket.send.buffer.bytes", "262144", Kind::Int, "`SO_SNDBUF` of client connections, `-1` for the kernel's autotuning (a bounded buffer made 1 KiB consume ~1.4× faster on loopback; Kafka's default is `102400`); the kernel caps it at `net.core.wmem_max` (212992 on a stock kernel)"),
+    BrokerKey::new("socket.receive.buffer.bytes", "-1", Kind::Int, "`SO_RCVBUF` of client connections, `-1` for the kernel's autotuning"),
+    BrokerKey::new("connections.max.idle.ms", "600000", Kind::Long, "idle connections are closed after this"),
+    BrokerKey::new("max.connections", "10000", Kind::Int, "connections beyond this are refused"),
+    BrokerKey::new("max.incremental.fetch.session.cache.slots", "1000", Kind::Int, "incremental fetch sessions (KIP-227) kept; the least recently used is evicted"),
+    BrokerKey::new("queued.max.request.bytes", "104857600", Kind::Long, "request bytes read ahead per connection (back-pressure)"),
+    BrokerKey::new("metrics.listener", "127.0.0.1:9644", Kind::String, "`/metrics`, `/healthz`, `/readyz`; empty disables"),
+    BrokerKey::new("metrics.partition.labels", "false", Kind::Boolean, "per-partition labels on storage and group lag metrics"),
+    BrokerKey::new("fetch.sendfile.enable", "true", Kind::Boolean, "zero-copy fetch with `sendfile(2)`"),
+    BrokerKey::new("log.segment.bytes", "1073741824", Kind::Int, "segment size"),
+    BrokerKey::new("log.roll.ms", "604800000", Kind::Long, "segment age; `log.roll.hours` (168) when unset"),
+    BrokerKey::new("log.retention.ms", "604800000", Kind::Long, "time retention, `-1` forever; when unset, `log.retention.minutes`, then `log.retention.hours` (168), as in Kafka"),
+    BrokerKey::new("log.retention.minutes", "", Kind::Int, "log.retention.ms in minutes, when that is not set; wins over log.retention.hours")
+        .shown("(none)"),
+    BrokerKey::new("log.retention.hours", "168", Kind::Int, "log.retention.ms in hours, when neither it nor log.retention.minutes is set"),
+    BrokerKey::new("log.roll.hours", "168", Kind::Int, "log.roll.ms in hours, when that is not set"),
+    BrokerKey::new("log.roll.jitter.hours", "0", Kind::Int, "log.roll.jitter.ms in hours, when that is not set"),
+    BrokerKey::new("delete.topic.enable", "true", Kind::Boolean, "`false` answers DeleteTopics with `TOPIC_DELETION_DISABLED`"),
+    BrokerKey::new("log.retention.bytes", "-1", Kind::Long, "size retention per partition"),
+    BrokerKey::new("log.index.interval.bytes", "4096", Kind::Int, "bytes between index entries"),
+    BrokerKey::new("log.index.size.max.bytes", "10485760", Kind::Int, "preallocated index size"),
+    BrokerKey::new("log.cleanup.policy", "delete", Kind::List, "how a log drops old data: by retention, by key (keeping the latest value of each), or both")
+        .choices(CLEANUP_POLICIES),
+    BrokerKey::new("log.cleaner.delete.retention.ms", "86400000", Kind::Long, "tombstone retention"),
+    BrokerKey::new("log.segment.delete.delay.ms", "60000", Kind::Long, "a deleted segment's files stay this long, renamed `.deleted`"),
+    BrokerKey::new("log.cleaner.min.cleanable.ratio", "0.5", Kind::Double, "share of a compacted log's cleanable bytes that must be dirty before it is cleaned"),
+    BrokerKey::new("log.cleaner.min.compaction.lag.ms", "0", Kind::Long, "records stay uncompacted at least this long"),
+    BrokerKey::new("log.cleaner.max.compaction.lag.ms", "9223372036854775807", Kind::Long, "records are compacted at most this long after they are written"),
+    BrokerKey::new("log.preallocate", "false", Kind::Boolean, "reserve `segment.bytes` of disk when a segment is created"),
+    BrokerKey::new("log.roll.jitter.ms", "0", Kind::Long, "segments roll up to this much before `segment.ms`"),
+    BrokerKey::new("log.local.retention.ms", "-2", Kind::Long, "tiered storage only (not enabled here): local retention time; -2 follows retention.ms (local.retention.ms)"),
+    BrokerKey::new("log.local.retention.bytes", "-2", Kind::Long, "tiered storage only (not enabled here): local retention size; -2 follows retention.bytes (local.retention.bytes)"),
+    BrokerKey::new("log.flush.interval.messages", "9223372036854775807", Kind::Long, "fsync every N messages")
+        .shown("never"),
+    BrokerKey::new("log.flush.interval.ms", "9223372036854775807", Kind::Long, "fsync every N ms")
+        .shown("never"),
+    BrokerKey::new("log.message.timestamp.type", "CreateTime", Kind::String, "which timestamp a batch keeps: the producer's (`CreateTime`) or the broker's at append (`LogAppendTime`)")
+        .choices(TIMESTAMP_TYPES),
+    BrokerKey::new("log.message.timestamp.before.max.ms", "9223372036854775807", Kind::Long, "CreateTime records older than this are refused with INVALID_TIMESTAMP, per record"),
+    BrokerKey::new("log.message.timestamp.after.max.ms", "3600000", Kind::Long, "CreateTime records further ahead than this are refused"),
+    BrokerKey::new("compression.type", "producer", Kind::String, "codec batches are stored with: `producer` keeps the producer's; only batches of another codec are re-encoded")
+        .choices(COMPRESSION_TYPES),
+    BrokerKey::new("compression.gzip.level", "-1", Kind::Int, "gzip level of re-encoded batches, 1-9 or -1 (zlib's default)"),
+    BrokerKey::new("compression.lz4.level", "9", Kind::Int, "lz4 level of re-encoded batches, 1-17"),
+    BrokerKey::new("compression.zstd.level", "3", Kind::Int, "zstd level of re-encoded batches, -131072 to 22"),
+    BrokerKey::new("min.insync.replicas", "1", Kind::Int, "replicas needed for `acks=all`"),
+    BrokerKey::new("unclean.leader.election.enable", "false", Kind::Boolean, "let a replica outside the ISR lead when none in sync is left (loses data)"),
+    BrokerKey::new("log.retention.check.interval.ms", "300000", Kind::Long, "how often retention and timed flushes run"),
+    BrokerKey::new("log.cleaner.backoff.ms", "15000", Kind::Long, "how often the log cleaner compacts logs that are due"),
+    BrokerKey::new("offsets.topic.num.partitions", "50", Kind::Int, "partitions of `__consumer_offsets`"),
+    BrokerKey::new("offsets.retention.minutes", "10080", Kind::Int, "offsets of a group empty this long are deleted"),
+    BrokerKey::new("offsets.retention.check.interval.ms", "600000", Kind::Long, "how often expired offsets are looked for"),
+    BrokerKey::new("offset.metadata.max.bytes", "4096", Kind::Int, "largest metadata string of a committed offset"),
+    BrokerKey::new("group.min.session.timeout.ms", "6000", Kind::Int, "smallest session timeout a classic member may ask for"),
+    BrokerKey::new("group.max.session.timeout.ms", "1800000", Kind::Int, "largest session timeout a classic member may ask for"),
+    BrokerKey::new("group.initial.rebalance.delay.ms", "3000", Kind::Int, "first rebalance of an empty classic group waits this long for more members"),
+    BrokerKey::new("group.consumer.session.timeout.ms", "45000", Kind::Int, "session timeout of KIP-848 (`group.protocol=consumer`) members"),
+    BrokerKey::new("group.consumer.heartbeat.interval.ms", "5000", Kind::Int, "heartbeat interval given to KIP-848 members"),
+    BrokerKey::new("offsets.topic.replication.factor", "3", Kind::Int, "replicas of `__consumer_offsets` (created on the first FindCoordinator; capped to the live brokers with a warning)"),
+    BrokerKey::new("replica.lag.time.max.ms", "30000", Kind::Long, "a follower not caught up for this long leaves the ISR"),
+    BrokerKey::new("replica.fetch.max.bytes", "1048576", Kind::Int, "bytes a follower asks for per partition per fetch"),
+    BrokerKey::new("replica.fetch.response.max.bytes", "10485760", Kind::Int, "bytes a follower asks for per fetch"),
+    BrokerKey::new("replica.fetch.wait.max.ms", "500", Kind::Int, "how long a follower's fetch waits at the leader"),
+    BrokerKey::new("replica.fetch.backoff.ms", "100", Kind::Int, "a follower's pause after a failed fetch"),
+    BrokerKey::new("replica.high.watermark.checkpoint.interval.ms", "5000", Kind::Int, "how often high watermarks are checkpointed"),
+    BrokerKey::new("process.roles", "broker,controller", Kind::List, "`broker`, `controller` or both"),
+    BrokerKey::new("controller.quorum.voters", "", Kind::List, "the voters, `id@host:port,…` (use an odd count). Alone: a static quorum (Kafka's `kraft.version` 0), whose voters cannot change. With `controller.quorum.bootstrap.servers`: the voters that form a new dynamic quorum; after that the voters live in the metadata log. Host names are resolved on every connect")
+        .shown("(this node alone)"),
+    BrokerKey::new("controller.quorum.bootstrap.servers", "", Kind::List, "controllers `host:port,…` where a node finds a dynamic quorum (KIP-853); voters are then added and removed at run time with `kafka-metadata-quorum add-controller` / `remove-controller`. A controller not among the initial voters follows the quorum as an observer until it is added; every node learns the current voters from the quorum, so the list is only for finding it at start-up")
+        .shown("(none)"),
+    BrokerKey::new("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", Kind::String, "`NAME:PROTOCOL,...`; only `PLAINTEXT` is served: an `SSL`/`SASL_*` listener is refused at start-up, never served as plaintext")
+        .shown("Kafka's"),
+    BrokerKey::new("inter.broker.listener.name", "", Kind::String, "the listener other brokers use to reach this one")
+        .shown("(the first client listener)"),
+    BrokerKey::new("controller.listener.names", "CONTROLLER", Kind::List, "which entry of `listeners` serves the quorum, e.g. `listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093`"),
+    BrokerKey::new("broker.heartbeat.interval.ms", "500", Kind::Int, "broker heartbeats to the active controller"),
+    BrokerKey::new("broker.session.timeout.ms", "3000", Kind::Int, "a broker silent this long is fenced (shorter than Kafka's 9000, for faster failover); a broker whose heartbeat connection closes is fenced at once, and a newly elected controller gives brokers three heartbeat intervals to find it; when the active controller's connection closes and its port refuses connections (its process is gone), the other voters elect a new one at once instead of waiting out the Raft timeouts"),
+    BrokerKey::new("auto.leader.rebalance.enable", "true", Kind::Boolean, "the active controller moves leadership back to preferred replicas (the first assigned)"),
+    BrokerKey::new("leader.imbalance.check.interval.seconds", "300", Kind::Long, "how often leader balance is checked (Kafka's default)"),
+    BrokerKey::new("leader.imbalance.per.broker.percentage", "10", Kind::Int, "share of a broker's preferred partitions it may not lead before leadership moves back"),
+    BrokerKey::new("metadata.log.snapshot.interval.entries", "5000", Kind::Long, "metadata log entries between snapshots of the image; the log is purged behind them"),
+    BrokerKey::new("broker.rack", "", Kind::String, "rack/zone, for rack-aware placement; reported in Metadata")
+        .shown("(none)"),
+    BrokerKey::new("replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector", Kind::Class, "follower fetching (KIP-392): a consumer that sets `client.rack` reads from an in-sync replica in its rack when the leader is elsewhere; `org.apache.kafka.common.replica.LeaderSelector` (or empty) keeps every consumer on the leader. Followers serve consumers up to their high watermark"),
+    BrokerKey::new("cluster.id", "", Kind::String, "recorded by the first active controller; a node configured with another one is refused")
+        .shown("generated"),
+    BrokerKey::new("leader.replication.throttled.rate", "", Kind::Long, "bytes/s a leader serves to throttled replicas (reassignments); set per broker or as a cluster default with `IncrementalAlterConfigs` (`kafka-configs`, `kafka-reassign-partitions --throttle`); topics name the replicas with `leader.replication.throttled.replicas` (`*` or `partition:broker,...`)")
+        .shown("unlimited")
+        .dynamic_only(),
+    BrokerKey::new("follower.replication.throttled.rate", "", Kind::Long, "bytes/s a follower fetches for throttled replicas (reassignments); set like `leader.replication.throttled.rate`; topics name the replicas with `follower.replication.throttled.replicas`")
+        .shown("unlimited")
+        .dynamic_only(),
+    BrokerKey::new("cordoned.log.dirs", "", Kind::List, "KIP-1066: `*` or the broker's log directory cordons the broker (no new partition is placed on it; what it holds stays); per broker (`kafka-configs --entity-type brokers --entity-name N --alter --add-config cordoned.log.dirs=*`), sent to that broker; ends when the broker is unregistered. The operator cordons the brokers a scale-in removes")
+        .shown("empty")
+        .dynamic_only(),
+];

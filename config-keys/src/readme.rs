@@ -1,0 +1,53 @@
+//! README's configuration table, generated from the catalog.
+
+use crate::{BROKER_KEYS, TOPIC_KEYS};
+
+/// The line before the generated table in README.md.
+pub const README_BEGIN: &str =
+    "<!-- configuration keys: generated from config-keys/src (cargo test -p oxbow-config-keys) -->";
+/// The line after it.
+pub const README_END: &str = "<!-- end of configuration keys -->";
+
+/// The broker keys' table, then the topic-only keys', in Markdown.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| key | type | default | meaning |\n|---|---|---|---|\n");
+    for key in BROKER_KEYS {
+        let default = match key.shown_default {
+            Some(shown) => shown.to_string(),
+            None => format!("`{}`", key.default),
+        };
+        let mut meaning = key.doc.to_string();
+        if key.dynamic_only {
+            meaning.push_str("; dynamic only");
+        }
+        if !key.choices.is_empty() {
+            let choices: Vec<String> = key.choices.iter().map(|c| format!("`{c}`")).collect();
+            meaning.push_str(&format!("; one of {}", choices.join(", ")));
+        }
+        let topics: Vec<String> = TOPIC_KEYS
+            .iter()
+            .filter(|t| t.broker_synonym == Some(key.name))
+            .map(|t| format!("`{}`", t.name))
+            .collect();
+        if !topics.is_empty() {
+            meaning.push_str(&format!(" (topic: {})", topics.join(", ")));
+        }
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            key.name,
+            key.kind.name(),
+            default,
+            meaning
+        ));
+    }
+    out.push_str("\nTopic configs without a broker default:\n\n| topic key | type | meaning |\n|---|---|---|\n");
+    for key in TOPIC_KEYS.iter().filter(|k| k.broker_synonym.is_none()) {
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            key.name,
+            key.kind().name(),
+            key.doc()
+        ));
+    }
+    out
+}
