@@ -28,6 +28,11 @@ pub fn keys() -> impl Iterator<Item = &'static KeySpec> {
 pub const RACK_AWARE_SELECTOR: &str = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
 pub const LEADER_SELECTOR: &str = "org.apache.kafka.common.replica.LeaderSelector";
 
+/// The values an integer key takes: the catalog's range, else its type's.
+fn integer_range(key: &str) -> (i64, i64) {
+    oxbow_config_keys::broker_key(key).map_or((i64::MIN, i64::MAX), |k| k.integer_range())
+}
+
 /// Each topic config and the broker key that gives its default (Kafka's synonyms:
 /// `segment.bytes` falls back to `log.segment.bytes`).
 pub fn log_config_synonyms() -> impl Iterator<Item = (&'static str, &'static str)> {
@@ -85,7 +90,6 @@ pub struct BrokerConfig {
     pub log_defaults: LogConfig,
     pub retention_check_interval_ms: u64,
     pub cleaner_backoff_ms: u64,
-    pub offsets_topic_num_partitions: i32,
     /// Group coordinator settings (`offsets.*`, `group.*`).
     pub groups: GroupConfig,
     pub rack: Option<String>,
@@ -238,7 +242,8 @@ impl BrokerConfig {
             value: get(key),
             reason: reason.to_string(),
         };
-        let int = |key: &str, min: i64, max: i64| -> Result<i64, ConfigError> {
+        let int = |key: &str| -> Result<i64, ConfigError> {
+            let (min, max) = integer_range(key);
             let value: i64 = get(key)
                 .trim()
                 .parse()
@@ -256,7 +261,7 @@ impl BrokerConfig {
         };
         // Kafka's -1 means "the OS default"; 0 is no buffer at all, refused as Java refuses it.
         let buffer_size = |key: &str| -> Result<Option<usize>, ConfigError> {
-            match int(key, -1, i64::from(i32::MAX))? {
+            match int(key)? {
                 -1 => Ok(None),
                 0 => Err(invalid(
                     key,
@@ -373,7 +378,7 @@ impl BrokerConfig {
                 })?;
         }
         let optional = |key: &str| Some(get(key).trim().to_string()).filter(|s| !s.is_empty());
-        let node_id = int("node.id", 0, i64::from(i32::MAX))? as i32;
+        let node_id = int("node.id")? as i32;
         let mut voters = parse_voters(&get("controller.quorum.voters"))
             .map_err(|reason| invalid("controller.quorum.voters", &reason))?;
         let bootstrap_servers =
@@ -438,80 +443,47 @@ impl BrokerConfig {
             advertised_host,
             advertised_port,
             log_dirs,
-            num_partitions: int("num.partitions", 1, 100_000)? as i32,
-            default_replication_factor: int("default.replication.factor", 1, i64::from(i16::MAX))?
-                as i16,
+            num_partitions: int("num.partitions")? as i32,
+            default_replication_factor: int("default.replication.factor")? as i16,
             auto_create_topics: boolean("auto.create.topics.enable")?,
             delete_topic_enable: boolean("delete.topic.enable")?,
-            socket_request_max_bytes: int("socket.request.max.bytes", 1024, i64::from(i32::MAX))?
-                as usize,
+            socket_request_max_bytes: int("socket.request.max.bytes")? as usize,
             socket_send_buffer_bytes: buffer_size("socket.send.buffer.bytes")?,
             socket_receive_buffer_bytes: buffer_size("socket.receive.buffer.bytes")?,
-            connections_max_idle_ms: int("connections.max.idle.ms", 1, i64::MAX)? as u64,
-            max_connections: int("max.connections", 1, 1_000_000)? as usize,
-            fetch_session_slots: int("max.incremental.fetch.session.cache.slots", 0, 1_000_000)?
-                as usize,
-            queued_max_request_bytes: int("queued.max.request.bytes", 1024, i64::MAX)? as usize,
+            connections_max_idle_ms: int("connections.max.idle.ms")? as u64,
+            max_connections: int("max.connections")? as usize,
+            fetch_session_slots: int("max.incremental.fetch.session.cache.slots")? as usize,
+            queued_max_request_bytes: int("queued.max.request.bytes")? as usize,
             metrics_listener,
             metrics_partition_labels: boolean("metrics.partition.labels")?,
             fetch_sendfile: boolean("fetch.sendfile.enable")?,
             log_defaults,
-            retention_check_interval_ms: int("log.retention.check.interval.ms", 1, i64::MAX)?
-                as u64,
-            cleaner_backoff_ms: int("log.cleaner.backoff.ms", 0, i64::MAX)? as u64,
-            offsets_topic_num_partitions: int("offsets.topic.num.partitions", 1, 10_000)? as i32,
+            retention_check_interval_ms: int("log.retention.check.interval.ms")? as u64,
+            cleaner_backoff_ms: int("log.cleaner.backoff.ms")? as u64,
             groups: GroupConfig {
-                offsets_partitions: int("offsets.topic.num.partitions", 1, 10_000)? as i32,
-                min_session_timeout_ms: int("group.min.session.timeout.ms", 1, i64::from(i32::MAX))?
-                    as i32,
-                max_session_timeout_ms: int("group.max.session.timeout.ms", 1, i64::from(i32::MAX))?
-                    as i32,
-                initial_rebalance_delay_ms: int(
-                    "group.initial.rebalance.delay.ms",
-                    0,
-                    i64::from(i32::MAX),
-                )?,
-                offsets_retention_ms: int("offsets.retention.minutes", 1, i64::from(i32::MAX))?
-                    * 60_000,
-                retention_check_interval_ms: int(
-                    "offsets.retention.check.interval.ms",
-                    1,
-                    i64::MAX,
-                )?,
-                offset_metadata_max_bytes: int("offset.metadata.max.bytes", 0, i64::from(i32::MAX))?
-                    as usize,
-                consumer_session_timeout_ms: int(
-                    "group.consumer.session.timeout.ms",
-                    1,
-                    i64::from(i32::MAX),
-                )? as i32,
-                consumer_heartbeat_interval_ms: int(
-                    "group.consumer.heartbeat.interval.ms",
-                    1,
-                    i64::from(i32::MAX),
-                )? as i32,
+                offsets_partitions: int("offsets.topic.num.partitions")? as i32,
+                min_session_timeout_ms: int("group.min.session.timeout.ms")? as i32,
+                max_session_timeout_ms: int("group.max.session.timeout.ms")? as i32,
+                initial_rebalance_delay_ms: int("group.initial.rebalance.delay.ms")?,
+                offsets_retention_ms: int("offsets.retention.minutes")? * 60_000,
+                retention_check_interval_ms: int("offsets.retention.check.interval.ms")?,
+                offset_metadata_max_bytes: int("offset.metadata.max.bytes")? as usize,
+                consumer_session_timeout_ms: int("group.consumer.session.timeout.ms")? as i32,
+                consumer_heartbeat_interval_ms: int("group.consumer.heartbeat.interval.ms")? as i32,
             },
             rack: optional("broker.rack"),
             cluster_id: optional("cluster.id"),
-            offsets_topic_replication_factor: int(
-                "offsets.topic.replication.factor",
-                1,
-                i64::from(i16::MAX),
-            )? as i16,
+            offsets_topic_replication_factor: int("offsets.topic.replication.factor")? as i16,
             is_broker,
             is_controller,
             voters,
             bootstrap_servers,
             controller_advertised,
             controller_listener,
-            broker_heartbeat_interval_ms: int("broker.heartbeat.interval.ms", 10, 3_600_000)?
+            broker_heartbeat_interval_ms: int("broker.heartbeat.interval.ms")? as u64,
+            broker_session_timeout_ms: int("broker.session.timeout.ms")? as u64,
+            metadata_snapshot_interval_entries: int("metadata.log.snapshot.interval.entries")?
                 as u64,
-            broker_session_timeout_ms: int("broker.session.timeout.ms", 100, 3_600_000)? as u64,
-            metadata_snapshot_interval_entries: int(
-                "metadata.log.snapshot.interval.entries",
-                10,
-                i64::from(u32::MAX),
-            )? as u64,
             auto_leader_rebalance: boolean("auto.leader.rebalance.enable")?,
             rack_aware_reads: match get("replica.selector.class").trim() {
                 RACK_AWARE_SELECTOR => true,
@@ -523,26 +495,17 @@ impl BrokerConfig {
                     ));
                 }
             },
-            leader_imbalance_check_interval_s: int(
-                "leader.imbalance.check.interval.seconds",
-                1,
-                i64::from(i32::MAX),
-            )? as u64,
-            leader_imbalance_percent: int("leader.imbalance.per.broker.percentage", 0, 100)? as u32,
+            leader_imbalance_check_interval_s: int("leader.imbalance.check.interval.seconds")?
+                as u64,
+            leader_imbalance_percent: int("leader.imbalance.per.broker.percentage")? as u32,
             replication: ReplicationConfig {
-                lag_time_max_ms: int("replica.lag.time.max.ms", 1, i64::from(i32::MAX))?,
-                fetch_max_bytes: int("replica.fetch.max.bytes", 1, i64::from(i32::MAX))? as i32,
-                fetch_response_max_bytes: int(
-                    "replica.fetch.response.max.bytes",
-                    1,
-                    i64::from(i32::MAX),
-                )? as i32,
-                fetch_wait_max_ms: int("replica.fetch.wait.max.ms", 0, i64::from(i32::MAX))? as i32,
-                fetch_backoff_ms: int("replica.fetch.backoff.ms", 0, 3_600_000)? as u64,
+                lag_time_max_ms: int("replica.lag.time.max.ms")?,
+                fetch_max_bytes: int("replica.fetch.max.bytes")? as i32,
+                fetch_response_max_bytes: int("replica.fetch.response.max.bytes")? as i32,
+                fetch_wait_max_ms: int("replica.fetch.wait.max.ms")? as i32,
+                fetch_backoff_ms: int("replica.fetch.backoff.ms")? as u64,
                 high_watermark_checkpoint_interval_ms: int(
                     "replica.high.watermark.checkpoint.interval.ms",
-                    100,
-                    3_600_000,
                 )? as u64,
             },
             raw,

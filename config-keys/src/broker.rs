@@ -4,24 +4,34 @@ use crate::{BrokerKey, CLEANUP_POLICIES, COMPRESSION_TYPES, Kind, TIMESTAMP_TYPE
 
 /// Every broker configuration key.
 pub const BROKER_KEYS: &[BrokerKey] = &[
-    BrokerKey::new("node.id", "0", Kind::Int, "this broker's id"),
+    BrokerKey::new("node.id", "0", Kind::Int, "this broker's id")
+        .range(0, i32::MAX as i64),
     BrokerKey::new("listeners", "PLAINTEXT://127.0.0.1:9092", Kind::List, "listeners, `NAME://host:port,...`, Kafka's model: every listener not in `controller.listener.names` serves clients; a host name is resolved, an empty host (`PLAINTEXT://:9092`) binds every interface"),
     BrokerKey::new("advertised.listeners", "", Kind::List, "`NAME://host:port` per listener: a client that came in on `NAME` gets these addresses in Metadata, FindCoordinator and DescribeCluster")
         .shown("(each listener's own)"),
     BrokerKey::new("config.providers", "", Kind::List, "Kafka's config providers (KIP-297/887): with `config.providers=env` and `config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider` any value may say `${env:NAME}`; `FileConfigProvider` (`${file:/path.properties:key}`) and `DirectoryConfigProvider` (`${dir:/mounted/secret:key}`) too. As in Kafka, a variable whose provider or key is missing stays as written")
         .shown("(none)"),
     BrokerKey::new("log.dirs", "./oxbow-data", Kind::List, "comma-separated data directories; each is locked (`.lock`) while a broker runs, so a second broker on one exits naming it"),
-    BrokerKey::new("num.partitions", "1", Kind::Int, "partitions of auto-created topics"),
-    BrokerKey::new("default.replication.factor", "1", Kind::Short, "replication factor of auto-created topics"),
+    BrokerKey::new("num.partitions", "1", Kind::Int, "partitions of auto-created topics")
+        .range(1, 100_000),
+    BrokerKey::new("default.replication.factor", "1", Kind::Short, "replication factor of auto-created topics")
+        .range(1, i16::MAX as i64),
     BrokerKey::new("auto.create.topics.enable", "true", Kind::Boolean, "create unknown topics on Metadata requests"),
     BrokerKey::new("message.max.bytes", "1048588", Kind::Int, "largest record batch"),
-    BrokerKey::new("socket.request.max.bytes", "104857600", Kind::Int, "largest request frame; bigger frames close the connection"),
-    BrokerKey::new("socket.send.buffer.bytes", "262144", Kind::Int, "`SO_SNDBUF` of client connections, `-1` for the kernel's autotuning (a bounded buffer made 1 KiB consume ~1.4× faster on loopback; Kafka's default is `102400`); the kernel caps it at `net.core.wmem_max` (212992 on a stock kernel)"),
-    BrokerKey::new("socket.receive.buffer.bytes", "-1", Kind::Int, "`SO_RCVBUF` of client connections, `-1` for the kernel's autotuning"),
-    BrokerKey::new("connections.max.idle.ms", "600000", Kind::Long, "idle connections are closed after this"),
-    BrokerKey::new("max.connections", "10000", Kind::Int, "connections beyond this are refused"),
-    BrokerKey::new("max.incremental.fetch.session.cache.slots", "1000", Kind::Int, "incremental fetch sessions (KIP-227) kept; the least recently used is evicted"),
-    BrokerKey::new("queued.max.request.bytes", "104857600", Kind::Long, "request bytes read ahead per connection (back-pressure)"),
+    BrokerKey::new("socket.request.max.bytes", "104857600", Kind::Int, "largest request frame; bigger frames close the connection")
+        .range(1024, i32::MAX as i64),
+    BrokerKey::new("socket.send.buffer.bytes", "262144", Kind::Int, "`SO_SNDBUF` of client connections, `-1` for the kernel's autotuning (a bounded buffer made 1 KiB consume ~1.4× faster on loopback; Kafka's default is `102400`); the kernel caps it at `net.core.wmem_max` (212992 on a stock kernel)")
+        .range(-1, i32::MAX as i64),
+    BrokerKey::new("socket.receive.buffer.bytes", "-1", Kind::Int, "`SO_RCVBUF` of client connections, `-1` for the kernel's autotuning")
+        .range(-1, i32::MAX as i64),
+    BrokerKey::new("connections.max.idle.ms", "600000", Kind::Long, "idle connections are closed after this")
+        .range(1, i64::MAX),
+    BrokerKey::new("max.connections", "10000", Kind::Int, "connections beyond this are refused")
+        .range(1, 1_000_000),
+    BrokerKey::new("max.incremental.fetch.session.cache.slots", "1000", Kind::Int, "incremental fetch sessions (KIP-227) kept; the least recently used is evicted")
+        .range(0, 1_000_000),
+    BrokerKey::new("queued.max.request.bytes", "104857600", Kind::Long, "request bytes read ahead per connection (back-pressure)")
+        .range(1024, i64::MAX),
     BrokerKey::new("metrics.listener", "127.0.0.1:9644", Kind::String, "`/metrics`, `/healthz`, `/readyz`; empty disables"),
     BrokerKey::new("metrics.partition.labels", "false", Kind::Boolean, "per-partition labels on storage and group lag metrics"),
     BrokerKey::new("fetch.sendfile.enable", "true", Kind::Boolean, "zero-copy fetch with `sendfile(2)`"),
@@ -63,24 +73,42 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("compression.zstd.level", "3", Kind::Int, "zstd level of re-encoded batches, -131072 to 22"),
     BrokerKey::new("min.insync.replicas", "1", Kind::Int, "replicas needed for `acks=all`"),
     BrokerKey::new("unclean.leader.election.enable", "false", Kind::Boolean, "let a replica outside the ISR lead when none in sync is left (loses data)"),
-    BrokerKey::new("log.retention.check.interval.ms", "300000", Kind::Long, "how often retention and timed flushes run"),
-    BrokerKey::new("log.cleaner.backoff.ms", "15000", Kind::Long, "how often the log cleaner compacts logs that are due"),
-    BrokerKey::new("offsets.topic.num.partitions", "50", Kind::Int, "partitions of `__consumer_offsets`"),
-    BrokerKey::new("offsets.retention.minutes", "10080", Kind::Int, "offsets of a group empty this long are deleted"),
-    BrokerKey::new("offsets.retention.check.interval.ms", "600000", Kind::Long, "how often expired offsets are looked for"),
-    BrokerKey::new("offset.metadata.max.bytes", "4096", Kind::Int, "largest metadata string of a committed offset"),
-    BrokerKey::new("group.min.session.timeout.ms", "6000", Kind::Int, "smallest session timeout a classic member may ask for"),
-    BrokerKey::new("group.max.session.timeout.ms", "1800000", Kind::Int, "largest session timeout a classic member may ask for"),
-    BrokerKey::new("group.initial.rebalance.delay.ms", "3000", Kind::Int, "first rebalance of an empty classic group waits this long for more members"),
-    BrokerKey::new("group.consumer.session.timeout.ms", "45000", Kind::Int, "session timeout of KIP-848 (`group.protocol=consumer`) members"),
-    BrokerKey::new("group.consumer.heartbeat.interval.ms", "5000", Kind::Int, "heartbeat interval given to KIP-848 members"),
-    BrokerKey::new("offsets.topic.replication.factor", "3", Kind::Int, "replicas of `__consumer_offsets` (created on the first FindCoordinator; capped to the live brokers with a warning)"),
-    BrokerKey::new("replica.lag.time.max.ms", "30000", Kind::Long, "a follower not caught up for this long leaves the ISR"),
-    BrokerKey::new("replica.fetch.max.bytes", "1048576", Kind::Int, "bytes a follower asks for per partition per fetch"),
-    BrokerKey::new("replica.fetch.response.max.bytes", "10485760", Kind::Int, "bytes a follower asks for per fetch"),
-    BrokerKey::new("replica.fetch.wait.max.ms", "500", Kind::Int, "how long a follower's fetch waits at the leader"),
-    BrokerKey::new("replica.fetch.backoff.ms", "100", Kind::Int, "a follower's pause after a failed fetch"),
-    BrokerKey::new("replica.high.watermark.checkpoint.interval.ms", "5000", Kind::Int, "how often high watermarks are checkpointed"),
+    BrokerKey::new("log.retention.check.interval.ms", "300000", Kind::Long, "how often retention and timed flushes run")
+        .range(1, i64::MAX),
+    BrokerKey::new("log.cleaner.backoff.ms", "15000", Kind::Long, "how often the log cleaner compacts logs that are due")
+        .range(0, i64::MAX),
+    BrokerKey::new("offsets.topic.num.partitions", "50", Kind::Int, "partitions of `__consumer_offsets`")
+        .range(1, 10_000),
+    BrokerKey::new("offsets.retention.minutes", "10080", Kind::Int, "offsets of a group empty this long are deleted")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("offsets.retention.check.interval.ms", "600000", Kind::Long, "how often expired offsets are looked for")
+        .range(1, i64::MAX),
+    BrokerKey::new("offset.metadata.max.bytes", "4096", Kind::Int, "largest metadata string of a committed offset")
+        .range(0, i32::MAX as i64),
+    BrokerKey::new("group.min.session.timeout.ms", "6000", Kind::Int, "smallest session timeout a classic member may ask for")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("group.max.session.timeout.ms", "1800000", Kind::Int, "largest session timeout a classic member may ask for")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("group.initial.rebalance.delay.ms", "3000", Kind::Int, "first rebalance of an empty classic group waits this long for more members")
+        .range(0, i32::MAX as i64),
+    BrokerKey::new("group.consumer.session.timeout.ms", "45000", Kind::Int, "session timeout of KIP-848 (`group.protocol=consumer`) members")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("group.consumer.heartbeat.interval.ms", "5000", Kind::Int, "heartbeat interval given to KIP-848 members")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("offsets.topic.replication.factor", "3", Kind::Int, "replicas of `__consumer_offsets` (created on the first FindCoordinator; capped to the live brokers with a warning)")
+        .range(1, i16::MAX as i64),
+    BrokerKey::new("replica.lag.time.max.ms", "30000", Kind::Long, "a follower not caught up for this long leaves the ISR")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("replica.fetch.max.bytes", "1048576", Kind::Int, "bytes a follower asks for per partition per fetch")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("replica.fetch.response.max.bytes", "10485760", Kind::Int, "bytes a follower asks for per fetch")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("replica.fetch.wait.max.ms", "500", Kind::Int, "how long a follower's fetch waits at the leader")
+        .range(0, i32::MAX as i64),
+    BrokerKey::new("replica.fetch.backoff.ms", "100", Kind::Int, "a follower's pause after a failed fetch")
+        .range(0, 3_600_000),
+    BrokerKey::new("replica.high.watermark.checkpoint.interval.ms", "5000", Kind::Int, "how often high watermarks are checkpointed")
+        .range(100, 3_600_000),
     BrokerKey::new("process.roles", "broker,controller", Kind::List, "`broker`, `controller` or both"),
     BrokerKey::new("controller.quorum.voters", "", Kind::List, "the voters, `id@host:port,…` (use an odd count). Alone: a static quorum (Kafka's `kraft.version` 0), whose voters cannot change. With `controller.quorum.bootstrap.servers`: the voters that form a new dynamic quorum; after that the voters live in the metadata log. Host names are resolved on every connect")
         .shown("(this node alone)"),
@@ -91,12 +119,17 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("inter.broker.listener.name", "", Kind::String, "the listener other brokers use to reach this one")
         .shown("(the first client listener)"),
     BrokerKey::new("controller.listener.names", "CONTROLLER", Kind::List, "which entry of `listeners` serves the quorum, e.g. `listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093`"),
-    BrokerKey::new("broker.heartbeat.interval.ms", "500", Kind::Int, "broker heartbeats to the active controller"),
-    BrokerKey::new("broker.session.timeout.ms", "3000", Kind::Int, "a broker silent this long is fenced (shorter than Kafka's 9000, for faster failover); a broker whose heartbeat connection closes is fenced at once, and a newly elected controller gives brokers three heartbeat intervals to find it; when the active controller's connection closes and its port refuses connections (its process is gone), the other voters elect a new one at once instead of waiting out the Raft timeouts"),
+    BrokerKey::new("broker.heartbeat.interval.ms", "500", Kind::Int, "broker heartbeats to the active controller")
+        .range(10, 3_600_000),
+    BrokerKey::new("broker.session.timeout.ms", "3000", Kind::Int, "a broker silent this long is fenced (shorter than Kafka's 9000, for faster failover); a broker whose heartbeat connection closes is fenced at once, and a newly elected controller gives brokers three heartbeat intervals to find it; when the active controller's connection closes and its port refuses connections (its process is gone), the other voters elect a new one at once instead of waiting out the Raft timeouts")
+        .range(100, 3_600_000),
     BrokerKey::new("auto.leader.rebalance.enable", "true", Kind::Boolean, "the active controller moves leadership back to preferred replicas (the first assigned)"),
-    BrokerKey::new("leader.imbalance.check.interval.seconds", "300", Kind::Long, "how often leader balance is checked (Kafka's default)"),
-    BrokerKey::new("leader.imbalance.per.broker.percentage", "10", Kind::Int, "share of a broker's preferred partitions it may not lead before leadership moves back"),
-    BrokerKey::new("metadata.log.snapshot.interval.entries", "5000", Kind::Long, "metadata log entries between snapshots of the image; the log is purged behind them"),
+    BrokerKey::new("leader.imbalance.check.interval.seconds", "300", Kind::Long, "how often leader balance is checked (Kafka's default)")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("leader.imbalance.per.broker.percentage", "10", Kind::Int, "share of a broker's preferred partitions it may not lead before leadership moves back")
+        .range(0, 100),
+    BrokerKey::new("metadata.log.snapshot.interval.entries", "5000", Kind::Long, "metadata log entries between snapshots of the image; the log is purged behind them")
+        .range(10, u32::MAX as i64),
     BrokerKey::new("broker.rack", "", Kind::String, "rack/zone, for rack-aware placement; reported in Metadata")
         .shown("(none)"),
     BrokerKey::new("replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector", Kind::Class, "follower fetching (KIP-392): a consumer that sets `client.rack` reads from an in-sync replica in its rack when the leader is elsewhere; `org.apache.kafka.common.replica.LeaderSelector` (or empty) keeps every consumer on the leader. Followers serve consumers up to their high watermark"),

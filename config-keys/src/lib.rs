@@ -82,6 +82,8 @@ pub struct BrokerKey {
     /// Set only at run time (IncrementalAlterConfigs, stored in the metadata log), never in
     /// the start-up configuration.
     pub dynamic_only: bool,
+    /// The integers allowed, when fewer than the kind's (see [`BrokerKey::integer_range`]).
+    pub range: Option<(i64, i64)>,
 }
 
 impl BrokerKey {
@@ -94,7 +96,22 @@ impl BrokerKey {
             doc,
             shown_default: None,
             dynamic_only: false,
+            range: None,
         }
+    }
+
+    const fn range(mut self, min: i64, max: i64) -> Self {
+        self.range = Some((min, max));
+        self
+    }
+
+    /// The integers an integer key takes: its range, else its kind's bounds.
+    pub fn integer_range(&self) -> (i64, i64) {
+        self.range.unwrap_or(match self.kind {
+            Kind::Short => (i64::from(i16::MIN), i64::from(i16::MAX)),
+            Kind::Int => (i64::from(i32::MIN), i64::from(i32::MAX)),
+            _ => (i64::MIN, i64::MAX),
+        })
     }
 
     const fn dynamic_only(mut self) -> Self {

@@ -17,6 +17,9 @@ pub fn markdown_table() -> String {
             None => format!("`{}`", key.default),
         };
         let mut meaning = key.doc.to_string();
+        if let Some((min, max)) = key.range {
+            meaning.push_str(&format!("; {}", range_text(min, max)));
+        }
         if key.dynamic_only {
             meaning.push_str("; dynamic only");
         }
@@ -50,4 +53,16 @@ pub fn markdown_table() -> String {
         ));
     }
     out
+}
+
+/// `min` to `max` as a reader wants it: the type bounds by name.
+fn range_text(min: i64, max: i64) -> String {
+    let bound = |v: i64| match v {
+        v if v == i64::MAX => "2^63-1".to_string(),
+        v if v == i64::from(i32::MAX) => "2^31-1".to_string(),
+        v if v == i64::from(i16::MAX) => "32767".to_string(),
+        v if v == i64::from(u32::MAX) => "2^32-1".to_string(),
+        v => v.to_string(),
+    };
+    format!("{} to {}", bound(min), bound(max))
 }

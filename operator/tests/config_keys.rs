@@ -74,16 +74,25 @@ fn a_cluster_overriding_every_key_it_may_renders_a_config_the_broker_loads() {
     std::fs::write(&own, config::broker_config(&spec, &names, 0)).unwrap();
     let env = [("POD_IP".to_string(), "10.200.1.7".to_string())];
     BrokerConfig::load(&[shared, own], env, &[]).unwrap_or_else(|e| panic!("{e}"));
-    // A value outside a key's choices, and a topic key on a broker, are refused.
+    // A value outside a key's choices or its range, and a topic key on a broker, are
+    // refused (the broker would not start with the first two).
     let bad = BTreeMap::from([
         (
             "compression.type".to_string(),
             IntOrString::String("brotli".into()),
         ),
         ("retention.ms".to_string(), IntOrString::Int(5)),
+        ("num.partitions".to_string(), IntOrString::Int(0)),
     ]);
     let errors = config::validate_config(&bad, BROKER_KEYS, "broker", MANAGED_KEYS).unwrap_err();
-    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    // The broker agrees: the range is the one it loads with.
+    let refused = BrokerConfig::load(
+        &[],
+        [("OXBOW_NUM_PARTITIONS".to_string(), "0".to_string())],
+        &[],
+    );
+    assert!(refused.is_err(), "the broker takes num.partitions=0");
     let topic = BTreeMap::from([(
         "cleanup.policy".to_string(),
         IntOrString::String("compact".into()),

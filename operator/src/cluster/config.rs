@@ -79,14 +79,31 @@ pub const TOPIC_KEYS: KeySet = KeySet::Topic;
 
 impl KeySet {
     /// The type and allowed values (empty: any) of `key`, when it is in this set.
-    pub fn lookup(self, key: &str) -> Option<(Kind, &'static [&'static str])> {
+    pub fn lookup(self, key: &str) -> Option<ValueRule> {
         match self {
             KeySet::Broker => oxbow_config_keys::static_broker_keys()
                 .find(|k| k.name == key)
-                .map(|k| (k.kind, k.choices)),
-            KeySet::Topic => oxbow_config_keys::topic_key(key).map(|k| (k.kind(), k.choices())),
+                .map(|k| ValueRule {
+                    kind: k.kind,
+                    choices: k.choices,
+                    range: k.range,
+                }),
+            KeySet::Topic => oxbow_config_keys::topic_key(key).map(|k| ValueRule {
+                kind: k.kind(),
+                choices: k.choices(),
+                range: None,
+            }),
         }
     }
+}
+
+/// What a value of a key must be: of its kind, one of its choices (if any), in its range
+/// (if any) — the broker refuses to start otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValueRule {
+    pub kind: Kind,
+    pub choices: &'static [&'static str],
+    pub range: Option<(i64, i64)>,
 }
 
 /// A config override that cannot be used.
@@ -126,7 +143,7 @@ pub fn validate_config(
             errors.push(ConfigError::Managed { key: key.clone() });
             continue;
         }
-        let Some((kind, choices)) = known.lookup(key) else {
+        let Some(rule) = known.lookup(key) else {
             errors.push(ConfigError::Unknown {
                 key: key.clone(),
                 scope,
@@ -134,7 +151,7 @@ pub fn validate_config(
             continue;
         };
         let text = value_string(value).trim().to_string();
-        match check_type(&text, kind, choices) {
+        match check_value(&text, rule) {
             Ok(()) => {
                 out.insert(key.clone(), text);
             }
@@ -152,7 +169,17 @@ pub fn validate_config(
     }
 }
 
-fn check_type(text: &str, kind: Kind, choices: &[&str]) -> Result<(), String> {
+fn check_value(text: &str, rule: ValueRule) -> Result<(), String> {
+    let ValueRule {
+        kind,
+        choices,
+        range,
+    } = rule;
+    if let (Some((min, max)), Ok(number)) = (range, text.parse::<i64>())
+        && !(min..=max).contains(&number)
+    {
+        return Err(format!("an integer from {min} to {max}"));
+    }
     if !choices.is_empty() {
         return if choices.contains(&text) {
             Ok(())
