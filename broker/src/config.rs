@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-pub mod listeners;
-pub mod providers;
+mod listeners;
+mod providers;
 use crate::storage::{LogConfig, LogConfigError};
 
 pub use oxbow_config_keys::BrokerKey as KeySpec;

@@ -15,11 +15,11 @@ use oxbow_broker::group::GroupCoordinator;
 use oxbow_broker::group::metrics::GroupMetrics;
 use oxbow_broker::metadata::records::Endpoint;
 use oxbow_broker::metrics::Metrics;
-use oxbow_broker::replication::metrics::ReplicationMetrics;
+use oxbow_broker::replication::ReplicationMetrics;
 use oxbow_broker::replication::{IsrProposal, LeadershipHook, ReplicaManager};
 use oxbow_broker::server;
 use oxbow_broker::state::BrokerState;
-use oxbow_broker::storage::{LogManager, SystemClock, meta_properties};
+use oxbow_broker::storage::{LogManager, META_PROPERTIES, SystemClock, ensure_directory_id};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
@@ -117,14 +117,8 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     // first one's names this controller's metadata directory (KIP-853).
     let mut directory_ids = Vec::new();
     for dir in &config.log_dirs {
-        let id =
-            meta_properties::ensure_directory_id(dir, config.node_id, config.cluster_id.as_deref())
-                .with_context(|| {
-                    format!(
-                        "writing {}",
-                        dir.join(meta_properties::META_PROPERTIES).display()
-                    )
-                })?;
+        let id = ensure_directory_id(dir, config.node_id, config.cluster_id.as_deref())
+            .with_context(|| format!("writing {}", dir.join(META_PROPERTIES).display()))?;
         directory_ids.push(id);
     }
     let (shutdown_tx, shutdown_rx) = watch::channel(false);

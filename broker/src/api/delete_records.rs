@@ -11,7 +11,7 @@ use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsRespon
 use super::admin::AdminError;
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
-use crate::replication::partition::offsets::DeleteRecordsError;
+use crate::replication::DeleteRecordsError;
 use crate::state::BrokerState;
 use crate::storage::TopicPartition;
 

@@ -6,7 +6,7 @@ use super::admin::AdminError;
 use crate::controller::ControllerError;
 use crate::group::GroupError;
 use crate::replication::AppendError;
-use crate::storage::compression::CompressionError;
+use crate::storage::CompressionError;
 use crate::storage::validator::ValidationError;
 use crate::storage::{BatchError, LogError};
 

@@ -26,10 +26,7 @@ use super::fetch_session::{FetchPlan, FetchSessions, Outcome, SessionKey};
 use super::leader_hints::LeaderHints;
 use super::lookup::{serving_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RecordsPlaceholder, RequestContext, errors};
-use crate::replication::fetch_records::FetchParams;
-use crate::replication::read_replica::{self, Candidate};
-use crate::replication::{Partition, Serving};
-use crate::state::BrokerState;
+use crate::replication::{FetchParams, Serving, preferred_read_replica};
 use crate::storage::{ReadResult, TopicPartition};
 
 /// Fetch, with the broker's incremental fetch sessions (KIP-227), which only it uses.
@@ -296,39 +293,21 @@ fn read_one(
         .replicas
         .fetch_records(&partition, &params, |fetch_offset| {
             (any_replica && broker.config.rack_aware_reads)
-                .then(|| preferred_read_replica(broker, &partition, fetcher.rack, fetch_offset))
+                .then(|| {
+                    preferred_read_replica(
+                        &partition,
+                        &broker.controller.image(),
+                        fetcher.rack,
+                        broker.config.rack.as_deref(),
+                        fetch_offset,
+                    )
+                })
                 .flatten()
         });
     read.outcome = answer.outcome.map_err(|refusal| errors::refusal(&refusal));
     read.diverging = answer.diverging;
     read.realign = answer.realign;
     read.preferred_read_replica = answer.preferred_read_replica;
-}
-
-/// Where the leader sends a consumer in `client_rack` instead of serving it, if anywhere.
-fn preferred_read_replica(
-    broker: &BrokerState,
-    partition: &Partition,
-    client_rack: &str,
-    fetch_offset: u64,
-) -> Option<i32> {
-    if client_rack.is_empty() || !partition.is_leader() {
-        return None;
-    }
-    let image = broker.controller.image();
-    let candidates: Vec<Candidate<'_>> = partition
-        .read_replica_candidates(fetch_offset)
-        .into_iter()
-        .filter_map(|(node_id, log_end_offset)| {
-            let registered = image.brokers.get(&node_id).filter(|b| !b.fenced)?;
-            Some(Candidate {
-                node_id,
-                rack: registered.rack.as_deref(),
-                log_end_offset,
-            })
-        })
-        .collect();
-    read_replica::select(client_rack, broker.config.rack.as_deref(), &candidates)
 }
 
 /// The response: every read partition, or (an incremental session's answer) those

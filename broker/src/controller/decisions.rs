@@ -21,7 +21,6 @@ mod leaders;
 mod reassignment;
 mod topics;
 
-pub use brokers::{fence, unfence};
 pub use leaders::ElectionType;
 pub use reassignment::Reassignment;
 pub use topics::validate_topic_name;

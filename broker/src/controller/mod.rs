@@ -26,20 +26,20 @@
 //! - [`voters`]: adding and removing voters (KIP-853).
 
 pub mod active;
-pub mod client;
+mod client;
 mod commands;
-pub mod decisions;
-pub mod feed;
-pub mod lifecycle;
+mod decisions;
+mod feed;
+mod lifecycle;
 mod membership;
 pub mod metrics;
 // New partitions are placed by the code the operator also balances and drains with.
 pub use oxbow_placement::new_partitions as placement;
-pub mod publisher;
-pub mod quorum;
+mod publisher;
+mod quorum;
 pub mod rpc;
-pub mod service;
-pub mod voters;
+mod service;
+mod voters;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -375,7 +375,7 @@ impl Controller {
                         *self.cluster_id.write() = Some(recorded.clone());
                         if learned && let Some(log_dir) = self.settings.metadata_dir.parent() {
                             // Kafka's tools read the cluster id from meta.properties too.
-                            if let Err(error) = crate::storage::meta_properties::ensure_directory_id(
+                            if let Err(error) = crate::storage::ensure_directory_id(
                                 log_dir,
                                 self.settings.node_id,
                                 Some(&recorded),

@@ -241,11 +241,8 @@ mod tests {
                 .replication,
             Arc::clone(&logs),
             Arc::new(SystemClock),
-            crate::replication::metrics::ReplicationMetrics::new(
-                &prometheus::Registry::new(),
-                false,
-            )
-            .unwrap(),
+            crate::replication::ReplicationMetrics::new(&prometheus::Registry::new(), false)
+                .unwrap(),
             shutdown,
         );
         let (mut publisher, _) = Publisher::new(Arc::clone(&replicas), defaults, caught_up_target);

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::quorum::network::PeersDown;
 use super::quorum::{Raft, VoterNode, known_leader};
 use super::rpc::{VoterChangeError, VoterRequest};
-use crate::storage::meta_properties::encode_uuid;
+use crate::storage::encode_uuid;
 
 /// How often a waiting AddRaftVoter looks whether the new voter has caught up.
 const CATCH_UP_POLL: Duration = Duration::from_millis(50);

@@ -11,8 +11,8 @@ use super::OFFSETS_TOPIC;
 use super::classic::ClassicGroup;
 use super::coordinator::{Group, GroupCoordinator, GroupKind, new_group};
 use super::records::{self, RecordKey, RecordValue};
+use crate::storage::ReadLimit;
 use crate::storage::TopicPartition;
-use crate::storage::log_read::ReadLimit;
 
 impl GroupCoordinator {
     pub(super) fn read_partition(&self, partition: i32) -> Vec<(RecordKey, Option<RecordValue>)> {

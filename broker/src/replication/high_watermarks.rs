@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::storage::TopicPartition;
-use crate::storage::checkpoint::{CheckpointError, write_atomically};
+use crate::storage::{CheckpointError, write_atomically};
 
 pub const HIGH_WATERMARK_CHECKPOINT_FILE: &str = "replication-offset-checkpoint";
 

@@ -21,14 +21,14 @@
 //! The controller decides every ISR change; a leader only proposes, naming its leader
 //! and partition epochs, so a stale leader's proposal is refused.
 
-pub mod fetch_records;
-pub mod fetcher;
-pub mod high_watermarks;
-pub mod log_dirs;
-pub mod metrics;
-pub mod partition;
-pub mod read_replica;
-pub mod throttle;
+mod fetch_records;
+mod fetcher;
+mod high_watermarks;
+mod log_dirs;
+mod metrics;
+mod partition;
+mod read_replica;
+mod throttle;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -38,7 +38,11 @@ use kafka_protocol::ResponseError;
 use parking_lot::RwLock;
 use tokio::sync::{mpsc, watch};
 
+pub use fetch_records::FetchParams;
+pub use metrics::ReplicationMetrics;
+pub use partition::offsets::DeleteRecordsError;
 pub use partition::{AppendError, CommitWait, IsrProposal, Partition, Role, Transition};
+pub use read_replica::preferred_read_replica;
 
 use crate::config::ReplicationConfig;
 use crate::metadata::image::ClusterImage;

@@ -4,6 +4,37 @@
 //! most caught-up candidate in its rack. Candidates are in-sync followers that already
 //! hold the fetch offset, so the consumer finds its next record there.
 
+use crate::metadata::image::ClusterImage;
+
+use super::Partition;
+
+/// Where the leader of `partition` sends a consumer in `client_rack` instead of serving it,
+/// if anywhere: a caught-up in-sync follower on an unfenced broker of that rack.
+pub fn preferred_read_replica(
+    partition: &Partition,
+    image: &ClusterImage,
+    client_rack: &str,
+    own_rack: Option<&str>,
+    fetch_offset: u64,
+) -> Option<i32> {
+    if client_rack.is_empty() || !partition.is_leader() {
+        return None;
+    }
+    let candidates: Vec<Candidate<'_>> = partition
+        .read_replica_candidates(fetch_offset)
+        .into_iter()
+        .filter_map(|(node_id, log_end_offset)| {
+            let registered = image.brokers.get(&node_id).filter(|b| !b.fenced)?;
+            Some(Candidate {
+                node_id,
+                rack: registered.rack.as_deref(),
+                log_end_offset,
+            })
+        })
+        .collect();
+    select(client_rack, own_rack, &candidates)
+}
+
 /// A follower the leader could send a consumer to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate<'a> {

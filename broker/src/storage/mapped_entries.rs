@@ -144,10 +144,6 @@ impl<const WORDS: usize> MappedEntries<WORDS> {
         Ok(Some(map))
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     pub fn len(&self) -> usize {
         self.len.load(Ordering::Acquire)
     }

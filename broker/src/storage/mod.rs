@@ -31,26 +31,26 @@
 //! - [`manager`]: every partition across the `log.dirs`, each locked ([`dir_lock`]); [`relocation`]: moving a
 //!   partition to another of them while it serves (AlterReplicaLogDirs).
 
-pub mod batch;
+mod batch;
 pub mod batch_builder;
-pub mod checkpoint;
-pub mod clock;
-pub mod compaction;
-pub mod compression;
-pub mod dir_lock;
+mod checkpoint;
+mod clock;
+mod compaction;
+mod compression;
+mod dir_lock;
 pub mod leader_epochs;
-pub mod log;
-pub mod log_config;
-pub mod log_read;
-pub mod manager;
-pub mod mapped_entries;
-pub mod meta_properties;
+mod log;
+mod log_config;
+mod log_read;
+mod manager;
+mod mapped_entries;
+mod meta_properties;
 pub mod offset_index;
-pub mod producer_state;
-pub mod record_section;
-pub mod relocation;
-pub mod retention;
-pub mod segment;
+mod producer_state;
+mod record_section;
+mod relocation;
+mod retention;
+mod segment;
 pub mod time_index;
 pub mod validator;
 
@@ -61,13 +61,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use batch::{BatchError, BatchHeader};
+pub use checkpoint::{CheckpointError, write_atomically};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use compression::CompressionError;
 pub use log::{AppendInfo, LoadReport, Log, LogError};
 pub use log_config::{
     CleanupPolicy, CompressionType, LogConfig, LogConfigError, ThrottledReplicas, TimestampType,
 };
 pub use log_read::{ReadLimit, ReadResult};
 pub use manager::{LogManager, LogManagerError, StartupReport};
+pub use meta_properties::{META_PROPERTIES, encode_uuid, ensure_directory_id};
 pub use segment::{FileRegion, LogSegment};
 
 /// A partition of a topic: Kafka's `TopicPartition`.

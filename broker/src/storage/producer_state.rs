@@ -149,14 +149,6 @@ impl ProducerStateTable {
             .filter_map(|(id, entry)| Some((*id, entry.batches.back()?.last_offset)))
             .collect()
     }
-
-    pub fn len(&self) -> usize {
-        self.producers.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.producers.is_empty()
-    }
 }
 
 /// Sequences wrap from i32::MAX to 0, as Kafka's do.

@@ -32,7 +32,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::{LogId, MetadataRaft};
-use crate::storage::checkpoint::write_atomically;
+use crate::storage::write_atomically;
 
 const LOG_FILE: &str = "raft-log";
 const VOTE_FILE: &str = "vote.json";

@@ -14,10 +14,10 @@
 //! (`vote.json`), the purge point (`log-state.json`) and the latest snapshot of the image
 //! (`snapshot.json`), so the log stays bounded: entries below a snapshot are purged.
 
-pub mod events;
-pub mod log_store;
-pub mod network;
-pub mod state_machine;
+pub(super) mod events;
+pub(super) mod log_store;
+pub(super) mod network;
+pub(super) mod state_machine;
 
 use std::io::Cursor;
 

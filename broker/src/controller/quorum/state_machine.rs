@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::{LogId, MetadataRaft, VoterNode};
 use crate::controller::feed::MetadataFeed;
 use crate::metadata::image::ClusterImage;
-use crate::storage::checkpoint::write_atomically;
+use crate::storage::write_atomically;
 
 const SNAPSHOT_FILE: &str = "snapshot.json";
 
