@@ -172,6 +172,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let groups = Arc::new(GroupCoordinator::for_replicas(
         config.groups.clone(),
         Arc::clone(&replicas),
+        Arc::clone(&logs),
         Arc::new(SystemClock),
         GroupMetrics::with_partition_labels(metrics.registry(), config.metrics_partition_labels)
             .context("registering group metrics")?,
@@ -187,7 +188,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let (controller, mut controller_tasks) = Controller::start(
         settings,
         defaults,
-        config.is_broker.then(|| Arc::clone(&replicas)),
+        config
+            .is_broker
+            .then(|| (Arc::clone(&replicas), Arc::clone(&logs))),
         sockets.controller,
         shutdown_rx.clone(),
     )
@@ -202,9 +205,13 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         shutting_down: shutdown_rx.clone(),
         serving: AtomicBool::new(false),
     });
-    let metrics_task = sockets
-        .metrics
-        .map(|listener| tokio::spawn(server::http::serve(listener, Arc::clone(&state))));
+    let metrics_task = sockets.metrics.map(|listener| {
+        tokio::spawn(server::http::serve(
+            listener,
+            Arc::clone(&state),
+            Arc::clone(&logs),
+        ))
+    });
     let mut stopped_early = false;
     let listener = if config.is_broker {
         tracing::info!(

@@ -66,7 +66,7 @@ use feed::MetadataFeed;
 use quorum::Raft;
 
 use crate::replication::ReplicaManager;
-use crate::storage::{LogConfig, LogConfigError};
+use crate::storage::{LogConfig, LogConfigError, LogManager};
 
 /// A leftover of the single-node metadata log, before the quorum.
 const LEGACY_METADATA_LOG: &str = "metadata.log";
@@ -154,7 +154,7 @@ impl Controller {
     pub async fn start(
         settings: QuorumSettings,
         log_defaults: LogConfig,
-        replicas: Option<Arc<ReplicaManager>>,
+        broker: Option<(Arc<ReplicaManager>, Arc<LogManager>)>,
         controller_socket: Option<tokio::net::TcpListener>,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Arc<Self>, ControllerTasks), StartError> {
@@ -267,10 +267,11 @@ impl Controller {
             ))
         });
         let (caught_up_sender, caught_up_target) = watch::channel(None);
-        let (publisher, published) = match &replicas {
-            Some(replicas) => {
+        let (publisher, published) = match &broker {
+            Some((replicas, logs)) => {
                 let (publisher, published) = publisher::Publisher::new(
                     Arc::clone(replicas),
+                    Arc::clone(logs),
                     log_defaults.clone(),
                     caught_up_target.clone(),
                 );

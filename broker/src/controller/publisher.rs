@@ -39,6 +39,7 @@ pub struct Publisher {
 impl Publisher {
     pub fn new(
         replicas: Arc<ReplicaManager>,
+        logs: Arc<LogManager>,
         log_defaults: LogConfig,
         caught_up_target: watch::Receiver<Option<u64>>,
     ) -> (Self, watch::Receiver<u64>) {
@@ -46,7 +47,7 @@ impl Publisher {
         (
             Self {
                 node_id: replicas.node_id(),
-                logs: Arc::clone(replicas.logs()),
+                logs,
                 replicas,
                 log_defaults,
                 caught_up_target,
@@ -245,7 +246,12 @@ mod tests {
                 .unwrap(),
             shutdown,
         );
-        let (mut publisher, _) = Publisher::new(Arc::clone(&replicas), defaults, caught_up_target);
+        let (mut publisher, _) = Publisher::new(
+            Arc::clone(&replicas),
+            Arc::clone(&logs),
+            defaults,
+            caught_up_target,
+        );
 
         let first = image(&[("a", &[&[1, 2], &[2, 3]])]);
         publisher.apply(&ClusterImage::default(), &first, false);

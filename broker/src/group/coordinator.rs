@@ -112,13 +112,14 @@ impl GroupCoordinator {
     pub fn for_replicas(
         config: GroupConfig,
         replicas: Arc<ReplicaManager>,
+        logs: Arc<LogManager>,
         clock: Arc<dyn Clock>,
         metrics: GroupMetrics,
     ) -> Self {
         Self {
             config,
             clock,
-            logs: Arc::clone(replicas.logs()),
+            logs,
             state: Mutex::new(Groups::default()),
             metrics,
             replicas: parking_lot::RwLock::new(Some(replicas)),

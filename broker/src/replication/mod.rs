@@ -14,7 +14,8 @@
 //!   DescribeLogDirs, AlterReplicaLogDirs ──► log_dirs
 //!
 //! This is the only door the API handlers have to partition data: `Partition::log` is
-//! replication's own.
+//! replication's own, and the replica manager does not hand out its `LogManager` (start-up
+//! gives it only to the publisher, the group coordinator and the metrics endpoint).
 //!   timer ──► Partition::check_lagging ──► IsrProposal ──► controller (AlterPartition)
 //! ```
 //!
@@ -150,10 +151,6 @@ impl ReplicaManager {
             leadership_hook: RwLock::new(None),
         });
         (manager, receiver)
-    }
-
-    pub fn logs(&self) -> &Arc<LogManager> {
-        &self.logs
     }
 
     pub fn node_id(&self) -> i32 {

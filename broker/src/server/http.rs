@@ -14,9 +14,12 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::state::BrokerState;
+use crate::storage::LogManager;
 
-/// Serves the metrics endpoint until the listener fails.
-pub async fn serve(listener: TcpListener, state: Arc<BrokerState>) {
+/// Serves the metrics endpoint until the listener fails. `logs` is this broker's log manager
+/// (its partitions' sizes and offsets are metrics; its directories decide readiness): handed
+/// over at start-up, as nothing serving Kafka requests may hold it.
+pub async fn serve(listener: TcpListener, state: Arc<BrokerState>, logs: Arc<LogManager>) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -26,8 +29,10 @@ pub async fn serve(listener: TcpListener, state: Arc<BrokerState>) {
             }
         };
         let state = Arc::clone(&state);
+        let logs = Arc::clone(&logs);
         let connection = tokio::spawn(async move {
-            let service = service_fn(move |request| respond(request, Arc::clone(&state)));
+            let service =
+                service_fn(move |request| respond(request, Arc::clone(&state), Arc::clone(&logs)));
             if let Err(error) = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
                 .await
@@ -42,6 +47,7 @@ pub async fn serve(listener: TcpListener, state: Arc<BrokerState>) {
 async fn respond(
     request: Request<Incoming>,
     state: Arc<BrokerState>,
+    logs: Arc<LogManager>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (status, content_type, body) = match request.uri().path() {
         "/metrics" => (StatusCode::OK, "text/plain; version=0.0.4", {
@@ -52,16 +58,11 @@ async fn respond(
                 &state.replicas,
                 active.then(|| state.controller.image().offline_partitions()),
             );
-            state.metrics.render(state.replicas.logs())
+            state.metrics.render(&logs)
         }),
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
         "/readyz" => {
-            let offline = state
-                .replicas
-                .logs()
-                .log_dirs()
-                .iter()
-                .all(|d| d.is_offline());
+            let offline = logs.log_dirs().iter().all(|d| d.is_offline());
             let serving =
                 state.serving.load(std::sync::atomic::Ordering::Relaxed) || !state.config.is_broker;
             if offline || *state.shutting_down.borrow() || !serving || !state.controller.is_ready()
