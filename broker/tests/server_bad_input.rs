@@ -15,8 +15,7 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopicConfig;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, BrokerId, ListOffsetsRequest, ListOffsetsResponse,
-    MetadataRequest, MetadataResponse,
+    ApiKey, ApiVersionsResponse, BrokerId, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
@@ -261,7 +260,7 @@ fn invalid_topic_names_are_invalid_topic_exception() {
         );
     }
     // None of them exists afterwards.
-    let all = client.request::<_, MetadataResponse>(
+    let all = client.request(
         ApiKey::Metadata,
         METADATA_VERSION,
         &MetadataRequest::default().with_topics(None),
@@ -362,7 +361,7 @@ fn one_create_topics_request_answers_each_topic_on_its_own() {
         assert_eq!(result.num_partitions, 2);
         assert!(ids.insert(result.topic_id), "{name} has an id of its own");
     }
-    let metadata = client.request::<_, MetadataResponse>(
+    let metadata = client.request(
         ApiKey::Metadata,
         METADATA_VERSION,
         &MetadataRequest::default().with_topics(None),

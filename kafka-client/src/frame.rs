@@ -31,10 +31,24 @@ pub fn encode_request<R: Request>(
 /// what followed the size prefix. Bytes left over after the body are logged, not refused
 /// (a newer broker may add fields a version does not have).
 pub fn decode_response<R: Request>(
-    mut frame: Bytes,
+    frame: Bytes,
     version: i16,
     correlation_id: i32,
 ) -> Result<R::Response, String> {
+    let (response, left) = decode_response_and_rest::<R>(frame, version, correlation_id)?;
+    if left > 0 {
+        tracing::debug!(api = R::KEY, left, "Trailing bytes after a response");
+    }
+    Ok(response)
+}
+
+/// [`decode_response`], and how many bytes the body left unread (a test of a broker wants
+/// none; a client tolerates them).
+pub fn decode_response_and_rest<R: Request>(
+    mut frame: Bytes,
+    version: i16,
+    correlation_id: i32,
+) -> Result<(R::Response, usize), String> {
     let header = ResponseHeader::decode(&mut frame, R::Response::header_version(version))
         .map_err(|e| e.to_string())?;
     if header.correlation_id != correlation_id {
@@ -44,14 +58,7 @@ pub fn decode_response<R: Request>(
         ));
     }
     let response = R::Response::decode(&mut frame, version).map_err(|e| e.to_string())?;
-    if frame.has_remaining() {
-        tracing::debug!(
-            api = R::KEY,
-            left = frame.remaining(),
-            "Trailing bytes after a response"
-        );
-    }
-    Ok(response)
+    Ok((response, frame.remaining()))
 }
 
 #[cfg(test)]
@@ -91,6 +98,8 @@ mod tests {
         assert_eq!(ok.map(|r| r.throttle_time_ms), Ok(7));
         let trailing = decode_response::<MetadataRequest>(response_frame(5, 12, b"xx"), 12, 5);
         assert!(trailing.is_ok());
+        let rest = decode_response_and_rest::<MetadataRequest>(response_frame(5, 12, b"xx"), 12, 5);
+        assert_eq!(rest.map(|(_, left)| left), Ok(2));
         let other = decode_response::<MetadataRequest>(response_frame(6, 12, b""), 12, 5);
         assert!(other.is_err_and(|e| e.contains("correlation id 6")));
         let short = decode_response::<MetadataRequest>(Bytes::from_static(&[0, 0]), 12, 5);

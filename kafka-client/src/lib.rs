@@ -11,7 +11,7 @@ mod connection;
 mod frame;
 
 pub use connection::{Connection, Versions};
-pub use frame::{decode_response, encode_request};
+pub use frame::{decode_response, decode_response_and_rest, encode_request};
 
 /// What can go wrong on a connection, below the Kafka error codes of a response.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -14,12 +14,13 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, CreateTopicsRequest,
     CreateTopicsResponse, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse,
-    ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
+    ProduceRequest, ProduceResponse, TopicName,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Request, StrBytes};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
+use oxbow_kafka_client::{decode_response_and_rest, encode_request};
 
 use crate::process::WAIT;
 
@@ -57,21 +58,22 @@ impl RawClient {
         self.stream.write_all(&frame).unwrap();
     }
 
-    /// Header and body of a request with the next correlation id, without the size prefix.
-    pub fn encode<R: Encodable>(&mut self, key: ApiKey, version: i16, request: &R) -> BytesMut {
+    /// Header and body of a request with the next correlation id, without the size prefix
+    /// (framed as every Oxbow client frames them: `oxbow_kafka_client`).
+    pub fn encode<R: Request>(&mut self, key: ApiKey, version: i16, request: &R) -> BytesMut {
+        assert_eq!(
+            key as i16,
+            R::KEY,
+            "{key:?} named for another API's request"
+        );
         self.correlation_id += 1;
-        let mut payload = BytesMut::new();
-        RequestHeader::default()
-            .with_request_api_key(key as i16)
-            .with_request_api_version(version)
-            .with_correlation_id(self.correlation_id)
-            .with_client_id(Some(StrBytes::from_static_str("oxbow-test")))
-            .encode(&mut payload, key.request_header_version(version))
-            .unwrap();
-        request
-            .encode(&mut payload, version)
-            .unwrap_or_else(|e| panic!("encoding {key:?} v{version}: {e}"));
-        payload
+        encode_request(
+            request,
+            version,
+            self.correlation_id,
+            Some(StrBytes::from_static_str("oxbow-test")),
+        )
+        .unwrap_or_else(|e| panic!("encoding {key:?} v{version}: {e}"))
     }
 
     /// The next response frame, or `None` when the broker closed the connection (end of
@@ -97,30 +99,20 @@ impl RawClient {
 
     /// Sends `request` at `version` and decodes the answer at the same version: the
     /// correlation id must match and the body must be used up exactly.
-    pub fn request<Req: Encodable, Resp: Decodable>(
+    pub fn request<Req: Request>(
         &mut self,
         key: ApiKey,
         version: i16,
         request: &Req,
-    ) -> Resp {
+    ) -> Req::Response {
         let payload = self.encode(key, version, request);
         self.send_frame(&payload);
-        let mut body = self
+        let body = self
             .read_frame()
             .unwrap_or_else(|| panic!("{key:?} v{version}: the broker closed the connection"));
-        let header = ResponseHeader::decode(&mut body, key.response_header_version(version))
-            .unwrap_or_else(|e| panic!("{key:?} v{version}: response header: {e}"));
-        assert_eq!(
-            header.correlation_id, self.correlation_id,
-            "{key:?} v{version}"
-        );
-        let decoded = Resp::decode(&mut body, version)
-            .unwrap_or_else(|e| panic!("{key:?} v{version}: response body: {e}"));
-        assert_eq!(
-            body.remaining(),
-            0,
-            "{key:?} v{version}: response has trailing bytes"
-        );
+        let (decoded, left) = decode_response_and_rest::<Req>(body, version, self.correlation_id)
+            .unwrap_or_else(|e| panic!("{key:?} v{version}: response: {e}"));
+        assert_eq!(left, 0, "{key:?} v{version}: response has trailing bytes");
         decoded
     }
 
