@@ -12,6 +12,7 @@ mod frame;
 
 pub use connection::{Connection, Versions};
 pub use frame::{decode_response, decode_response_and_rest, encode_request};
+pub use kafka_protocol::error::ResponseError;
 
 /// What can go wrong on a connection, below the Kafka error codes of a response.
 #[derive(Debug, thiserror::Error)]
@@ -47,10 +48,45 @@ pub enum WireError {
     Unsupported { api: i16, address: String },
 }
 
+/// Kafka's name of error `code` (`TOPIC_ALREADY_EXISTS`), from kafka-protocol's table of
+/// Kafka's errors.
+pub fn error_name(code: i16) -> String {
+    match ResponseError::try_from_code(code) {
+        None => "NONE".to_string(),
+        Some(ResponseError::Unknown(code)) => format!("UNKNOWN_ERROR_CODE_{code}"),
+        Some(error) => {
+            let mut name = String::new();
+            for (i, c) in error.to_string().chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    name.push('_');
+                }
+                name.push(c.to_ascii_uppercase());
+            }
+            name
+        }
+    }
+}
+
 /// The name of Kafka API `key` ("Fetch", "Metadata", ...), for messages.
 pub fn api_name(key: i16) -> String {
     match kafka_protocol::messages::ApiKey::try_from(key) {
         Ok(api) => format!("{api:?}"),
         Err(()) => format!("API {key}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_names_are_kafkas() {
+        assert_eq!(error_name(0), "NONE");
+        assert_eq!(error_name(3), "UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(error_name(17), "INVALID_TOPIC_EXCEPTION");
+        assert_eq!(error_name(36), "TOPIC_ALREADY_EXISTS");
+        assert_eq!(error_name(102), "BROKER_ID_NOT_REGISTERED");
+        assert_eq!(error_name(-7), "UNKNOWN_ERROR_CODE_-7");
+        assert_eq!(api_name(3), "Metadata");
     }
 }

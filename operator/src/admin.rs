@@ -22,7 +22,7 @@ use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataReques
 use kafka_protocol::messages::metadata_response::{MetadataResponse, MetadataResponsePartition};
 use kafka_protocol::messages::{ApiKey, BrokerId, TopicName};
 use kafka_protocol::protocol::{Request, StrBytes};
-use oxbow_kafka_client::{Connection, WireError};
+use oxbow_kafka_client::{Connection, ResponseError, WireError};
 
 mod log_dirs;
 mod moves;
@@ -48,12 +48,16 @@ const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
 /// DescribeConfigs sources meaning "set on this topic".
 const SOURCE_DYNAMIC_TOPIC: i8 = 1;
-/// Kafka error codes the reconciler reacts to.
-pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-pub const TOPIC_ALREADY_EXISTS: i16 = 36;
-pub const INVALID_PARTITIONS: i16 = 37;
-pub const INVALID_REPLICATION_FACTOR: i16 = 38;
-pub const INVALID_CONFIG: i16 = 40;
+/// Kafka error codes the reconcilers react to (kafka-protocol's table, not a copy).
+pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = ResponseError::UnknownTopicOrPartition.code();
+pub const TOPIC_ALREADY_EXISTS: i16 = ResponseError::TopicAlreadyExists.code();
+pub const INVALID_PARTITIONS: i16 = ResponseError::InvalidPartitions.code();
+pub const INVALID_REPLICATION_FACTOR: i16 = ResponseError::InvalidReplicationFactor.code();
+pub const INVALID_CONFIG: i16 = ResponseError::InvalidConfig.code();
+pub const INVALID_TOPIC: i16 = ResponseError::InvalidTopicException.code();
+pub const INVALID_REPLICA_ASSIGNMENT: i16 = ResponseError::InvalidReplicaAssignment.code();
+pub const INVALID_REQUEST: i16 = ResponseError::InvalidRequest.code();
+pub const POLICY_VIOLATION: i16 = ResponseError::PolicyViolation.code();
 
 /// What went wrong talking to the cluster.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +71,7 @@ pub enum AdminError {
     Kafka {
         api: &'static str,
         code: i16,
-        name: &'static str,
+        name: String,
         message: Option<String>,
     },
 }
@@ -91,31 +95,6 @@ impl AdminError {
     }
 }
 
-/// Name of a Kafka error code, for messages.
-pub fn error_name(code: i16) -> &'static str {
-    match code {
-        0 => "NONE",
-        3 => "UNKNOWN_TOPIC_OR_PARTITION",
-        7 => "REQUEST_TIMED_OUT",
-        17 => "INVALID_TOPIC_EXCEPTION",
-        29 => "TOPIC_AUTHORIZATION_FAILED",
-        35 => "UNSUPPORTED_VERSION",
-        36 => "TOPIC_ALREADY_EXISTS",
-        37 => "INVALID_PARTITIONS",
-        38 => "INVALID_REPLICATION_FACTOR",
-        39 => "INVALID_REPLICA_ASSIGNMENT",
-        40 => "INVALID_CONFIG",
-        41 => "NOT_CONTROLLER",
-        42 => "INVALID_REQUEST",
-        44 => "POLICY_VIOLATION",
-        60 => "REASSIGNMENT_IN_PROGRESS",
-        84 => "ELECTION_NOT_NEEDED",
-        85 => "NO_REASSIGNMENT_IN_PROGRESS",
-        102 => "BROKER_ID_NOT_REGISTERED",
-        _ => "UNKNOWN",
-    }
-}
-
 fn check(api: &'static str, code: i16, message: Option<&StrBytes>) -> Result<(), AdminError> {
     if code == 0 {
         return Ok(());
@@ -123,7 +102,7 @@ fn check(api: &'static str, code: i16, message: Option<&StrBytes>) -> Result<(),
     Err(AdminError::Kafka {
         api,
         code,
-        name: error_name(code),
+        name: oxbow_kafka_client::error_name(code),
         message: message.map(|m| m.to_string()),
     })
 }

@@ -566,10 +566,10 @@ fn is_permanent(error: &AdminError) -> bool {
             crate::admin::INVALID_PARTITIONS
                 | crate::admin::INVALID_REPLICATION_FACTOR
                 | crate::admin::INVALID_CONFIG
-                | 17
-                | 39
-                | 42
-                | 44
+                | crate::admin::INVALID_TOPIC
+                | crate::admin::INVALID_REPLICA_ASSIGNMENT
+                | crate::admin::INVALID_REQUEST
+                | crate::admin::POLICY_VIOLATION
         )
     )
 }

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
@@ -33,9 +34,9 @@ use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const TOPIC_ALREADY_EXISTS: i16 = 36;
-const INVALID_PARTITIONS: i16 = 37;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = ResponseError::UnknownTopicOrPartition.code();
+const TOPIC_ALREADY_EXISTS: i16 = ResponseError::TopicAlreadyExists.code();
+const INVALID_PARTITIONS: i16 = ResponseError::InvalidPartitions.code();
 /// DescribeConfigs `config_source` values (Kafka's `ConfigSource`).
 const SOURCE_DYNAMIC_TOPIC: i8 = 1;
 const SOURCE_DEFAULT: i8 = 5;
