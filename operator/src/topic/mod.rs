@@ -337,7 +337,6 @@ fn idle_recheck(topics: usize, name: &str) -> Duration {
 }
 
 /// The Topic pipeline once a broker of its cluster answers on `admin`.
-#[allow(clippy::too_many_lines)]
 async fn apply_connected(
     topic: &Topic,
     ctx: &Context,
