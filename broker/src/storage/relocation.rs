@@ -128,8 +128,11 @@ impl Log {
             }
             let next_offset = segment.next_offset();
             let size = segment.size();
-            copy_log_bytes(&segment, staging, 0, size, relocation)?;
-            copied.insert(segment.base_offset(), (segment, size));
+            // A truncation may cut the file under the copy (the segment is reopened as a new
+            // one, which the switch copies again whole): what was there is copied.
+            let reached =
+                copy_log_bytes(&segment, staging, 0, size, relocation, UpTo::AsFarAsItGoes)?;
+            copied.insert(segment.base_offset(), (segment, reached));
             relocation
                 .copied_offset
                 .fetch_max(next_offset, Ordering::AcqRel);
@@ -173,7 +176,14 @@ impl Log {
                 }
                 _ => 0,
             };
-            copy_log_bytes(segment, staging, from, segment.size(), relocation)?;
+            copy_log_bytes(
+                segment,
+                staging,
+                from,
+                segment.size(),
+                relocation,
+                UpTo::Exactly,
+            )?;
             copy_index_prefix(
                 &segment.log_path().with_extension("index"),
                 staging,
@@ -225,17 +235,28 @@ impl Log {
     }
 }
 
+/// How far [`copy_log_bytes`] must get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UpTo {
+    /// To the end asked for: the file cannot shrink (the switch holds maintenance).
+    Exactly,
+    /// To the end asked for, or the file's end if it became shorter meanwhile.
+    AsFarAsItGoes,
+}
+
 /// Appends `[from, to)` of a segment's log file to its copy under `staging`, read through
 /// the open file (a rename of the old directory does not disturb it), then syncs the copy.
+/// Returns where the copy ends.
 fn copy_log_bytes(
     segment: &LogSegment,
     staging: &Path,
     from: u64,
     to: u64,
     relocation: &Relocation,
-) -> Result<(), LogError> {
+    up_to: UpTo,
+) -> Result<u64, LogError> {
     let Some(name) = segment.log_path().file_name() else {
-        return Ok(());
+        return Ok(from);
     };
     let path = staging.join(name);
     let io = |source| LogError::Directory {
@@ -256,6 +277,9 @@ fn copy_log_bytes(
             .file()
             .read_at(&mut buffer[..chunk], position)
             .map_err(io)?;
+        if read == 0 && up_to == UpTo::AsFarAsItGoes {
+            break;
+        }
         if read == 0 {
             return Err(io(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
@@ -268,7 +292,8 @@ fn copy_log_bytes(
             .copied_bytes
             .fetch_add(read as u64, Ordering::AcqRel);
     }
-    out.sync_all().map_err(io)
+    out.sync_all().map_err(io)?;
+    Ok(position)
 }
 
 /// Copies the first `bytes` of an index file (its entries, not its preallocated room).

@@ -92,3 +92,37 @@ fn a_truncation_after_the_bulk_copy_is_carried_over() {
         }
     });
 }
+
+/// A truncation cuts the tail segment's file while the bulk copy reads it (seen in CI: the
+/// move stopped with "segment shorter than its size" and the replica stayed where it was).
+/// The bulk copy takes what is there; the switch copies the reopened segment again whole.
+#[test]
+fn a_segment_cut_under_the_bulk_copy_is_copied_as_far_as_it_goes() {
+    let t = test_log(small_config());
+    for n in 0..300 {
+        t.log.append(&batch(1, 100, START_MS + n), 0).unwrap();
+    }
+    let tail = t.log.segments.read().values().next_back().cloned().unwrap();
+    let size = tail.size();
+    t.log.truncate_to(tail.base_offset() + 1).unwrap();
+    assert!(
+        tail.file().metadata().unwrap().len() < size,
+        "the file was cut"
+    );
+    let target_dir = tempfile::tempdir().unwrap();
+    let relocation = Relocation::new(Arc::new(LogDirHealth::new(target_dir.path().to_path_buf())));
+    let staging = target_dir.path().join("t-0.x-future");
+    std::fs::create_dir_all(&staging).unwrap();
+    let reached =
+        copy_log_bytes(&tail, &staging, 0, size, &relocation, UpTo::AsFarAsItGoes).unwrap();
+    assert!(
+        reached < size,
+        "copied {reached} of a file cut below {size}"
+    );
+    let copied_file = staging.join(tail.log_path().file_name().unwrap());
+    assert_eq!(std::fs::metadata(&copied_file).unwrap().len(), reached);
+    assert!(
+        copy_log_bytes(&tail, &staging, 0, size, &relocation, UpTo::Exactly).is_err(),
+        "the switch, which holds maintenance, must not accept a short file"
+    );
+}
