@@ -4,7 +4,10 @@ usage: kafka_client.py BOOTSTRAP produce-consume TOPIC COUNT
        kafka_client.py BOOTSTRAP topics                 (prints topic names)
        kafka_client.py BOOTSTRAP supports API_KEY       (exit 0 if the broker offers the API)
        kafka_client.py BOOTSTRAP config TOPIC KEY       (prints the topic config value)
-       kafka_client.py BOOTSTRAP broker-config ID KEY   (prints broker ID's config, asked of it)"""
+       kafka_client.py BOOTSTRAP broker-config ID KEY   (prints broker ID's config, asked of it)
+       kafka_client.py BOOTSTRAP await-broker-config ID KEY VALUE SECONDS
+                       (asks broker ID every 0.2 s until KEY is VALUE: prints it, exit 0;
+                        exit 1 with the last answer or error after SECONDS)"""
 import os, sys, time, uuid
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType
@@ -49,5 +52,24 @@ elif command == "broker-config":
     admin = KafkaAdminClient(**common)
     result = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, args[0], configs=[args[1]])])
     print(result)
+elif command == "await-broker-config":
+    node, key, wanted, seconds = args[0], args[1], args[2], float(args[3])
+    admin = KafkaAdminClient(**common)
+    deadline, last = time.time() + seconds, "nothing asked yet"
+    while time.time() < deadline:
+        try:
+            # kafka-python 3: {resource type: {name: {key: {"value": ..., ...}}}}
+            result = admin.describe_configs(
+                [ConfigResource(ConfigResourceType.BROKER, node, configs=[key])], config_filter="all")
+            entry = result.get("broker", {}).get(node, {}).get(key)
+            value = entry.get("value") if isinstance(entry, dict) else entry
+            last = f"{key}={value!r}"
+            if value == wanted:
+                print(last)
+                sys.exit(0)
+        except Exception as error:  # the broker may not be known yet, or gone
+            last = f"{type(error).__name__}: {error}"
+        time.sleep(0.2)
+    sys.exit(f"broker {node} never had {key}={wanted} within {seconds:.0f} s; last: {last}")
 else:
     sys.exit(f"unknown command {command}")

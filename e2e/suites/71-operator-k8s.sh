@@ -337,14 +337,20 @@ sts_replicas 2 || fail "a refused scale-in shrank the StatefulSet"
 [ "$(replicas_on 1 orders)" = 3 ] || fail "a refused scale-in moved replicas"
 ok "scale to 1 with an RF=2 topic: refused (Degraded/ScaleInRefused: $message); StatefulSet and replicas untouched"
 
+uncordoned="$(client "$bootstrap" broker-config 1 cordoned.log.dirs)" || fail "describing broker 1's configs: $uncordoned"
+! grep -q "'\*'" <<<"$uncordoned" || fail "a refused scale-in cordoned broker 1: $uncordoned"
+# Broker 1 is cordoned for as long as it drains (seconds at 1 MiB/s): a client asks it five
+# times a second from before the drain can start, so a drain quicker than a client's start-up
+# is still seen.
+client "$bootstrap" await-broker-config 1 cordoned.log.dirs '*' 150 >"$OXBOW_K8S_STATE/cordon" 2>&1 &
+cordon_watch=$!
 kubectl -n "$NS" delete topic pinned --timeout=60s >/dev/null || fail "deleting Topic pinned"
 # The drain copies broker 1's share of orders at 1 MiB/s; broker 1 is cordoned throughout (a
 # topic created meanwhile lands on broker 0), and the operator leader is SIGKILLed mid-drain:
 # the next leader finishes it with no second plan.
 draining() { [ "$(events_of Draining)" -ge 1 ]; }
 until_true 120 draining || fail "no Draining event once pinned was gone: $(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling}')"
-cordon="$(client "$bootstrap" broker-config 1 cordoned.log.dirs)" || fail "describing broker 1's configs: $cordon"
-grep -q "'\*'" <<<"$cordon" || fail "broker 1 is not cordoned while it drains: $cordon"
+wait "$cordon_watch" || fail "broker 1 was not seen cordoned while it drained: $(cat "$OXBOW_K8S_STATE/cordon")"
 phase_at_kill="$(kubectl -n "$NS" get cluster events -o jsonpath='{.status.scaling.phase}')"
 kill_leader
 t_kill=$SECONDS
