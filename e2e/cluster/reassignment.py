@@ -184,17 +184,24 @@ class GroupReader(threading.Thread):
     """A consumer group member reading TOPIC along; records every value and the longest
     gap between two deliveries."""
 
-    def __init__(self, bootstrap):
+    def __init__(self, bootstrap, log_path):
         super().__init__(daemon=True)
+        self.errors = []
+        import logging
         from confluent_kafka import Consumer
+        # The group protocol's steps go to a file in the work dir: a failure keeps it.
+        logger = logging.getLogger("moving-readers")
+        logger.propagate = False
+        logger.addHandler(logging.FileHandler(log_path))
+        logger.setLevel(logging.DEBUG)
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "moving-readers",
                                   "auto.offset.reset": "earliest", "enable.auto.commit": True,
-                                  "fetch.wait.max.ms": 100, "log_level": 2})
+                                  "fetch.wait.max.ms": 100, "debug": "cgrp", "logger": logger,
+                                  "error_cb": lambda error: self.errors.append(f"client: {error}")})
         self.values = set()
         self.longest_gap = 0.0
         self.last = None
         self.stop = threading.Event()
-        self.errors = []
 
     def run(self):
         try:
@@ -313,7 +320,7 @@ def main():
         workload = Workload(cluster.bootstrap, TOPIC, f"m{os.getpid()}", 2, RATE, acks_all=True,
                             partitions=PARTITIONS)
         workload.start()
-        reader = GroupReader(cluster.bootstrap)
+        reader = GroupReader(cluster.bootstrap, os.path.join(work, "reader.log"))
         reader.start()
         if not wait_until(lambda: workload.acks_since(0), 30):
             fail(f"no acks=all write acknowledged within 30 s ({dict(workload.client_errors)})", cluster, work)
@@ -466,9 +473,12 @@ def main():
         seen = lambda: {workload.key_of(v) for v in list(reader.values)}
         if not wait_until(lambda: acked_keys <= seen(), 60):
             missing = len(acked_keys - seen())
+            described = kafka_tool("kafka-consumer-groups", "--bootstrap-server", cluster.bootstrap, "--describe",
+                                   "--group", "moving-readers", "--state", check=False)
+            log(f"kafka-consumer-groups --describe --state: {described.stdout[-1500:]} {described.stderr[-1500:]}")
             fail(f"the consumer group never received {missing} acknowledged record(s) (reader "
                  f"{'running' if reader.is_alive() else 'stopped'}, {len(reader.values)} distinct values read, "
-                 f"errors {reader.errors[:5]})", cluster, work)
+                 f"errors {reader.errors[-5:]}; its log: reader.log)", cluster, work)
         reader.stop.set()
         log(f"ok the consumer group received every acknowledged record; longest gap between deliveries "
             f"{reader.longest_gap:.2f} s")

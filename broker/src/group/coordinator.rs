@@ -187,6 +187,21 @@ impl GroupCoordinator {
         state
             .groups
             .retain(|id, _| records::partition_for(id, partitions) != partition);
+        // The parked JoinGroup/SyncGroup answers of the groups just dropped would never be
+        // sent (a client waits out its request timeout, max.poll.interval.ms: minutes): as
+        // Kafka does when a coordinator resigns, they are answered NOT_COORDINATOR and the
+        // member finds the coordinator again.
+        let here =
+            |(group, _): &(String, String)| records::partition_for(group, partitions) == partition;
+        for ((_, member), waiter) in state.join_waiters.extract_if(|key, _| here(key)) {
+            let _ = waiter.send(JoinResponseData::failed(
+                GroupError::NotCoordinator,
+                &member,
+            ));
+        }
+        for (_, waiter) in state.sync_waiters.extract_if(|key, _| here(key)) {
+            let _ = waiter.send(Err(GroupError::NotCoordinator));
+        }
         for (key, value) in loaded {
             self.replay(&mut state.groups, key, value, now);
         }

@@ -15,9 +15,13 @@ const START_MS: i64 = 1_700_000_000_000;
 const RETENTION_MS: i64 = 60_000;
 
 fn config() -> GroupConfig {
+    config_with_delay(0)
+}
+
+fn config_with_delay(initial_rebalance_delay_ms: i64) -> GroupConfig {
     GroupConfig {
         offsets_partitions: 3,
-        initial_rebalance_delay_ms: 0,
+        initial_rebalance_delay_ms,
         offsets_retention_ms: RETENTION_MS,
         retention_check_interval_ms: 1_000,
         ..GroupConfig::default()
@@ -26,20 +30,28 @@ fn config() -> GroupConfig {
 
 /// A coordinator loaded from the offsets logs in `dir` (created on first use).
 fn open(dir: &std::path::Path, clock: &Arc<ManualClock>) -> GroupCoordinator {
+    open_with(dir, clock, config())
+}
+
+fn open_with(
+    dir: &std::path::Path,
+    clock: &Arc<ManualClock>,
+    config: GroupConfig,
+) -> GroupCoordinator {
     let (logs, _) = LogManager::open(
         &[dir.to_path_buf()],
         &|_| LogConfig::default(),
         clock.clone(),
     )
     .unwrap();
-    for partition in 0..config().offsets_partitions {
+    for partition in 0..config.offsets_partitions {
         let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
         if logs.get(&tp).is_none() {
             logs.create(tp, LogConfig::default()).unwrap();
         }
     }
     GroupCoordinator::load(
-        config(),
+        config,
         Arc::new(logs),
         clock.clone(),
         GroupMetrics::new(&Registry::new()).unwrap(),
@@ -68,9 +80,8 @@ fn commit(coordinator: &GroupCoordinator, group: &str, member: &str, generation:
     );
 }
 
-/// One classic member joins and syncs `group` (no initial delay: both complete at once).
-fn join_one(coordinator: &GroupCoordinator, group: &str) -> (String, i32) {
-    let request = |member_id: &str| JoinRequest {
+fn join_request(member_id: &str) -> JoinRequest {
+    JoinRequest {
         member_id: member_id.to_string(),
         client_id: "c".into(),
         client_host: "/127.0.0.1".into(),
@@ -80,7 +91,12 @@ fn join_one(coordinator: &GroupCoordinator, group: &str) -> (String, i32) {
         protocols: vec![("range".into(), Bytes::from_static(b"meta"))],
         require_known_member_id: true,
         ..JoinRequest::default()
-    };
+    }
+}
+
+/// One classic member joins and syncs `group` (no initial delay: both complete at once).
+fn join_one(coordinator: &GroupCoordinator, group: &str) -> (String, i32) {
+    let request = join_request;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -145,4 +161,37 @@ fn a_new_commit_restarts_the_retention_clock() {
     clock.advance(RETENTION_MS / 2);
     coordinator.tick();
     assert_eq!(committed(&coordinator, "g"), None);
+}
+
+/// A JoinGroup parked in the initial rebalance delay when the group's offsets partition
+/// changes hands is answered NOT_COORDINATOR at once; before, it was never answered and
+/// librdkafka waited out max.poll.interval.ms (CI: a group that read nothing for minutes).
+#[test]
+fn a_parked_join_is_answered_not_coordinator_when_the_partition_changes_hands() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let coordinator = open_with(dir.path(), &clock, config_with_delay(3_000));
+    let group = "readers";
+    let partition = super::records::partition_for(group, config().offsets_partitions);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let first = coordinator.join(group, join_request("")).await;
+        assert_eq!(first.error, Some(super::GroupError::MemberIdRequired));
+        let mut parked = std::pin::pin!(coordinator.join(group, join_request(&first.member_id)));
+        let pending = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(parked.as_mut().poll(cx).is_pending())
+        })
+        .await;
+        assert!(pending, "the join waits out the initial rebalance delay");
+        coordinator.leadership_changed(partition, false);
+        // A guard against hanging, not a timing claim: the answer is sent by the call above.
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(30), parked)
+            .await
+            .expect("the parked join was never answered");
+        assert_eq!(answer.error, Some(super::GroupError::NotCoordinator));
+        assert_eq!(answer.member_id, first.member_id);
+    });
 }
