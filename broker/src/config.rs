@@ -13,7 +13,11 @@ use std::path::PathBuf;
 
 mod listeners;
 mod providers;
+mod ssl;
+
 use crate::storage::{LogConfig, LogConfigError};
+pub use listeners::{ClientListener, SecurityProtocol};
+pub use ssl::{ClientAuth, KeyStore, SslConfig, TlsVersion, TrustStore};
 
 pub use oxbow_config_keys::BrokerKey as KeySpec;
 
@@ -87,6 +91,8 @@ pub struct BrokerConfig {
     pub metrics_listener: Option<SocketAddr>,
     pub metrics_partition_labels: bool,
     pub fetch_sendfile: bool,
+    /// The `ssl.*` settings, when a listener serves TLS or a key store is set.
+    pub ssl: Option<SslConfig>,
     pub log_defaults: LogConfig,
     pub retention_check_interval_ms: u64,
     pub cleaner_backoff_ms: u64,
@@ -311,9 +317,17 @@ impl BrokerConfig {
         if !is_broker && !is_controller {
             return Err(invalid("process.roles", "at least one role is needed"));
         }
-        let client_listeners =
-            listeners::client_listeners(&listener_entries, &advertised_entries, &controller_names)
-                .map_err(|(key, reason)| invalid(key, &reason))?;
+        let client_listeners = listeners::client_listeners(
+            &listener_entries,
+            &advertised_entries,
+            &protocols,
+            &controller_names,
+        )
+        .map_err(|(key, reason)| invalid(key, &reason))?;
+        let serves_tls = client_listeners
+            .iter()
+            .any(|l| l.protocol == SecurityProtocol::Ssl);
+        let ssl = ssl::parse(&get, serves_tls).map_err(|(key, reason)| invalid(key, &reason))?;
         let inter_broker_name = match get("inter.broker.listener.name").trim() {
             "" => client_listeners.first().map(|l| l.name.clone()),
             name => Some(name.to_ascii_uppercase()),
@@ -328,6 +342,7 @@ impl BrokerConfig {
             Some(listener) => listener,
             None if !is_broker && client_listeners.is_empty() => listeners::ClientListener {
                 name: String::new(),
+                protocol: SecurityProtocol::Plaintext,
                 address: SocketAddr::from(([127, 0, 0, 1], 0)),
                 advertised_host: "127.0.0.1".to_string(),
                 advertised_port: 0,
@@ -342,6 +357,15 @@ impl BrokerConfig {
                 ));
             }
         };
+        if is_broker && inter_broker.protocol == SecurityProtocol::Ssl {
+            return Err(invalid(
+                "inter.broker.listener.name",
+                &format!(
+                    "the inter-broker listener {} uses SSL, which followers do not speak yet (issue 33's inter-broker step): name a PLAINTEXT listener for replication",
+                    inter_broker.name
+                ),
+            ));
+        }
         let listener = inter_broker.address;
         let (advertised_host, advertised_port) = (
             inter_broker.advertised_host.clone(),
@@ -457,6 +481,7 @@ impl BrokerConfig {
             metrics_listener,
             metrics_partition_labels: boolean("metrics.partition.labels")?,
             fetch_sendfile: boolean("fetch.sendfile.enable")?,
+            ssl,
             log_defaults,
             retention_check_interval_ms: int("log.retention.check.interval.ms")? as u64,
             cleaner_backoff_ms: int("log.cleaner.backoff.ms")? as u64,
@@ -1116,17 +1141,43 @@ mod tests {
             BrokerConfig::load(&[], [], &overrides)
         };
         for refused in [
-            vec!["listeners=SSL://127.0.0.1:9093"],
             vec!["listeners=SASL_SSL://127.0.0.1:9093"],
             vec!["listeners=SASL_PLAINTEXT://127.0.0.1:9093"],
             vec![
                 "listeners=CLIENT://127.0.0.1:9093",
-                "listener.security.protocol.map=CLIENT:SSL",
+                "listener.security.protocol.map=CLIENT:SASL_SSL",
+            ],
+            // TLS on the quorum's listener is not served yet either.
+            vec![
+                "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
+                "ssl.keystore.location=/etc/oxbow/broker.pem",
             ],
         ] {
             let error = load(&refused).unwrap_err().to_string();
             assert!(error.contains("does not serve yet"), "{refused:?}: {error}");
         }
+        // SSL is served, with a key store; without one it is refused, never plaintext.
+        let error = load(&["listeners=SSL://127.0.0.1:9093"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("ssl.keystore.location"), "{error}");
+        let config = load(&[
+            "listeners=PLAINTEXT://127.0.0.1:9092,CLIENT://127.0.0.1:9093",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CLIENT:SSL",
+            "ssl.keystore.location=/etc/oxbow/broker.pem",
+        ])
+        .unwrap();
+        assert_eq!(config.client_listeners[1].protocol, SecurityProtocol::Ssl);
+        assert!(config.ssl.is_some());
+        // Followers do not speak TLS yet: an SSL inter-broker listener is refused.
+        let error = load(&[
+            "listeners=SSL://127.0.0.1:9093",
+            "ssl.keystore.location=/etc/oxbow/broker.pem",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("inter.broker.listener.name"), "{error}");
         // A name with no protocol is refused as Kafka refuses it.
         let error = load(&["listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094"])
             .unwrap_err()

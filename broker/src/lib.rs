@@ -4,6 +4,7 @@
 //!
 //! ```text
 //!   server  (sockets, framing, ordering, back-pressure, sendfile)
+//!     -> security  (TLS handshakes, principals)
 //!     -> api  (one module per Kafka API, one route table)
 //!       -> group  (consumer-group coordinator, offsets in __consumer_offsets)
 //!       -> controller  (the metadata quorum: topics, configs, producer ids, brokers)
@@ -24,6 +25,7 @@
 //!   committed offsets in `__consumer_offsets`.
 //! - [`api`]: the Kafka APIs and the route table; [`api::errors`] maps failures to codes.
 //! - [`server`]: the tokio network pipeline.
+//! - [`security`]: TLS on `SSL` listeners and the principal a connection proves.
 //! - [`metrics`]: Prometheus metrics and `/metrics`, `/healthz`, `/readyz`.
 //! - [`config`]: the typed configuration; [`state`]: what handlers share.
 
@@ -34,6 +36,7 @@ pub mod group;
 pub mod metadata;
 pub mod metrics;
 pub mod replication;
+pub mod security;
 pub mod server;
 pub mod state;
 pub mod storage;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use oxbow_broker::api;
-use oxbow_broker::config::BrokerConfig;
+use oxbow_broker::config::{BrokerConfig, SecurityProtocol};
 use oxbow_broker::controller::active::LeaderBalance;
 use oxbow_broker::controller::{Controller, ControllerError, QuorumSettings};
 use oxbow_broker::group::GroupCoordinator;
@@ -17,6 +17,7 @@ use oxbow_broker::metadata::records::Endpoint;
 use oxbow_broker::metrics::Metrics;
 use oxbow_broker::replication::ReplicationMetrics;
 use oxbow_broker::replication::{IsrProposal, LeadershipHook, ReplicaManager};
+use oxbow_broker::security::ServerTls;
 use oxbow_broker::server;
 use oxbow_broker::state::BrokerState;
 use oxbow_broker::storage::{LogManager, META_PROPERTIES, SystemClock, ensure_directory_id};
@@ -94,6 +95,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let sockets = Sockets::bind(&config).await?;
+    // The key and trust stores are read before anything on disk changes: a missing or
+    // unreadable one stops the node with one line.
+    let tls = match &config.ssl {
+        Some(ssl) if config.is_broker => Some(Arc::new(
+            ServerTls::load(ssl).context("cannot serve the SSL listeners")?,
+        )),
+        _ => None,
+    };
     let defaults = config.log_defaults.clone();
     let (logs, report) = LogManager::open(
         &config.log_dirs,
@@ -239,9 +248,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         } else {
             let mut listening = Vec::with_capacity(sockets.kafka.len());
             for (listener, socket) in config.client_listeners.iter().zip(sockets.kafka) {
+                let tls = tls
+                    .as_ref()
+                    .filter(|_| listener.protocol == SecurityProtocol::Ssl)
+                    .map(Arc::clone);
                 listening.push((
                     Arc::<str>::from(listener.name.as_str()),
                     start_listening(socket, listener.address)?,
+                    tls,
                 ));
             }
             Some(listening)
@@ -289,14 +303,18 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             "Oxbow node started"
         );
     }
+    if let Some(tls) = &tls {
+        tokio::spawn(Arc::clone(tls).watch(shutdown_rx.clone()));
+    }
     let routes = Arc::new(api::routes(config.fetch_session_slots));
     let servers: Vec<_> = listener
         .into_iter()
         .flatten()
-        .map(|(name, listener)| {
+        .map(|(name, listener, tls)| {
             tokio::spawn(server::run(
                 name,
                 listener,
+                tls,
                 Arc::clone(&state),
                 Arc::clone(&routes),
                 shutdown_rx.clone(),

@@ -98,20 +98,49 @@ fn a_taken_kafka_port_stops_the_broker_before_anything_is_written() {
 }
 
 #[test]
-fn an_ssl_listener_is_refused_at_start_up_not_served_as_plaintext() {
+fn a_tls_listener_without_usable_keys_or_a_sasl_listener_is_refused_never_served_as_plaintext() {
     let port = free_port();
     let dir = tempfile::tempdir().unwrap();
-    let output = oxbow(&[
-        format!("listeners=SSL://127.0.0.1:{port}"),
-        format!("log.dirs={}", dir.path().join("data").display()),
-    ]);
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("listener SSL uses security protocol SSL"),
-        "{stderr}"
-    );
-    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+    let data = dir.path().join("data");
+    let start = |extra: &[String]| {
+        let mut overrides = vec![format!("log.dirs={}", data.display())];
+        overrides.extend_from_slice(extra);
+        oxbow(&overrides)
+    };
+    let cases = [
+        (
+            vec![format!("listeners=SSL://127.0.0.1:{port}")],
+            2,
+            "ssl.keystore.location",
+        ),
+        (
+            vec![format!("listeners=SASL_SSL://127.0.0.1:{port}")],
+            2,
+            "listener SASL_SSL uses security protocol SASL_SSL",
+        ),
+        (
+            vec![
+                format!(
+                    "listeners=PLAINTEXT://127.0.0.1:{},SSL://127.0.0.1:{port}",
+                    free_port()
+                ),
+                format!(
+                    "ssl.keystore.location={}",
+                    dir.path().join("absent.pem").display()
+                ),
+            ],
+            1,
+            "absent.pem",
+        ),
+    ];
+    for (overrides, code, says) in cases {
+        let output = start(&overrides);
+        assert_eq!(output.status.code(), Some(code), "{overrides:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{overrides:?}: {stderr}");
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+        assert!(!data.exists(), "{overrides:?} created the data directory");
+    }
 }
 
 #[test]

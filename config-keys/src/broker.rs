@@ -114,11 +114,31 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
         .shown("(this node alone)"),
     BrokerKey::new("controller.quorum.bootstrap.servers", "", Kind::List, "controllers `host:port,…` where a node finds a dynamic quorum (KIP-853); voters are then added and removed at run time with `kafka-metadata-quorum add-controller` / `remove-controller`. A controller not among the initial voters follows the quorum as an observer until it is added; every node learns the current voters from the quorum, so the list is only for finding it at start-up")
         .shown("(none)"),
-    BrokerKey::new("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", Kind::String, "`NAME:PROTOCOL,...`; only `PLAINTEXT` is served: an `SSL`/`SASL_*` listener is refused at start-up, never served as plaintext")
+    BrokerKey::new("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", Kind::String, "`NAME:PROTOCOL,...`; `PLAINTEXT` and `SSL` (TLS, see `ssl.*`) are served on client listeners; a `SASL_*` listener, an `SSL` controller listener and an `SSL` inter-broker listener are refused at start-up (not served yet), never served as something weaker")
         .shown("Kafka's"),
     BrokerKey::new("inter.broker.listener.name", "", Kind::String, "the listener other brokers use to reach this one")
         .shown("(the first client listener)"),
     BrokerKey::new("controller.listener.names", "CONTROLLER", Kind::List, "which entry of `listeners` serves the quorum, e.g. `listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093`"),
+    BrokerKey::new("ssl.keystore.type", "PEM", Kind::String, "the key store's format: `PEM` (Kafka's KIP-651 PEM stores); JKS and PKCS12 are refused at start-up with the `openssl` command that converts them")
+        .choices(&["PEM"]),
+    BrokerKey::new("ssl.keystore.location", "", Kind::String, "a PEM file with this broker's private key (unencrypted PKCS#8, PKCS#1 or SEC1) and its certificate chain, for `SSL` listeners; re-read every 5 s: when it changes, new connections get the new certificate and open ones keep theirs (a Kubernetes Secret rotated in place needs no restart)")
+        .shown("(none)"),
+    BrokerKey::new("ssl.keystore.certificate.chain", "", Kind::Password, "the certificate chain as a PEM string, with `ssl.keystore.key`, instead of `ssl.keystore.location`")
+        .shown("(none)"),
+    BrokerKey::new("ssl.keystore.key", "", Kind::Password, "the private key as a PEM string, with `ssl.keystore.certificate.chain`")
+        .shown("(none)"),
+    BrokerKey::new("ssl.key.password", "", Kind::Password, "the password of an encrypted private key: not supported yet, a broker given one refuses to start (give an unencrypted key in a file only the broker reads)")
+        .shown("(none)"),
+    BrokerKey::new("ssl.truststore.type", "PEM", Kind::String, "the trust store's format: `PEM`")
+        .choices(&["PEM"]),
+    BrokerKey::new("ssl.truststore.location", "", Kind::String, "a PEM file of the CA certificates client certificates must chain to (`ssl.client.auth`); re-read every 5 s like the key store")
+        .shown("(none)"),
+    BrokerKey::new("ssl.truststore.certificates", "", Kind::Password, "the trust store's CA certificates as a PEM string, instead of `ssl.truststore.location`")
+        .shown("(none)"),
+    BrokerKey::new("ssl.client.auth", "none", Kind::String, "`required`: no TLS handshake completes without a client certificate the trust store vouches for (mTLS); `requested`: a certificate is checked when given, a client without one is `User:ANONYMOUS`; `none`")
+        .choices(&["required", "requested", "none"]),
+    BrokerKey::new("ssl.principal.mapping.rules", "DEFAULT", Kind::String, "how a client certificate's subject (RFC 2253, `CN=app,OU=eng,O=Example`) becomes the principal `User:<name>`: Kafka's comma-separated `RULE:pattern/replacement/[LU]` entries, the first whose pattern matches the whole subject applies; `DEFAULT` is the subject itself; a subject no rule matches is refused"),
+    BrokerKey::new("ssl.enabled.protocols", "TLSv1.2,TLSv1.3", Kind::List, "the TLS versions `SSL` listeners accept"),
     BrokerKey::new("broker.heartbeat.interval.ms", "500", Kind::Int, "broker heartbeats to the active controller")
         .range(10, 3_600_000),
     BrokerKey::new("broker.session.timeout.ms", "3000", Kind::Int, "a broker silent this long is fenced (shorter than Kafka's 9000, for faster failover); a broker whose heartbeat connection closes is fenced at once, and a newly elected controller gives brokers three heartbeat intervals to find it; when the active controller's connection closes and its port refuses connections (its process is gone), the other voters elect a new one at once instead of waiting out the Raft timeouts")

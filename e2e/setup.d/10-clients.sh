@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real Kafka clients of the client suite (idempotent, cached outside the clone):
-# kcat (Debian), Python confluent-kafka and kafka-python with its codec libraries (a venv in
+# kcat and openssl (Debian), Python confluent-kafka and kafka-python with its codec libraries (a venv in
 # ${OXBOW_CACHE}/clients/venv), and kafkajs with snappy (kafkajs-snappy), lz4 (lz4js) and zstd (@mongodb-js/zstd) codecs (npm, in
 # ${OXBOW_CACHE}/clients/node). See e2e/clients/README.md.
 set -euo pipefail
@@ -11,6 +11,12 @@ if ! command -v kcat >/dev/null; then
   echo "Installing kcat"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null
+fi
+# The TLS suite (30-tls) makes its CA and certificates with the openssl command.
+if ! command -v openssl >/dev/null; then
+  echo "Installing openssl"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
 fi
 
 python_packages=(confluent-kafka==2.16.1 kafka-python==3.0.12 python-snappy lz4 zstandard crc32c)

@@ -109,6 +109,9 @@ fn describe(
         .into_iter()
         .filter(|e| wanted(&e.name))
         .map(|entry| {
+            // Kafka never sends a password's value (keys, key-store PEM strings): null,
+            // marked sensitive, in synonyms too.
+            let sensitive = entry.config_type == oxbow_config_keys::Kind::Password.kafka_code();
             let synonyms = if options.synonyms {
                 entry
                     .synonyms
@@ -116,7 +119,7 @@ fn describe(
                     .map(|(name, value, source)| {
                         DescribeConfigsSynonym::default()
                             .with_name(StrBytes::from_string(name))
-                            .with_value(Some(StrBytes::from_string(value)))
+                            .with_value(Some(StrBytes::from_string(value)).filter(|_| !sensitive))
                             .with_source(source)
                     })
                     .collect()
@@ -125,10 +128,15 @@ fn describe(
             };
             DescribeConfigsResourceResult::default()
                 .with_name(StrBytes::from_string(entry.name))
-                .with_value(entry.value.map(StrBytes::from_string))
+                .with_value(
+                    entry
+                        .value
+                        .map(StrBytes::from_string)
+                        .filter(|_| !sensitive),
+                )
                 .with_read_only(entry.read_only)
                 .with_config_source(entry.source)
-                .with_is_sensitive(false)
+                .with_is_sensitive(sensitive)
                 .with_synonyms(synonyms)
                 .with_config_type(entry.config_type)
                 .with_documentation(

@@ -15,11 +15,20 @@
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 
+/// The security protocols Oxbow serves on a listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecurityProtocol {
+    Plaintext,
+    /// TLS (rustls), with client certificates when `ssl.client.auth` asks for them.
+    Ssl,
+}
+
 /// One client listener: where it binds and what clients are told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientListener {
     /// Upper-cased, as Kafka compares listener names.
     pub name: String,
+    pub protocol: SecurityProtocol,
     pub address: SocketAddr,
     pub advertised_host: String,
     pub advertised_port: u16,
@@ -67,26 +76,38 @@ pub fn security_protocols(text: &str) -> Result<BTreeMap<String, String>, String
 }
 
 /// Refuses a listener whose security protocol Oxbow does not serve yet, or that has none:
-/// serving `SSL://` as plaintext would hand a client's secrets to the network in clear.
+/// serving `SASL_SSL://` as plain TLS would let a client that expects to authenticate
+/// believe it did. A controller listener is plaintext (the quorum's TLS is issue 33's
+/// inter-broker step).
 pub fn check_protocols(
     entries: &[(String, String, u16)],
     protocols: &BTreeMap<String, String>,
     controller_names: &[String],
 ) -> Result<(), String> {
     for (name, _, _) in entries {
+        let controller = controller_names.contains(name);
         let protocol = match protocols.get(name) {
             Some(protocol) => protocol.as_str(),
-            None if controller_names.contains(name) => "PLAINTEXT",
+            None if controller => "PLAINTEXT",
             None => {
                 return Err(format!(
                     "listener {name} has no security protocol in listener.security.protocol.map"
                 ));
             }
         };
-        if protocol != "PLAINTEXT" {
-            return Err(format!(
-                "listener {name} uses security protocol {protocol}, which Oxbow does not serve yet (only PLAINTEXT); it is refused rather than served as plaintext"
-            ));
+        match protocol {
+            "PLAINTEXT" => {}
+            "SSL" if !controller => {}
+            "SSL" => {
+                return Err(format!(
+                    "controller listener {name} uses SSL, which Oxbow's quorum does not serve yet (only PLAINTEXT); it is refused rather than served as plaintext"
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "listener {name} uses security protocol {protocol}, which Oxbow does not serve yet (PLAINTEXT and SSL); it is refused rather than served without authentication"
+                ));
+            }
         }
     }
     Ok(())
@@ -126,6 +147,7 @@ fn default_advertised(host: &str, address: &SocketAddr) -> String {
 pub fn client_listeners(
     listeners: &[(String, String, u16)],
     advertised: &[(String, String, u16)],
+    protocols: &BTreeMap<String, String>,
     controller_names: &[String],
 ) -> Result<Vec<ClientListener>, (&'static str, String)> {
     for (name, _, _) in advertised {
@@ -148,8 +170,13 @@ pub fn client_listeners(
                 .find(|(other, _, _)| other == name)
                 .map(|(_, host, port)| (host.clone(), *port))
                 .unwrap_or_else(|| (default_advertised(host, &address), address.port()));
+            let protocol = match protocols.get(name).map(String::as_str) {
+                Some("SSL") => SecurityProtocol::Ssl,
+                _ => SecurityProtocol::Plaintext,
+            };
             Ok(ClientListener {
                 name: name.clone(),
+                protocol,
                 address,
                 advertised_host,
                 advertised_port,
@@ -168,14 +195,22 @@ mod tests {
             entries("PLAINTEXT://:9092,external://localhost:9094,CONTROLLER://127.0.0.1:9093")
                 .unwrap();
         let advertised = entries("EXTERNAL://kafka.example.com:31000").unwrap();
-        let clients =
-            client_listeners(&listeners, &advertised, &["CONTROLLER".to_string()]).unwrap();
+        let protocols = security_protocols("PLAINTEXT:PLAINTEXT,EXTERNAL:SSL").unwrap();
+        let clients = client_listeners(
+            &listeners,
+            &advertised,
+            &protocols,
+            &["CONTROLLER".to_string()],
+        )
+        .unwrap();
         assert_eq!(clients.len(), 2);
         assert_eq!(clients[0].name, "PLAINTEXT");
         assert!(clients[0].address.ip().is_unspecified());
         assert_eq!(clients[0].address.port(), 9092);
         assert_ne!(clients[0].advertised_host, "0.0.0.0");
+        assert_eq!(clients[0].protocol, SecurityProtocol::Plaintext);
         assert_eq!(clients[1].name, "EXTERNAL");
+        assert_eq!(clients[1].protocol, SecurityProtocol::Ssl);
         assert!(clients[1].address.ip().is_loopback());
         assert_eq!(
             (
@@ -186,6 +221,6 @@ mod tests {
         );
         assert!(entries("PLAINTEXT://:9092,PLAINTEXT://:9093").is_err());
         let stray = entries("OTHER://h:1").unwrap();
-        assert!(client_listeners(&listeners, &stray, &[]).is_err());
+        assert!(client_listeners(&listeners, &stray, &protocols, &[]).is_err());
     }
 }

@@ -22,6 +22,7 @@ pub struct Metrics {
     pub bytes_out: IntCounterVec,
     pub messages_in: IntCounterVec,
     pub open_connections: IntGauge,
+    pub tls_handshake_failures: IntCounterVec,
     pub inflight_request_bytes: IntGauge,
     pub fetch_sessions: IntGauge,
     /// The metadata quorum's gauges, refreshed at each scrape.
@@ -133,6 +134,12 @@ impl Metrics {
                 &registry,
                 "oxbow_server_open_connections",
                 "Open client connections.",
+            )?,
+            tls_handshake_failures: counter(
+                &registry,
+                "oxbow_server_tls_handshake_failures_total",
+                "TLS handshakes that failed (no or an untrusted client certificate, no common protocol, a client that never finished), by listener.",
+                &["listener"],
             )?,
             inflight_request_bytes: gauge(
                 &registry,

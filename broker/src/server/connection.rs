@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tracing::Instrument;
 
+use super::frame_writer::ResponseSink;
 use super::{dispatch, frame_writer};
 use crate::api::Routes;
+use crate::security::Principal;
 use crate::state::BrokerState;
 
 /// Requests read ahead per connection, at most (besides the byte bound).
@@ -28,15 +28,27 @@ struct Frame {
     _permit: OwnedSemaphorePermit,
 }
 
-pub async fn serve(
-    stream: TcpStream,
-    peer: SocketAddr,
+/// Who is on the other end of a connection.
+#[derive(Debug)]
+pub struct Peer {
+    pub address: SocketAddr,
+    pub principal: Principal,
+}
+
+pub async fn serve<R, W>(
+    read_half: R,
+    mut write_half: W,
+    peer: Box<Peer>,
     listener: Arc<str>,
     state: Arc<BrokerState>,
     routes: Arc<Routes>,
     shutdown: watch::Receiver<bool>,
-) {
-    let (read_half, mut write_half) = stream.into_split();
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: ResponseSink,
+{
+    let principal = &peer.principal;
+    let peer = peer.address;
     let budget = state.config.queued_max_request_bytes.min(u32::MAX as usize);
     let inflight = Arc::new(Semaphore::new(budget));
     let (frames_tx, mut frames) = mpsc::channel(QUEUE_DEPTH);
@@ -53,7 +65,7 @@ pub async fn serve(
         let size = bytes.len() as i64;
         let response = Box::pin(
             dispatch::dispatch(bytes.freeze(), &listener, &state, &routes)
-                .instrument(tracing::debug_span!("connection", %peer)),
+                .instrument(tracing::debug_span!("connection", %peer, %principal)),
         )
         .await;
         let outcome = match response {
@@ -92,8 +104,8 @@ pub async fn serve(
     }
 }
 
-async fn read_frames(
-    mut read_half: OwnedReadHalf,
+async fn read_frames<R: AsyncRead + Unpin>(
+    mut read_half: R,
     peer: SocketAddr,
     state: Arc<BrokerState>,
     inflight: Arc<Semaphore>,
@@ -158,14 +170,14 @@ async fn read_frames(
 
 /// Reads exactly `size` bytes into `bytes` without zero-filling the buffer first (the
 /// zeroing of `read_exact` into a zeroed buffer cost ~6% of CPU producing 1 MiB batches).
-async fn read_frame_body(
-    read_half: &mut OwnedReadHalf,
+async fn read_frame_body<R: AsyncRead + Unpin>(
+    read_half: &mut R,
     bytes: &mut BytesMut,
     size: usize,
 ) -> std::io::Result<()> {
     while bytes.len() < size {
         let remaining = (size - bytes.len()) as u64;
-        if read_half.take(remaining).read_buf(bytes).await? == 0 {
+        if (&mut *read_half).take(remaining).read_buf(bytes).await? == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
     }
@@ -176,7 +188,7 @@ async fn read_frame_body(
 mod tests {
     use super::*;
 
-    fn future_size<A, B, C, D, E, F, Fut>(_: impl FnOnce(A, B, C, D, E, F) -> Fut) -> usize {
+    fn future_size<A, B, C, D, E, F, G, Fut>(_: impl FnOnce(A, B, C, D, E, F, G) -> Fut) -> usize {
         std::mem::size_of::<Fut>()
     }
 
@@ -189,7 +201,8 @@ mod tests {
             std::mem::size_of::<QueuedFrame>(),
             std::mem::size_of::<usize>()
         );
-        let serve = future_size(serve);
+        let serve =
+            future_size(serve::<tokio::net::tcp::OwnedReadHalf, tokio::net::tcp::OwnedWriteHalf>);
         assert!(serve <= 512, "the connection's task is {serve} bytes");
     }
 }

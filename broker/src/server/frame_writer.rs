@@ -1,6 +1,6 @@
 //! Writes a response frame: the 4-byte size, the response header, the body — and for
 //! Fetch the record bytes, straight from the segment files with `sendfile(2)` on
-//! plaintext connections, or copied when zero-copy is off.
+//! plaintext connections, or copied when zero-copy is off or the connection is TLS.
 //!
 //! The Fetch handler encodes its response with a unique 16-byte placeholder in every
 //! records field. Here each placeholder and its length prefix (int32, or an unsigned
@@ -9,7 +9,8 @@
 use std::os::fd::AsFd;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use tokio::io::{AsyncWriteExt, Interest};
+use tokio::io::{AsyncWrite, AsyncWriteExt, Interest, WriteHalf};
+use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
 
 use super::dispatch::Response;
@@ -74,12 +75,34 @@ fn put_unsigned_varint(buffer: &mut BytesMut, mut value: u64) {
     buffer.put_u8(value as u8);
 }
 
+/// Where a connection's responses go: a plaintext socket (sendfile and TCP_CORK work on
+/// it) or a TLS stream (record bytes are copied through the encryption).
+pub trait ResponseSink: AsyncWrite + Unpin + Send {
+    /// The socket itself, when bytes written to it reach the peer as they are.
+    fn plain_socket(&self) -> Option<&TcpStream>;
+}
+
+impl ResponseSink for OwnedWriteHalf {
+    fn plain_socket(&self) -> Option<&TcpStream> {
+        Some(self.as_ref())
+    }
+}
+
+impl ResponseSink for WriteHalf<tokio_rustls::server::TlsStream<TcpStream>> {
+    fn plain_socket(&self) -> Option<&TcpStream> {
+        None
+    }
+}
+
 /// Writes one response frame.
-pub async fn write(
-    stream: &mut OwnedWriteHalf,
+pub async fn write<W: ResponseSink>(
+    stream: &mut W,
     response: Response,
     sendfile: bool,
 ) -> std::io::Result<()> {
+    // Under TLS the kernel cannot send file bytes itself (no kTLS here): they are read
+    // and encrypted like any other.
+    let sendfile = sendfile && stream.plain_socket().is_some();
     let parts = match response.body {
         ApiResponse::None => return Ok(()),
         ApiResponse::Encoded(body) => vec![Part::Bytes(body.freeze())],
@@ -108,15 +131,17 @@ pub async fn write(
 }
 
 /// TCP_CORK on or off; failing to set it only costs packets, so it is logged, not fatal.
-fn set_cork(stream: &OwnedWriteHalf, cork: bool) {
-    let socket: &tokio::net::TcpStream = stream.as_ref();
+fn set_cork<W: ResponseSink>(stream: &W, cork: bool) {
+    let Some(socket) = stream.plain_socket() else {
+        return;
+    };
     if let Err(error) = socket2::SockRef::from(socket).set_tcp_cork(cork) {
         tracing::debug!(%error, cork, "Cannot set TCP_CORK");
     }
 }
 
-async fn write_parts(
-    stream: &mut OwnedWriteHalf,
+async fn write_parts<W: ResponseSink>(
+    stream: &mut W,
     header: &[u8],
     parts: Vec<Part>,
     total: u64,
@@ -132,8 +157,8 @@ async fn write_parts(
             Part::File(region) => {
                 stream.write_all(&pending).await?;
                 pending.clear();
-                if sendfile {
-                    send_region(stream, &region).await?;
+                if let Some(socket) = stream.plain_socket().filter(|_| sendfile) {
+                    send_region(socket, &region).await?;
                 } else {
                     copied.clear();
                     region.read_into(&mut copied)?;
@@ -149,8 +174,7 @@ async fn write_parts(
 }
 
 /// `sendfile(2)` a file region to the socket: page cache to socket, no user-space copy.
-async fn send_region(stream: &OwnedWriteHalf, region: &FileRegion) -> std::io::Result<()> {
-    let socket = stream.as_ref();
+async fn send_region(socket: &TcpStream, region: &FileRegion) -> std::io::Result<()> {
     let mut offset = region.position as i64;
     let end = (region.position + region.length) as i64;
     while offset < end {

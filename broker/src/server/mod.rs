@@ -1,8 +1,9 @@
 //! The network pipeline: a tokio listener and one task pair per connection.
 //!
 //! ```text
-//!   accept ─► connection ─┬─ reader: size-prefixed frames ─► bounded queue (in-flight bytes)
-//!                         └─ processor: dispatch in order ─► response (+ sendfile regions)
+//!   accept ─► [SSL listener: TLS handshake, principal] ─► connection
+//!   connection ─┬─ reader: size-prefixed frames ─► bounded queue (in-flight bytes)
+//!               └─ processor: dispatch in order ─► response (+ sendfile regions, plaintext)
 //! ```
 //!
 //! Requests of one connection are read ahead (up to `queued.max.request.bytes`, then the
@@ -24,16 +25,19 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::api::Routes;
+use crate::security::{Principal, ServerTls};
 use crate::state::BrokerState;
 
 /// How long shutdown waits for connections to finish their in-flight requests.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Accepts connections until `shutdown` flips, then waits for open connections to
-/// answer what they already read.
+/// answer what they already read. With `tls`, each connection first completes a TLS
+/// handshake (in its own task: a slow client holds up no other).
 pub async fn run(
     name: Arc<str>,
     listener: TcpListener,
+    tls: Option<Arc<ServerTls>>,
     state: Arc<BrokerState>,
     routes: Arc<Routes>,
     mut shutdown: watch::Receiver<bool>,
@@ -60,9 +64,10 @@ pub async fn run(
                 let routes = Arc::clone(&routes);
                 let shutdown = shutdown.clone();
                 let name = Arc::clone(&name);
+                let tls = tls.clone();
                 connections.spawn(async move {
                     state.metrics.open_connections.inc();
-                    connection::serve(stream, peer, name, Arc::clone(&state), routes, shutdown).await;
+                    serve(stream, peer, tls, name, &state, routes, shutdown).await;
                     state.metrics.open_connections.dec();
                 });
             }
@@ -89,6 +94,49 @@ pub async fn run(
             "Connections still busy after the shutdown grace period; closing them"
         );
         connections.abort_all();
+    }
+}
+
+async fn serve(
+    stream: tokio::net::TcpStream,
+    address: std::net::SocketAddr,
+    tls: Option<Arc<ServerTls>>,
+    listener: Arc<str>,
+    state: &Arc<BrokerState>,
+    routes: Arc<Routes>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let state = Arc::clone(state);
+    let Some(tls) = tls else {
+        let (read_half, write_half) = stream.into_split();
+        let peer = Box::new(connection::Peer {
+            address,
+            principal: Principal::anonymous(),
+        });
+        connection::serve(
+            read_half, write_half, peer, listener, state, routes, shutdown,
+        )
+        .await;
+        return;
+    };
+    match tls.accept(stream).await {
+        Ok((stream, principal)) => {
+            tracing::debug!(%address, %principal, listener = %listener, "TLS connection");
+            let (read_half, write_half) = tokio::io::split(stream);
+            let peer = Box::new(connection::Peer { address, principal });
+            connection::serve(
+                read_half, write_half, peer, listener, state, routes, shutdown,
+            )
+            .await;
+        }
+        Err(error) => {
+            state
+                .metrics
+                .tls_handshake_failures
+                .with_label_values(&[&*listener])
+                .inc();
+            tracing::info!(%address, listener = %listener, %error, "Closing connection");
+        }
     }
 }
 
