@@ -142,6 +142,13 @@ pub struct ReplicationConfig {
 }
 
 impl BrokerConfig {
+    /// The inter-broker listener is `SSL`: followers fetch over TLS.
+    pub fn inter_broker_tls(&self) -> bool {
+        self.client_listeners
+            .iter()
+            .any(|l| l.name == self.inter_broker_listener && l.protocol == SecurityProtocol::Ssl)
+    }
+
     /// Resolves the layers: defaults, then each file, then the environment, then overrides.
     pub fn load(
         files: &[PathBuf],
@@ -357,11 +364,14 @@ impl BrokerConfig {
                 ));
             }
         };
-        if is_broker && inter_broker.protocol == SecurityProtocol::Ssl {
+        if is_broker
+            && inter_broker.protocol == SecurityProtocol::Ssl
+            && ssl.as_ref().is_none_or(|ssl| ssl.truststore.is_none())
+        {
             return Err(invalid(
-                "inter.broker.listener.name",
+                "ssl.truststore.location",
                 &format!(
-                    "the inter-broker listener {} uses SSL, which followers do not speak yet (issue 33's inter-broker step): name a PLAINTEXT listener for replication",
+                    "the inter-broker listener {} is SSL: followers verify the leaders' certificates against a trust store (ssl.truststore.location or ssl.truststore.certificates)",
                     inter_broker.name
                 ),
             ));
@@ -1170,14 +1180,21 @@ mod tests {
         .unwrap();
         assert_eq!(config.client_listeners[1].protocol, SecurityProtocol::Ssl);
         assert!(config.ssl.is_some());
-        // Followers do not speak TLS yet: an SSL inter-broker listener is refused.
+        // Followers verify leaders over an SSL inter-broker listener: a trust store is needed.
         let error = load(&[
             "listeners=SSL://127.0.0.1:9093",
             "ssl.keystore.location=/etc/oxbow/broker.pem",
         ])
         .unwrap_err()
         .to_string();
-        assert!(error.contains("inter.broker.listener.name"), "{error}");
+        assert!(error.contains("ssl.truststore.location"), "{error}");
+        let config = load(&[
+            "listeners=SSL://127.0.0.1:9093",
+            "ssl.keystore.location=/etc/oxbow/broker.pem",
+            "ssl.truststore.location=/etc/oxbow/ca.pem",
+        ])
+        .unwrap();
+        assert!(config.inter_broker_tls());
         // A name with no protocol is refused as Kafka refuses it.
         let error = load(&["listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094"])
             .unwrap_err()

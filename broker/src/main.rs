@@ -177,6 +177,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             .context("registering replication metrics")?,
         shutdown_rx.clone(),
     );
+    if let Some(tls) = tls.as_ref().filter(|_| config.inter_broker_tls()) {
+        replicas.fetch_over_tls(Arc::clone(tls));
+    }
     // Groups follow __consumer_offsets leadership from the first image on.
     let groups = Arc::new(GroupCoordinator::for_replicas(
         config.groups.clone(),

@@ -114,7 +114,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
         .shown("(this node alone)"),
     BrokerKey::new("controller.quorum.bootstrap.servers", "", Kind::List, "controllers `host:port,…` where a node finds a dynamic quorum (KIP-853); voters are then added and removed at run time with `kafka-metadata-quorum add-controller` / `remove-controller`. A controller not among the initial voters follows the quorum as an observer until it is added; every node learns the current voters from the quorum, so the list is only for finding it at start-up")
         .shown("(none)"),
-    BrokerKey::new("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", Kind::String, "`NAME:PROTOCOL,...`; `PLAINTEXT` and `SSL` (TLS, see `ssl.*`) are served on client listeners; a `SASL_*` listener, an `SSL` controller listener and an `SSL` inter-broker listener are refused at start-up (not served yet), never served as something weaker")
+    BrokerKey::new("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", Kind::String, "`NAME:PROTOCOL,...`; `PLAINTEXT` and `SSL` (TLS, see `ssl.*`) are served on client listeners, and followers fetch over TLS when the inter-broker listener is `SSL`; a `SASL_*` listener and an `SSL` controller listener are refused at start-up (not served yet), never served as something weaker")
         .shown("Kafka's"),
     BrokerKey::new("inter.broker.listener.name", "", Kind::String, "the listener other brokers use to reach this one")
         .shown("(the first client listener)"),
@@ -139,6 +139,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
         .choices(&["required", "requested", "none"]),
     BrokerKey::new("ssl.principal.mapping.rules", "DEFAULT", Kind::String, "how a client certificate's subject (RFC 2253, `CN=app,OU=eng,O=Example`) becomes the principal `User:<name>`: Kafka's comma-separated `RULE:pattern/replacement/[LU]` entries, the first whose pattern matches the whole subject applies; `DEFAULT` is the subject itself; a subject no rule matches is refused"),
     BrokerKey::new("ssl.enabled.protocols", "TLSv1.2,TLSv1.3", Kind::List, "the TLS versions `SSL` listeners accept"),
+    BrokerKey::new("ssl.endpoint.identification.algorithm", "https", Kind::String, "`https`: a broker connecting to another's `SSL` inter-broker listener checks that the certificate names the address it dialled; empty: the chain is checked, the name is not"),
     BrokerKey::new("broker.heartbeat.interval.ms", "500", Kind::Int, "broker heartbeats to the active controller")
         .range(10, 3_600_000),
     BrokerKey::new("broker.session.timeout.ms", "3000", Kind::Int, "a broker silent this long is fenced (shorter than Kafka's 9000, for faster failover); a broker whose heartbeat connection closes is fenced at once, and a newly elected controller gives brokers three heartbeat intervals to find it; when the active controller's connection closes and its port refuses connections (its process is gone), the other voters elect a new one at once instead of waiting out the Raft timeouts")

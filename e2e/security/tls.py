@@ -13,7 +13,11 @@ that CA and from a CA the broker does not trust), `ssl.client.auth=required`:
   oxbow_server_tls_handshake_failures_total and stays up;
 - the client certificate's subject becomes the principal by ssl.principal.mapping.rules;
 - the key store rotated in place under a producer: new connections get the new
-  certificate within the 5 s re-read, the open connection carries on, no delivery fails.
+  certificate within the 5 s re-read, the open connection carries on, no delivery fails;
+- three brokers whose only client and inter-broker listener is SSL with mTLS required:
+  followers fetch from leaders over TLS with the broker's own certificate, an acks=all
+  producer runs through a SIGKILL of a leader, every acknowledged record reads back once
+  and every ISR is whole again (the restarted broker caught up over TLS).
 
 Usage: tls.py BROKER_BINARY
 """
@@ -31,6 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from oxbow_e2e import Broker, free_port, wait_for  # noqa: E402
+from oxbow_cluster import Cluster, Network, NODES  # noqa: E402
 
 KAFKA_BIN = os.path.join(HERE, "..", "peers", "kafka", "bin")
 RULES = "RULE:^CN=([^,]*),OU=apps,O=Example$/$1/,DEFAULT"
@@ -83,9 +88,9 @@ def concat(path, *parts):
     return path
 
 
-def broker_store(directory, name, ca, cn):
+def broker_store(directory, name, ca, cn, usage="serverAuth"):
     key, cert = issue(directory, name, f"/CN={cn}", ca,
-                      "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+                      f"subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage={usage}\n")
     return concat(os.path.join(directory, f"{name}.pem"), key, cert)
 
 
@@ -232,6 +237,90 @@ class Writer(threading.Thread):
         self.producer.flush(30)
 
 
+def tls_only_cluster(binary, work, ca, client):
+    """Three nodes, SSL the only client and inter-broker listener, mTLS required."""
+    store = broker_store(work, "cluster-broker", ca, "oxbow-broker", usage="serverAuth,clientAuth")
+    network = Network(False)
+    os.makedirs(os.path.join(work, "cluster"), exist_ok=True)
+    probe = Cluster(binary, os.path.join(work, "cluster"), network, cluster_id="tls-cluster")
+    node_extra = {}
+    for node in NODES:
+        listeners = f"SSL://127.0.0.1:{probe.client_port(node)},CONTROLLER://127.0.0.1:{probe.controller_base + node - 1}"
+        node_extra[node] = [f"listeners={listeners}"]
+    cluster = Cluster(binary, os.path.join(work, "cluster"), network, cluster_id="tls-cluster", extra=[
+        "listener.security.protocol.map=SSL:SSL,CONTROLLER:PLAINTEXT", "inter.broker.listener.name=SSL",
+        f"ssl.keystore.location={store}", f"ssl.truststore.location={ca[1]}", "ssl.client.auth=required",
+        "default.replication.factor=3", "min.insync.replicas=2", "offsets.topic.replication.factor=3",
+    ], node_extra=node_extra)
+    bootstrap = ",".join(f"127.0.0.1:{cluster.client_port(n)}" for n in NODES)
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    with cluster.running():
+        admin = AdminClient(librdkafka_config(bootstrap, ca[1], client))
+        admin.create_topics([NewTopic("replicated", num_partitions=3, replication_factor=3)])["replicated"].result(30)
+
+        def partitions():
+            topic = admin.list_topics("replicated", timeout=10).topics["replicated"]
+            return {p: (m.leader, sorted(m.isrs)) for p, m in topic.partitions.items()}
+        wait_for(lambda: all(isr == [1, 2, 3] for _, isr in partitions().values()), 60,
+                 "every replica of replicated in sync over TLS")
+        acked, failed = [], []
+        producer = Producer({**librdkafka_config(bootstrap, ca[1], client), "acks": "all",
+                             "enable.idempotence": True, "linger.ms": 5})
+
+        def delivered(error, message):
+            (failed if error else acked).append((message.partition(), message.offset(), message.value())
+                                                if not error else str(error))
+        stop = threading.Event()
+
+        def write():
+            i = 0
+            while not stop.is_set():
+                try:
+                    producer.produce("replicated", value=f"r-{i}".encode(), partition=i % 3, on_delivery=delivered)
+                    i += 1
+                except BufferError:
+                    pass
+                producer.poll(0.002)
+            producer.flush(60)
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        wait_for(lambda: len(acked) > 500, 30, "acks before the kill")
+        leader = partitions()[0][0]
+        cluster.kill(leader)
+        time.sleep(2.0)
+        cluster.start(leader)
+        wait_for(lambda: all(isr == [1, 2, 3] for _, isr in partitions().values()), 90,
+                 f"broker {leader} back in every ISR after its restart (fetching over TLS)")
+        before = len(acked)
+        wait_for(lambda: len(acked) > before + 500, 30, "acks after the restart")
+        stop.set()
+        writer.join(90)
+        if failed:
+            fail(f"{len(failed)} acks=all deliveries failed in the TLS cluster: {failed[:3]}")
+        consumer = Consumer({**librdkafka_config(bootstrap, ca[1], client), "group.id": "tls-cluster-check",
+                             "enable.auto.commit": False})
+        consumer.assign([TopicPartition("replicated", p, 0) for p in range(3)])
+        read = {}
+        deadline = time.time() + 60
+        wanted = {(p, o) for p, o, _ in acked}
+        while not wanted <= set(read) and time.time() < deadline:
+            for message in consumer.consume(1000, timeout=1):
+                if not message.error():
+                    read[(message.partition(), message.offset())] = message.value()
+        consumer.close()
+        lost = [(p, o) for p, o, v in acked if read.get((p, o)) != v]
+        if lost:
+            fail(f"{len(lost)} of {len(acked)} acknowledged records not read back at their offsets: {lost[:5]}")
+        values = [v for v in read.values()]
+        if len(values) != len(set(values)):
+            fail("a record was written twice in the TLS cluster")
+        problems = cluster.terminate(NODES)
+        if problems:
+            fail("; ".join(problems))
+        return len(acked), leader
+
+
 def main():
     binary = sys.argv[1]
     work = tempfile.mkdtemp(prefix="oxbow-tls-")
@@ -312,6 +401,10 @@ def main():
         log(f"ok key store rotated in place: new connections got CN=broker-after {took:.1f} s later; the open "
             f"producer carried on, {writer.acked} records acknowledged, 0 failed")
         broker.stop()
+        acked, killed = tls_only_cluster(binary, work, ca, client)
+        log(f"ok three brokers with SSL as the only client and inter-broker listener (mTLS): {acked} acks=all "
+            f"records through a SIGKILL of leader {killed}, every one read back once at its offset; every ISR "
+            f"whole again after the restart (followers fetch over TLS)")
     except SystemExit:
         broker.kill()
         raise

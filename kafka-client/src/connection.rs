@@ -8,8 +8,10 @@ use kafka_protocol::messages::ApiKey;
 use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
 use kafka_protocol::protocol::{Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::pki_types::ServerName;
 
 use crate::WireError;
 use crate::frame::{decode_response, encode_request};
@@ -22,11 +24,16 @@ const UNSUPPORTED_VERSION: i16 = 35;
 /// The versions range of each API a broker serves (ApiVersions).
 pub type Versions = BTreeMap<i16, (i16, i16)>;
 
+/// What a connection runs over: a TCP socket, or TLS on one.
+trait Transport: AsyncRead + AsyncWrite + Unpin + Send + Sync + std::fmt::Debug {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync + std::fmt::Debug> Transport for T {}
+
 /// One connection; requests go one at a time, each with the next correlation id.
 #[derive(Debug)]
 pub struct Connection {
     address: String,
-    stream: BufReader<TcpStream>,
+    stream: BufReader<Box<dyn Transport>>,
     correlation_id: i32,
     client_id: StrBytes,
     max_response: usize,
@@ -40,6 +47,44 @@ impl Connection {
         client_id: &str,
         timeout: Duration,
     ) -> Result<Self, WireError> {
+        let stream = Self::tcp(address, timeout).await?;
+        Ok(Self::over(address, client_id, Box::new(stream)))
+    }
+
+    /// Connects to an `SSL` listener at `address`: TCP, then the TLS handshake with
+    /// `connector` for `server_name`, both within `timeout`.
+    pub async fn connect_tls(
+        address: &str,
+        client_id: &str,
+        timeout: Duration,
+        connector: &TlsConnector,
+        server_name: ServerName<'static>,
+    ) -> Result<Self, WireError> {
+        let stream = Self::tcp(address, timeout).await?;
+        let stream = tokio::time::timeout(timeout, connector.connect(server_name, stream))
+            .await
+            .map_err(|_| WireError::ConnectTimeout {
+                address: address.to_string(),
+            })?
+            .map_err(|source| WireError::Tls {
+                address: address.to_string(),
+                source,
+            })?;
+        Ok(Self::over(address, client_id, Box::new(stream)))
+    }
+
+    fn over(address: &str, client_id: &str, stream: Box<dyn Transport>) -> Self {
+        Self {
+            address: address.to_string(),
+            stream: BufReader::new(stream),
+            correlation_id: 0,
+            client_id: StrBytes::from_string(client_id.to_string()),
+            max_response: DEFAULT_MAX_RESPONSE,
+            versions: Versions::new(),
+        }
+    }
+
+    async fn tcp(address: &str, timeout: Duration) -> Result<TcpStream, WireError> {
         let stream = tokio::time::timeout(timeout, TcpStream::connect(address))
             .await
             .map_err(|_| WireError::ConnectTimeout {
@@ -50,14 +95,7 @@ impl Connection {
                 source,
             })?;
         let _ = stream.set_nodelay(true);
-        Ok(Self {
-            address: address.to_string(),
-            stream: BufReader::new(stream),
-            correlation_id: 0,
-            client_id: StrBytes::from_string(client_id.to_string()),
-            max_response: DEFAULT_MAX_RESPONSE,
-            versions: Versions::new(),
-        })
+        Ok(stream)
     }
 
     /// Refuses responses larger than `bytes` (a bad frame rather than a huge allocation).

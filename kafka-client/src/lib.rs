@@ -24,6 +24,11 @@ pub enum WireError {
     },
     #[error("connecting to {address} timed out")]
     ConnectTimeout { address: String },
+    #[error("TLS handshake with {address} failed: {source}")]
+    Tls {
+        address: String,
+        source: std::io::Error,
+    },
     #[error("{} request to {address} failed: {source}", api_name(*.api))]
     Io {
         api: i16,

@@ -77,8 +77,8 @@ pub fn security_protocols(text: &str) -> Result<BTreeMap<String, String>, String
 
 /// Refuses a listener whose security protocol Oxbow does not serve yet, or that has none:
 /// serving `SASL_SSL://` as plain TLS would let a client that expects to authenticate
-/// believe it did. A controller listener is plaintext (the quorum's TLS is issue 33's
-/// inter-broker step).
+/// believe it did. A controller listener is plaintext (the quorum's own RPCs do not speak
+/// TLS yet).
 pub fn check_protocols(
     entries: &[(String, String, u16)],
     protocols: &BTreeMap<String, String>,

@@ -54,6 +54,9 @@ pub struct SslConfig {
     /// `security::PrincipalMapper` when the listener starts.
     pub principal_mapping_rules: String,
     pub protocols: Vec<TlsVersion>,
+    /// `ssl.endpoint.identification.algorithm=https`: a broker connecting to another
+    /// checks that the certificate names the address it dialled.
+    pub endpoint_identification: bool,
 }
 
 /// The `ssl.*` settings from the raw keys; `None` when no listener uses TLS and no key
@@ -179,7 +182,22 @@ pub fn parse(
             "name TLSv1.2, TLSv1.3 or both".into(),
         ));
     }
+    let endpoint_identification = match get("ssl.endpoint.identification.algorithm")
+        .trim()
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "https" => true,
+        "" => false,
+        _ => {
+            return Err((
+                "ssl.endpoint.identification.algorithm",
+                "expected https or empty".into(),
+            ));
+        }
+    };
     Ok(Some(SslConfig {
+        endpoint_identification,
         keystore,
         truststore,
         client_auth,
@@ -204,6 +222,7 @@ mod tests {
             ("ssl.client.auth", "none"),
             ("ssl.principal.mapping.rules", "DEFAULT"),
             ("ssl.enabled.protocols", "TLSv1.2,TLSv1.3"),
+            ("ssl.endpoint.identification.algorithm", "https"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -22,6 +22,7 @@ use super::partition::{FollowerError, Partition};
 use super::throttle::Throttles;
 use crate::config::ReplicationConfig;
 use crate::metadata::records::Endpoint;
+use crate::security::ServerTls;
 use crate::storage::TopicPartition;
 use oxbow_kafka_client::{Connection as PeerConnection, WireError as PeerError};
 
@@ -56,6 +57,8 @@ pub struct FetcherPool {
     throttles: Arc<Throttles>,
     fetchers: Mutex<HashMap<i32, Fetcher>>,
     shutdown: watch::Receiver<bool>,
+    /// Set when the inter-broker listener is `SSL`: leaders are fetched from over TLS.
+    tls: parking_lot::RwLock<Option<Arc<ServerTls>>>,
 }
 
 impl FetcherPool {
@@ -73,6 +76,7 @@ impl FetcherPool {
             throttles,
             fetchers: Mutex::new(HashMap::new()),
             shutdown,
+            tls: parking_lot::RwLock::new(None),
         }
     }
 
@@ -114,6 +118,7 @@ impl FetcherPool {
                         config: self.config.clone(),
                         bytes_in: self.bytes_in.clone(),
                         throttles: Arc::clone(&self.throttles),
+                        tls: self.tls.read().clone(),
                     };
                     let task = tokio::spawn(run(link, receiver, self.shutdown.clone()));
                     fetchers.insert(
@@ -127,6 +132,12 @@ impl FetcherPool {
                 }
             }
         }
+    }
+
+    /// Fetchers started from now on reach leaders over TLS (the inter-broker listener is
+    /// `SSL`); set at start-up, before the first image.
+    pub fn use_tls(&self, tls: Arc<ServerTls>) {
+        *self.tls.write() = Some(tls);
     }
 
     pub fn stop_all(&self) {
@@ -145,6 +156,29 @@ struct Link {
     config: ReplicationConfig,
     bytes_in: IntCounter,
     throttles: Arc<Throttles>,
+    tls: Option<Arc<ServerTls>>,
+}
+
+/// A connection to the leader's inter-broker listener, over TLS when it is `SSL`.
+async fn connect(link: &Link) -> Result<PeerConnection, PeerError> {
+    let address = socket_address(&link.endpoint.host, link.endpoint.port);
+    let client_id = format!("oxbow-replica-{}", link.node_id);
+    let tls = match &link.tls {
+        Some(tls) => tls
+            .connector(&link.endpoint.host)
+            .map_err(|error| PeerError::Tls {
+                address: address.clone(),
+                source: std::io::Error::other(error.to_string()),
+            })?,
+        None => None,
+    };
+    match tls {
+        Some((connector, name)) => {
+            PeerConnection::connect_tls(&address, &client_id, CONNECT_TIMEOUT, &connector, name)
+                .await
+        }
+        None => PeerConnection::connect(&address, &client_id, CONNECT_TIMEOUT).await,
+    }
 }
 
 async fn run(
@@ -210,7 +244,6 @@ async fn fetch_once(
 ) -> Result<bool, PeerError> {
     let Link {
         node_id,
-        endpoint,
         config,
         bytes_in,
         throttles,
@@ -237,14 +270,7 @@ async fn fetch_once(
         .collect();
     let hold_throttled = throttles.follower.exceeded();
     if connection.is_none() {
-        *connection = Some(
-            PeerConnection::connect(
-                &socket_address(&endpoint.host, endpoint.port),
-                &format!("oxbow-replica-{node_id}"),
-                CONNECT_TIMEOUT,
-            )
-            .await?,
-        );
+        *connection = Some(connect(link).await?);
     }
     let Some(peer) = connection.as_mut() else {
         return Ok(false);

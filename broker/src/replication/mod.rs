@@ -157,6 +157,11 @@ impl ReplicaManager {
         self.node_id
     }
 
+    /// Followers fetch over TLS from now on (the inter-broker listener is `SSL`).
+    pub fn fetch_over_tls(&self, tls: Arc<crate::security::ServerTls>) {
+        self.fetchers.use_tls(tls);
+    }
+
     pub fn config(&self) -> &ReplicationConfig {
         &self.config
     }

@@ -21,7 +21,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use tokio_rustls::server::TlsStream;
 
 use super::principal::{Principal, PrincipalMapper, subject_name};
@@ -75,13 +75,24 @@ struct Stores {
     truststore: Option<Vec<u8>>,
 }
 
-/// An `SSL` listener's TLS: the current rustls configuration, swapped when the store
-/// files change.
+/// The configurations built from one version of the stores.
+#[derive(Debug)]
+struct Built {
+    stores: Stores,
+    server: Arc<rustls::ServerConfig>,
+    /// For this broker's own connections to other brokers' SSL listeners (followers
+    /// fetching): the trust store verifies them, the key store is this broker's client
+    /// certificate. `None` without a trust store.
+    client: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// This node's TLS: the current rustls configurations, swapped when the store files
+/// change.
 #[derive(Debug)]
 pub struct ServerTls {
     config: SslConfig,
     principal_mapper: PrincipalMapper,
-    current: RwLock<(Stores, Arc<rustls::ServerConfig>)>,
+    current: RwLock<Arc<Built>>,
 }
 
 impl ServerTls {
@@ -90,12 +101,27 @@ impl ServerTls {
         let principal_mapper = PrincipalMapper::parse(&config.principal_mapping_rules)
             .map_err(|reason| TlsError::PrincipalRules { reason })?;
         let stores = read_stores(config)?;
-        let server = build(config, &stores)?;
+        let built = build(config, stores)?;
         Ok(Self {
             config: config.clone(),
             principal_mapper,
-            current: RwLock::new((stores, server)),
+            current: RwLock::new(Arc::new(built)),
         })
+    }
+
+    /// A connector to another broker's SSL listener at `host`, with the stores in effect
+    /// now; `None` without a trust store.
+    pub fn connector(
+        &self,
+        host: &str,
+    ) -> Result<Option<(tokio_rustls::TlsConnector, ServerName<'static>)>, TlsError> {
+        let Some(client) = self.current.read().client.clone() else {
+            return Ok(None);
+        };
+        let name = ServerName::try_from(host.to_string()).map_err(|e| TlsError::ServerConfig {
+            reason: format!("`{host}` is not a host name or address for TLS: {e}"),
+        })?;
+        Ok(Some((tokio_rustls::TlsConnector::from(client), name)))
     }
 
     /// The TLS handshake on an accepted connection, and who the client is.
@@ -103,7 +129,7 @@ impl ServerTls {
         &self,
         stream: TcpStream,
     ) -> Result<(TlsStream<TcpStream>, Principal), HandshakeError> {
-        let server = Arc::clone(&self.current.read().1);
+        let server = Arc::clone(&self.current.read().server);
         let acceptor = tokio_rustls::TlsAcceptor::from(server);
         let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
             .await
@@ -128,11 +154,11 @@ impl ServerTls {
     /// for new connections. Returns whether it did.
     pub fn reload_if_changed(&self) -> Result<bool, TlsError> {
         let stores = read_stores(&self.config)?;
-        if self.current.read().0 == stores {
+        if self.current.read().stores == stores {
             return Ok(false);
         }
-        let server = build(&self.config, &stores)?;
-        *self.current.write() = (stores, server);
+        let built = build(&self.config, stores)?;
+        *self.current.write() = Arc::new(built);
         Ok(true)
     }
 
@@ -211,7 +237,7 @@ fn certificates(what: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, 
     Ok(certificates)
 }
 
-fn build(config: &SslConfig, stores: &Stores) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+fn build(config: &SslConfig, stores: Stores) -> Result<Built, TlsError> {
     let keystore_name = match &config.keystore {
         KeyStore::File(path) => format!("key store {}", path.display()),
         KeyStore::Inline { .. } => "key store (ssl.keystore.key)".to_string(),
@@ -233,9 +259,9 @@ fn build(config: &SslConfig, stores: &Stores) -> Result<Arc<rustls::ServerConfig
     let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&versions)
         .map_err(|e| server_config_error(e.to_string()))?;
-    let builder = match (&stores.truststore, config.client_auth) {
-        (_, ClientAuth::None) | (None, _) => builder.with_no_client_auth(),
-        (Some(pem), auth) => {
+    let roots = match &stores.truststore {
+        None => None,
+        Some(pem) => {
             let mut roots = rustls::RootCertStore::empty();
             for certificate in certificates("trust store", pem)? {
                 roots
@@ -245,8 +271,25 @@ fn build(config: &SslConfig, stores: &Stores) -> Result<Arc<rustls::ServerConfig
                         reason: e.to_string(),
                     })?;
             }
+            Some(Arc::new(roots))
+        }
+    };
+    let client = match &roots {
+        None => None,
+        Some(roots) => Some(client_config(
+            config,
+            Arc::clone(roots),
+            Arc::clone(&provider),
+            &versions,
+            chain.clone(),
+            key.clone_key(),
+        )?),
+    };
+    let builder = match (&roots, config.client_auth) {
+        (_, ClientAuth::None) | (None, _) => builder.with_no_client_auth(),
+        (Some(roots), auth) => {
             let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                Arc::new(roots),
+                Arc::clone(roots),
                 provider,
             );
             let verifier = if auth == ClientAuth::Requested {
@@ -264,7 +307,93 @@ fn build(config: &SslConfig, stores: &Stores) -> Result<Arc<rustls::ServerConfig
     let server = builder
         .with_single_cert(chain, key)
         .map_err(|e| server_config_error(e.to_string()))?;
-    Ok(Arc::new(server))
+    Ok(Built {
+        stores,
+        server: Arc::new(server),
+        client,
+    })
+}
+
+fn client_config(
+    config: &SslConfig,
+    roots: Arc<rustls::RootCertStore>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<Arc<rustls::ClientConfig>, TlsError> {
+    let reason = |e: rustls::Error| TlsError::ServerConfig {
+        reason: e.to_string(),
+    };
+    let verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots, Arc::clone(&provider))
+            .build()
+            .map_err(|e| TlsError::ServerConfig {
+                reason: e.to_string(),
+            })?;
+    let verifier: Arc<dyn rustls::client::danger::ServerCertVerifier> =
+        if config.endpoint_identification {
+            verifier
+        } else {
+            Arc::new(AnyName(verifier))
+        };
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .map_err(reason)?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_client_auth_cert(chain, key)
+        .map_err(reason)?;
+    Ok(Arc::new(client))
+}
+
+/// `ssl.endpoint.identification.algorithm=` (empty): the peer's chain is verified, its
+/// name is not (Kafka's setting for certificates without the brokers' addresses).
+#[derive(Debug)]
+struct AnyName(Arc<rustls::client::WebPkiServerVerifier>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. },
+            )) => Ok(rustls::client::danger::ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
 }
 
 #[cfg(test)]
@@ -331,6 +460,7 @@ mod tests {
             truststore: truststore.map(TrustStore::File),
             client_auth: auth,
             principal_mapping_rules: rules.to_string(),
+            endpoint_identification: true,
             protocols: vec![TlsVersion::Tls12, TlsVersion::Tls13],
         }
     }
@@ -481,6 +611,41 @@ mod tests {
             "the last good store stays in use"
         );
         server.await.unwrap().unwrap();
+    }
+
+    /// A broker's own connector (followers fetching) presents its key store as the client
+    /// certificate and checks the leader's name unless endpoint identification is off.
+    #[tokio::test]
+    async fn a_broker_reaches_another_over_mutual_tls_and_checks_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = pki("broker");
+        std::fs::write(dir.path().join("broker.pem"), &pki.server_pem).unwrap();
+        std::fs::write(dir.path().join("ca.pem"), &pki.ca_pem).unwrap();
+        let mut config = ssl_config(
+            dir.path().join("broker.pem"),
+            Some(dir.path().join("ca.pem")),
+            ClientAuth::Required,
+            "DEFAULT",
+        );
+        let tls = Arc::new(ServerTls::load(&config).unwrap());
+        let dial = |tls: Arc<ServerTls>, host: &'static str| async move {
+            let (address, server) = serve_once(Arc::clone(&tls)).await;
+            let (connector, name) = tls.connector(host).unwrap().unwrap();
+            let stream = TcpStream::connect(address).await.unwrap();
+            let connected = connector.connect(name, stream).await;
+            let mut said = String::new();
+            if let Ok(mut stream) = connected {
+                let _ = stream.read_to_string(&mut said).await;
+            }
+            server.abort();
+            said
+        };
+        assert_eq!(dial(Arc::clone(&tls), "127.0.0.1").await, "User:CN=broker");
+        // The certificate names 127.0.0.1 only.
+        assert_eq!(dial(Arc::clone(&tls), "localhost").await, "");
+        config.endpoint_identification = false;
+        let unchecked = Arc::new(ServerTls::load(&config).unwrap());
+        assert_eq!(dial(unchecked, "localhost").await, "User:CN=broker");
     }
 
     #[test]
