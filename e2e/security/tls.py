@@ -38,6 +38,8 @@ from oxbow_e2e import Broker, free_port, wait_for  # noqa: E402
 from oxbow_cluster import Cluster, Network, NODES  # noqa: E402
 
 KAFKA_BIN = os.path.join(HERE, "..", "peers", "kafka", "bin")
+# Kafka's perf tools move this many 1 KiB records over TLS: fetch responses of megabytes.
+BULK_RECORDS = 150_000
 RULES = "RULE:^CN=([^,]*),OU=apps,O=Example$/$1/,DEFAULT"
 
 
@@ -190,7 +192,7 @@ def roundtrip_kafka_python(bootstrap, ca, client, topic):
     return len(values)
 
 
-def java_tools(bootstrap, ca, client, work, topic, python_topic):
+def java_tools(bootstrap, ca, client, work, topic, python_topic, big_records):
     keystore = concat(os.path.join(work, "java-client.pem"), client[0], client[1])
     properties = os.path.join(work, "java-ssl.properties")
     with open(properties, "w") as f:
@@ -208,6 +210,33 @@ def java_tools(bootstrap, ca, client, work, topic, python_topic):
     lines = [line for line in consumed.stdout.splitlines() if line.startswith("kafka-python-")]
     if len(lines) != 300:
         fail(f"kafka-console-consumer over TLS read {len(lines)} of 300: {consumed.stderr[-800:]}")
+    # Megabytes in fetch responses of up to a megabyte each: the Java consumer waits for one
+    # before it sends the next, so a response whose end stays in the TLS buffer stalls it.
+    big = subprocess.run([os.path.join(KAFKA_BIN, "kafka-console-consumer"), "--bootstrap-server", bootstrap,
+                          "--consumer.config", properties, "--topic", topic, "--from-beginning",
+                          "--max-messages", str(big_records), "--timeout-ms", "20000",
+                          "--property", "print.value=false", "--property", "print.offset=true"],
+                         capture_output=True, text=True, timeout=120)
+    offsets = [line for line in big.stdout.splitlines() if line.startswith("Offset:")]
+    perf = os.path.join(work, "java-perf.properties")
+    with open(properties) as f, open(perf, "w") as out:
+        out.write(f.read() + f"bootstrap.servers={bootstrap}\n")
+    produced = subprocess.run([os.path.join(KAFKA_BIN, "kafka-producer-perf-test"), "--topic", "tls-bulk",
+                               "--num-records", str(BULK_RECORDS), "--record-size", "1024", "--throughput", "-1",
+                               "--producer.config", perf, "--producer-props", "acks=1", "linger.ms=5",
+                               "batch.size=262144"], capture_output=True, text=True, timeout=300)
+    if produced.returncode != 0 or f"{BULK_RECORDS} records sent" not in produced.stdout:
+        fail(f"kafka-producer-perf-test over TLS: {produced.stdout[-600:]} {produced.stderr[-600:]}")
+    bulk = subprocess.run([os.path.join(KAFKA_BIN, "kafka-consumer-perf-test"), "--bootstrap-server", bootstrap,
+                           "--consumer.config", perf, "--topic", "tls-bulk", "--messages", str(BULK_RECORDS),
+                           "--timeout", "20000"], capture_output=True, text=True, timeout=300)
+    row = bulk.stdout.strip().splitlines()[-1].split(", ") if bulk.stdout.strip() else []
+    if len(row) < 5 or int(row[4]) != BULK_RECORDS:
+        fail(f"kafka-consumer-perf-test over TLS did not read {BULK_RECORDS} records: {bulk.stdout[-600:]} "
+             f"{bulk.stderr[-600:]}")
+    if len(offsets) != big_records:
+        fail(f"kafka-console-consumer over TLS read {len(offsets)} of {big_records} records of {topic} "
+             f"(up to 200 KB each): {big.stderr[-800:]}")
 
 
 class Writer(threading.Thread):
@@ -347,8 +376,10 @@ def main():
             f"none and gzip, up to 200 KB) produced and consumed back byte for byte")
         count = roundtrip_kafka_python(tls_bootstrap, ca[1], client, "tls-python")
         log(f"ok kafka-python over TLS: {count} records produced and read back")
-        java_tools(tls_bootstrap, ca[1], client, work, "tls-orders", "tls-python")
-        log("ok kafka-topics and kafka-console-consumer (Java, PEM stores) over TLS: kafka-python's 300 records")
+        java_tools(tls_bootstrap, ca[1], client, work, "tls-orders", "tls-python", records)
+        log(f"ok kafka-topics and kafka-console-consumer (Java, PEM stores) over TLS: kafka-python's 300 records, "
+            f"librdkafka's {records} ({size / 2**20:.1f} MiB); kafka-producer-perf-test and kafka-consumer-perf-test "
+            f"{BULK_RECORDS} x 1 KiB")
 
         with open(broker.log_path) as f:
             principals = {line.split("principal=")[1].split()[0] for line in f if "TLS connection" in line}

@@ -213,6 +213,8 @@ impl Connection {
             source,
         };
         self.stream.get_mut().write_all(&frame).await.map_err(io)?;
+        // Over TLS the end of the request may sit in the encryption buffer until flushed.
+        self.stream.get_mut().flush().await.map_err(io)?;
         let size = self.stream.read_i32().await.map_err(io)?;
         let Some(length) = usize::try_from(size)
             .ok()

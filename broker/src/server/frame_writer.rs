@@ -170,7 +170,10 @@ async fn write_parts<W: ResponseSink>(
     if !pending.is_empty() {
         stream.write_all(&pending).await?;
     }
-    Ok(())
+    // A TLS stream may hold encrypted bytes the socket did not take yet: without a flush
+    // the end of a large response waited for the next one (a Java consumer over TLS
+    // stalled). On a plain socket this does nothing.
+    stream.flush().await
 }
 
 /// `sendfile(2)` a file region to the socket: page cache to socket, no user-space copy.
