@@ -93,6 +93,8 @@ pub struct BrokerConfig {
     pub fetch_sendfile: bool,
     /// The `ssl.*` settings, when a listener serves TLS or a key store is set.
     pub ssl: Option<SslConfig>,
+    /// `sasl.enabled.mechanisms`: what `SASL_*` listeners offer.
+    pub sasl_mechanisms: Vec<crate::metadata::records::ScramMechanism>,
     pub log_defaults: LogConfig,
     pub retention_check_interval_ms: u64,
     pub cleaner_backoff_ms: u64,
@@ -331,9 +333,9 @@ impl BrokerConfig {
             &controller_names,
         )
         .map_err(|(key, reason)| invalid(key, &reason))?;
-        let serves_tls = client_listeners
-            .iter()
-            .any(|l| l.protocol == SecurityProtocol::Ssl);
+        let serves_tls = client_listeners.iter().any(|l| l.protocol.uses_tls());
+        let sasl_mechanisms = sasl_mechanisms(&get("sasl.enabled.mechanisms"))
+            .map_err(|reason| invalid("sasl.enabled.mechanisms", &reason))?;
         let ssl = ssl::parse(&get, serves_tls).map_err(|(key, reason)| invalid(key, &reason))?;
         let inter_broker_name = match get("inter.broker.listener.name").trim() {
             "" => client_listeners.first().map(|l| l.name.clone()),
@@ -364,6 +366,15 @@ impl BrokerConfig {
                 ));
             }
         };
+        if is_broker && inter_broker.protocol.uses_sasl() {
+            return Err(invalid(
+                "inter.broker.listener.name",
+                &format!(
+                    "the inter-broker listener {} uses SASL, which followers do not speak yet: name a PLAINTEXT or SSL listener for replication",
+                    inter_broker.name
+                ),
+            ));
+        }
         if is_broker
             && inter_broker.protocol == SecurityProtocol::Ssl
             && ssl.as_ref().is_none_or(|ssl| ssl.truststore.is_none())
@@ -492,6 +503,7 @@ impl BrokerConfig {
             metrics_partition_labels: boolean("metrics.partition.labels")?,
             fetch_sendfile: boolean("fetch.sendfile.enable")?,
             ssl,
+            sasl_mechanisms,
             log_defaults,
             retention_check_interval_ms: int("log.retention.check.interval.ms")? as u64,
             cleaner_backoff_ms: int("log.cleaner.backoff.ms")? as u64,
@@ -683,6 +695,28 @@ fn resolve_time_synonyms(
         }
     }
     Ok(())
+}
+
+/// `sasl.enabled.mechanisms`: SCRAM-SHA-256 and SCRAM-SHA-512 are served; Kafka's other
+/// mechanisms are refused by name rather than accepted and never offered.
+fn sasl_mechanisms(text: &str) -> Result<Vec<crate::metadata::records::ScramMechanism>, String> {
+    use crate::metadata::records::ScramMechanism;
+    let mut mechanisms = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match ScramMechanism::from_name(name) {
+            Some(mechanism) if !mechanisms.contains(&mechanism) => mechanisms.push(mechanism),
+            Some(_) => {}
+            None => {
+                return Err(format!(
+                    "`{name}` is not served yet (SCRAM-SHA-256 and SCRAM-SHA-512 are)"
+                ));
+            }
+        }
+    }
+    if mechanisms.is_empty() {
+        return Err("name SCRAM-SHA-256, SCRAM-SHA-512 or both".into());
+    }
+    Ok(mechanisms)
 }
 
 /// `host:port` of the listener named one of `names`.
@@ -1150,20 +1184,15 @@ mod tests {
             let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
             BrokerConfig::load(&[], [], &overrides)
         };
-        for refused in [
-            vec!["listeners=SASL_SSL://127.0.0.1:9093"],
-            vec!["listeners=SASL_PLAINTEXT://127.0.0.1:9093"],
-            vec![
-                "listeners=CLIENT://127.0.0.1:9093",
-                "listener.security.protocol.map=CLIENT:SASL_SSL",
-            ],
-            // TLS on the quorum's listener is not served yet either.
-            vec![
+        // TLS or SASL on the quorum's listener is not served yet.
+        for protocol in ["SSL", "SASL_PLAINTEXT", "SASL_SSL"] {
+            let map =
+                format!("listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:{protocol}");
+            let refused = [
                 "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
-                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
+                map.as_str(),
                 "ssl.keystore.location=/etc/oxbow/broker.pem",
-            ],
-        ] {
+            ];
             let error = load(&refused).unwrap_err().to_string();
             assert!(error.contains("does not serve yet"), "{refused:?}: {error}");
         }
@@ -1195,6 +1224,26 @@ mod tests {
         ])
         .unwrap();
         assert!(config.inter_broker_tls());
+        // SASL listeners serve clients; followers do not speak SASL, so the inter-broker
+        // listener may not be one, and mechanisms Oxbow does not serve are refused by name.
+        let config = load(&[
+            "listeners=PLAINTEXT://127.0.0.1:9092,CLIENT://127.0.0.1:9093",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CLIENT:SASL_PLAINTEXT",
+        ])
+        .unwrap();
+        assert_eq!(
+            config.client_listeners[1].protocol,
+            SecurityProtocol::SaslPlaintext
+        );
+        assert_eq!(config.sasl_mechanisms.len(), 2);
+        let error = load(&["listeners=SASL_PLAINTEXT://127.0.0.1:9093"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("inter.broker.listener.name"), "{error}");
+        let error = load(&["sasl.enabled.mechanisms=SCRAM-SHA-512,GSSAPI"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("GSSAPI"), "{error}");
         // A name with no protocol is refused as Kafka refuses it.
         let error = load(&["listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094"])
             .unwrap_err()

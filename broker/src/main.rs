@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use oxbow_broker::api;
-use oxbow_broker::config::{BrokerConfig, SecurityProtocol};
+use oxbow_broker::config::BrokerConfig;
 use oxbow_broker::controller::active::LeaderBalance;
 use oxbow_broker::controller::{Controller, ControllerError, QuorumSettings};
 use oxbow_broker::group::GroupCoordinator;
@@ -250,15 +250,22 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             None
         } else {
             let mut listening = Vec::with_capacity(sockets.kafka.len());
+            let mechanisms: Arc<[_]> = config.sasl_mechanisms.clone().into();
             for (listener, socket) in config.client_listeners.iter().zip(sockets.kafka) {
-                let tls = tls
-                    .as_ref()
-                    .filter(|_| listener.protocol == SecurityProtocol::Ssl)
-                    .map(Arc::clone);
+                let security = server::ListenerSecurity {
+                    tls: tls
+                        .as_ref()
+                        .filter(|_| listener.protocol.uses_tls())
+                        .map(Arc::clone),
+                    sasl: listener
+                        .protocol
+                        .uses_sasl()
+                        .then(|| Arc::clone(&mechanisms)),
+                };
                 listening.push((
                     Arc::<str>::from(listener.name.as_str()),
                     start_listening(socket, listener.address)?,
-                    tls,
+                    security,
                 ));
             }
             Some(listening)
@@ -313,11 +320,11 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let servers: Vec<_> = listener
         .into_iter()
         .flatten()
-        .map(|(name, listener, tls)| {
+        .map(|(name, listener, security)| {
             tokio::spawn(server::run(
                 name,
                 listener,
-                tls,
+                security,
                 Arc::clone(&state),
                 Arc::clone(&routes),
                 shutdown_rx.clone(),

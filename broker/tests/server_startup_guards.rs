@@ -98,7 +98,7 @@ fn a_taken_kafka_port_stops_the_broker_before_anything_is_written() {
 }
 
 #[test]
-fn a_tls_listener_without_usable_keys_or_a_sasl_listener_is_refused_never_served_as_plaintext() {
+fn a_tls_listener_without_usable_keys_or_a_sasl_inter_broker_listener_is_refused() {
     let port = free_port();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -114,9 +114,9 @@ fn a_tls_listener_without_usable_keys_or_a_sasl_listener_is_refused_never_served
             "ssl.keystore.location",
         ),
         (
-            vec![format!("listeners=SASL_SSL://127.0.0.1:{port}")],
+            vec![format!("listeners=SASL_PLAINTEXT://127.0.0.1:{port}")],
             2,
-            "listener SASL_SSL uses security protocol SASL_SSL",
+            "the inter-broker listener SASL_PLAINTEXT uses SASL",
         ),
         (
             vec![

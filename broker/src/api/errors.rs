@@ -163,6 +163,10 @@ pub fn controller_error(error: &ControllerError) -> i16 {
         ControllerError::InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment,
         ControllerError::NoReassignmentInProgress(_) => ResponseError::NoReassignmentInProgress,
         ControllerError::InvalidRequest(_) => ResponseError::InvalidRequest,
+        ControllerError::UnacceptableCredential(_) => ResponseError::UnacceptableCredential,
+        ControllerError::UnsupportedSaslMechanism(_) => ResponseError::UnsupportedSaslMechanism,
+        ControllerError::ResourceNotFound(_) => ResponseError::ResourceNotFound,
+        ControllerError::DuplicateResource(_) => ResponseError::DuplicateResource,
         ControllerError::Timeout(_) => ResponseError::RequestTimedOut,
         ControllerError::Quorum(_) | ControllerError::Refused(_) => {
             ResponseError::UnknownServerError

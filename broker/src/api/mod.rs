@@ -13,6 +13,7 @@ mod configs;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_replica_log_dirs;
+mod alter_user_scram_credentials;
 pub mod api_versions;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
@@ -26,6 +27,7 @@ mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_quorum;
+mod describe_user_scram_credentials;
 mod elect_leaders;
 mod fetch;
 mod fetch_session;
@@ -48,6 +50,7 @@ mod offset_for_leader_epoch;
 mod produce;
 mod produce_legacy;
 mod raft_voters;
+mod sasl;
 mod sync_group;
 mod unregister_broker;
 
@@ -247,6 +250,10 @@ pub fn routes(fetch_session_slots: usize) -> Routes {
         Box::new(offset_delete::OffsetDeleteApi),
         Box::new(consumer_group_heartbeat::ConsumerGroupHeartbeatApi),
         Box::new(consumer_group_describe::ConsumerGroupDescribeApi),
+        Box::new(sasl::SaslHandshakeApi),
+        Box::new(sasl::SaslAuthenticateApi),
+        Box::new(alter_user_scram_credentials::AlterUserScramCredentialsApi),
+        Box::new(describe_user_scram_credentials::DescribeUserScramCredentialsApi),
     ];
     let mut routes = Routes {
         apis: BTreeMap::new(),

@@ -21,6 +21,20 @@ pub enum SecurityProtocol {
     Plaintext,
     /// TLS (rustls), with client certificates when `ssl.client.auth` asks for them.
     Ssl,
+    /// SASL (SCRAM) before any other request, in clear.
+    SaslPlaintext,
+    /// SASL (SCRAM) over TLS.
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    pub fn uses_tls(self) -> bool {
+        matches!(self, Self::Ssl | Self::SaslSsl)
+    }
+
+    pub fn uses_sasl(self) -> bool {
+        matches!(self, Self::SaslPlaintext | Self::SaslSsl)
+    }
 }
 
 /// One client listener: where it binds and what clients are told.
@@ -77,8 +91,8 @@ pub fn security_protocols(text: &str) -> Result<BTreeMap<String, String>, String
 
 /// Refuses a listener whose security protocol Oxbow does not serve yet, or that has none:
 /// serving `SASL_SSL://` as plain TLS would let a client that expects to authenticate
-/// believe it did. A controller listener is plaintext (the quorum's own RPCs do not speak
-/// TLS yet).
+/// believe it did. A controller listener is plaintext (the quorum's own RPCs speak neither
+/// TLS nor SASL yet).
 pub fn check_protocols(
     entries: &[(String, String, u16)],
     protocols: &BTreeMap<String, String>,
@@ -97,15 +111,10 @@ pub fn check_protocols(
         };
         match protocol {
             "PLAINTEXT" => {}
-            "SSL" if !controller => {}
-            "SSL" => {
-                return Err(format!(
-                    "controller listener {name} uses SSL, which Oxbow's quorum does not serve yet (only PLAINTEXT); it is refused rather than served as plaintext"
-                ));
-            }
+            "SSL" | "SASL_PLAINTEXT" | "SASL_SSL" if !controller => {}
             _ => {
                 return Err(format!(
-                    "listener {name} uses security protocol {protocol}, which Oxbow does not serve yet (PLAINTEXT and SSL); it is refused rather than served without authentication"
+                    "controller listener {name} uses {protocol}, which Oxbow's quorum does not serve yet (only PLAINTEXT); it is refused rather than served as plaintext"
                 ));
             }
         }
@@ -172,6 +181,8 @@ pub fn client_listeners(
                 .unwrap_or_else(|| (default_advertised(host, &address), address.port()));
             let protocol = match protocols.get(name).map(String::as_str) {
                 Some("SSL") => SecurityProtocol::Ssl,
+                Some("SASL_PLAINTEXT") => SecurityProtocol::SaslPlaintext,
+                Some("SASL_SSL") => SecurityProtocol::SaslSsl,
                 _ => SecurityProtocol::Plaintext,
             };
             Ok(ClientListener {

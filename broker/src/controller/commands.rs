@@ -284,6 +284,22 @@ impl Controller {
         .map(|_| ())
     }
 
+    /// AlterUserScramCredentials: the answer per user, in the order users first appear.
+    pub async fn alter_scram_credentials(
+        &self,
+        alterations: Vec<super::decisions::ScramAlteration>,
+    ) -> Result<Vec<(String, Option<ControllerError>)>, ControllerError> {
+        match self
+            .execute(ControllerCommand::AlterScramCredentials { alterations })
+            .await?
+        {
+            CommandOutcome::Users(users) => Ok(users),
+            other => Err(ControllerError::Refused(format!(
+                "unexpected answer to AlterScramCredentials: {other:?}"
+            ))),
+        }
+    }
+
     /// UnregisterBroker: a broker that holds no replicas leaves the cluster.
     pub async fn unregister_broker(&self, node_id: i32) -> Result<(), ControllerError> {
         self.execute(ControllerCommand::UnregisterBroker { node_id })

@@ -20,10 +20,12 @@ mod isr;
 mod leaders;
 mod reassignment;
 mod topics;
+mod users;
 
 pub use leaders::ElectionType;
 pub use reassignment::Reassignment;
 pub use topics::validate_topic_name;
+pub use users::ScramAlteration;
 
 use isr::{elect, partition_changed, unclean_allowed};
 
@@ -92,6 +94,14 @@ pub enum ControllerError {
     NoReassignmentInProgress(String),
     #[error("{0}")]
     InvalidRequest(String),
+    #[error("{0}")]
+    UnacceptableCredential(String),
+    #[error("{0}")]
+    UnsupportedSaslMechanism(String),
+    #[error("{0}")]
+    ResourceNotFound(String),
+    #[error("{0}")]
+    DuplicateResource(String),
 }
 
 impl From<crate::storage::LogConfigError> for ControllerError {
@@ -206,6 +216,10 @@ pub enum ControllerCommand {
     IdentifyCluster {
         cluster_id: String,
     },
+    /// AlterUserScramCredentials: each user's alterations apply together or not at all.
+    AlterScramCredentials {
+        alterations: Vec<ScramAlteration>,
+    },
 }
 
 /// One topic of [`ControllerCommand::CreateTopics`].
@@ -237,6 +251,8 @@ pub enum CommandOutcome {
     },
     /// Per-partition answers (ElectLeaders, AlterPartitionReassignments).
     Partitions(Vec<PartitionOutcome>),
+    /// Per-user answers (AlterUserScramCredentials), in the order users first appear.
+    Users(Vec<(String, Option<ControllerError>)>),
 }
 
 /// One partition's answer to a command that names many.
@@ -382,6 +398,9 @@ pub fn decide(
         } => cluster::set_broker_configs(image, *node_id, configs, *validate_only),
         ControllerCommand::IdentifyCluster { cluster_id } => {
             Ok(cluster::identify_cluster(image, inputs, cluster_id))
+        }
+        ControllerCommand::AlterScramCredentials { alterations } => {
+            Ok(users::alter_scram_credentials(image, alterations))
         }
     }
 }

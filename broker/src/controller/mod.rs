@@ -55,7 +55,8 @@ use uuid::Uuid;
 
 pub use decisions::{
     CommandOutcome, ControllerCommand, ControllerError, ElectionType, MAX_PARTITIONS,
-    MAX_TOPIC_NAME_LENGTH, PartitionOutcome, Reassignment, TopicToCreate, validate_topic_name,
+    MAX_TOPIC_NAME_LENGTH, PartitionOutcome, Reassignment, ScramAlteration, TopicToCreate,
+    validate_topic_name,
 };
 
 use crate::metadata::image::{ClusterImage, TopicImage};

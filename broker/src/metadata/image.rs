@@ -8,7 +8,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::records::{Endpoint, ListenerEndpoints, MetadataRecord, PartitionState};
+use super::records::{
+    Endpoint, ListenerEndpoints, MetadataRecord, PartitionState, ScramCredential, ScramMechanism,
+};
 
 /// One topic as the metadata log describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +76,9 @@ pub struct ClusterImage {
     /// Dynamic broker configs by node id (-1: cluster-wide defaults).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub broker_configs: BTreeMap<i32, BTreeMap<String, String>>,
+    /// SCRAM credentials by user and mechanism.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scram_credentials: BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>,
 }
 
 impl ClusterImage {
@@ -185,7 +190,34 @@ impl ClusterImage {
             MetadataRecord::ProducerIdsAllocated { next_producer_id } => {
                 self.next_producer_id = self.next_producer_id.max(*next_producer_id);
             }
+            MetadataRecord::ScramCredentialSet {
+                user,
+                mechanism,
+                credential,
+            } => {
+                self.scram_credentials
+                    .entry(user.clone())
+                    .or_default()
+                    .insert(*mechanism, credential.clone());
+            }
+            MetadataRecord::ScramCredentialRemoved { user, mechanism } => {
+                if let Some(credentials) = self.scram_credentials.get_mut(user) {
+                    credentials.remove(mechanism);
+                    if credentials.is_empty() {
+                        self.scram_credentials.remove(user);
+                    }
+                }
+            }
         }
+    }
+
+    /// A user's SCRAM credential for `mechanism`.
+    pub fn scram_credential(
+        &self,
+        user: &str,
+        mechanism: ScramMechanism,
+    ) -> Option<&ScramCredential> {
+        self.scram_credentials.get(user)?.get(&mechanism)
     }
 
     pub fn topic_by_id(&self, topic_id: &Uuid) -> Option<&TopicImage> {

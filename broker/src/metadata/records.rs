@@ -128,6 +128,63 @@ pub enum MetadataRecord {
     ProducerIdsAllocated {
         next_producer_id: i64,
     },
+    /// A user's SCRAM credential for one mechanism, set or replaced
+    /// (AlterUserScramCredentials); the password itself is never in the log.
+    ScramCredentialSet {
+        user: String,
+        mechanism: ScramMechanism,
+        credential: ScramCredential,
+    },
+    ScramCredentialRemoved {
+        user: String,
+        mechanism: ScramMechanism,
+    },
+}
+
+/// A SCRAM mechanism, with Kafka's names and type codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ScramMechanism {
+    Sha256,
+    Sha512,
+}
+
+impl ScramMechanism {
+    pub const ALL: [ScramMechanism; 2] = [ScramMechanism::Sha256, ScramMechanism::Sha512];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sha256 => "SCRAM-SHA-256",
+            Self::Sha512 => "SCRAM-SHA-512",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Kafka's `ScramMechanism` type code (AlterUserScramCredentials,
+    /// DescribeUserScramCredentials): 1 for SHA-256, 2 for SHA-512.
+    pub fn code(self) -> i8 {
+        match self {
+            Self::Sha256 => 1,
+            Self::Sha512 => 2,
+        }
+    }
+
+    pub fn from_code(code: i8) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.code() == code)
+    }
+}
+
+/// What brokers keep of a SCRAM password (RFC 5802): the salt, the iteration count,
+/// StoredKey = H(HMAC(SaltedPassword, "Client Key")) and ServerKey = HMAC(SaltedPassword,
+/// "Server Key"). Enough to check a client's proof, not to recover the password.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScramCredential {
+    pub salt: Vec<u8>,
+    pub stored_key: Vec<u8>,
+    pub server_key: Vec<u8>,
+    pub iterations: u32,
 }
 
 /// What one Raft entry carries: the records of one decision.

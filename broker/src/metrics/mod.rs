@@ -23,6 +23,7 @@ pub struct Metrics {
     pub messages_in: IntCounterVec,
     pub open_connections: IntGauge,
     pub tls_handshake_failures: IntCounterVec,
+    pub authentication_failures: IntCounterVec,
     pub inflight_request_bytes: IntGauge,
     pub fetch_sessions: IntGauge,
     /// The metadata quorum's gauges, refreshed at each scrape.
@@ -139,6 +140,12 @@ impl Metrics {
                 &registry,
                 "oxbow_server_tls_handshake_failures_total",
                 "TLS handshakes that failed (no or an untrusted client certificate, no common protocol, a client that never finished), by listener.",
+                &["listener"],
+            )?,
+            authentication_failures: counter(
+                &registry,
+                "oxbow_server_authentication_failures_total",
+                "SASL exchanges that failed (a wrong password, an unknown user or mechanism, a request before authenticating), by listener.",
                 &["listener"],
             )?,
             inflight_request_bytes: gauge(

@@ -11,9 +11,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tracing::Instrument;
 
 use super::frame_writer::ResponseSink;
+use super::sasl_gate::{self, Gated};
 use super::{dispatch, frame_writer};
 use crate::api::Routes;
-use crate::security::Principal;
+use crate::security::{Principal, SaslAuthenticator};
 use crate::state::BrokerState;
 
 /// Requests read ahead per connection, at most (besides the byte bound).
@@ -28,11 +29,14 @@ struct Frame {
     _permit: OwnedSemaphorePermit,
 }
 
-/// Who is on the other end of a connection.
+/// Who is on the other end of a connection, and what it still has to prove.
 #[derive(Debug)]
 pub struct Peer {
     pub address: SocketAddr,
     pub principal: Principal,
+    /// On a `SASL_*` listener: the exchange every request but ApiVersions waits for.
+    /// Boxed: an idle connection keeps it for its whole life.
+    pub sasl: Option<Box<SaslAuthenticator>>,
 }
 
 pub async fn serve<R, W>(
@@ -47,8 +51,9 @@ pub async fn serve<R, W>(
     R: AsyncRead + Unpin + Send + 'static,
     W: ResponseSink,
 {
-    let principal = &peer.principal;
-    let peer = peer.address;
+    // Kept boxed: the connection's task stays small (see the test below).
+    let mut identity = peer;
+    let peer = identity.address;
     let budget = state.config.queued_max_request_bytes.min(u32::MAX as usize);
     let inflight = Arc::new(Semaphore::new(budget));
     let (frames_tx, mut frames) = mpsc::channel(QUEUE_DEPTH);
@@ -63,11 +68,51 @@ pub async fn serve<R, W>(
     while let Some(frame) = frames.recv().await {
         let Frame { bytes, _permit } = *frame;
         let size = bytes.len() as i64;
-        let response = Box::pin(
-            dispatch::dispatch(bytes.freeze(), &listener, &state, &routes)
-                .instrument(tracing::debug_span!("connection", %peer, %principal)),
-        )
-        .await;
+        // Set by the SASL step: its own answer, and whether to close after sending it.
+        let mut close = false;
+        let mut pending = None;
+        let frame = bytes.freeze();
+        let frame = match identity
+            .sasl
+            .as_mut()
+            .filter(|auth| !auth.is_authenticated())
+        {
+            None => Some(frame),
+            Some(authenticator) => match sasl_gate::gate(frame, authenticator, &state, &routes) {
+                Gated::Dispatch(frame) => Some(frame),
+                Gated::Respond(response) => {
+                    pending = Some(response);
+                    None
+                }
+                Gated::Authenticated(response, authenticated) => {
+                    tracing::debug!(%peer, principal = %authenticated, "SASL authenticated");
+                    identity.principal = authenticated;
+                    pending = Some(response);
+                    None
+                }
+                Gated::Close(response, reason) => {
+                    state
+                        .metrics
+                        .authentication_failures
+                        .with_label_values(&[&*listener])
+                        .inc();
+                    tracing::info!(%peer, listener = %listener, %reason, "Failed authentication; closing connection");
+                    close = true;
+                    pending = response;
+                    None
+                }
+            },
+        };
+        let response =
+            match frame {
+                Some(frame) => Box::pin(
+                    dispatch::dispatch(frame, &listener, &state, &routes).instrument(
+                        tracing::debug_span!("connection", %peer, principal = %identity.principal),
+                    ),
+                )
+                .await,
+                None => Ok(pending),
+            };
         let outcome = match response {
             // Boxed, like the frames and the dispatch: their state is needed only while a
             // request is answered, not for the whole life of an idle connection.
@@ -89,6 +134,9 @@ pub async fn serve<R, W>(
         state.metrics.inflight_request_bytes.sub(size);
         if let Err(error) = outcome {
             tracing::debug!(%peer, %error, "Writing a response failed; closing connection");
+            break;
+        }
+        if close {
             break;
         }
     }

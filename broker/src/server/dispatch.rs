@@ -127,7 +127,10 @@ pub async fn dispatch(
     }))
 }
 
-fn encode_header(correlation_id: i32, header_version: i16) -> Result<BytesMut, DispatchError> {
+pub(super) fn encode_header(
+    correlation_id: i32,
+    header_version: i16,
+) -> Result<BytesMut, DispatchError> {
     let mut header = BytesMut::new();
     ResponseHeader::default()
         .with_correlation_id(correlation_id)

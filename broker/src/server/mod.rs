@@ -16,6 +16,7 @@ mod dispatch;
 mod frame_writer;
 pub mod http;
 pub mod request;
+mod sasl_gate;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,19 +26,30 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::api::Routes;
-use crate::security::{Principal, ServerTls};
+use crate::metadata::records::ScramMechanism;
+use crate::security::{Principal, SaslAuthenticator, ServerTls};
 use crate::state::BrokerState;
 
 /// How long shutdown waits for connections to finish their in-flight requests.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// What a listener asks of its connections before serving them.
+#[derive(Debug, Clone, Default)]
+pub struct ListenerSecurity {
+    /// `SSL`, `SASL_SSL`: a TLS handshake first.
+    pub tls: Option<Arc<ServerTls>>,
+    /// `SASL_*`: these mechanisms, before any request but ApiVersions.
+    pub sasl: Option<Arc<[ScramMechanism]>>,
+}
+
 /// Accepts connections until `shutdown` flips, then waits for open connections to
-/// answer what they already read. With `tls`, each connection first completes a TLS
-/// handshake (in its own task: a slow client holds up no other).
+/// answer what they already read. With TLS, each connection first completes a TLS
+/// handshake (in its own task: a slow client holds up no other); with SASL, it must
+/// authenticate before it is served.
 pub async fn run(
     name: Arc<str>,
     listener: TcpListener,
-    tls: Option<Arc<ServerTls>>,
+    security: ListenerSecurity,
     state: Arc<BrokerState>,
     routes: Arc<Routes>,
     mut shutdown: watch::Receiver<bool>,
@@ -64,10 +76,10 @@ pub async fn run(
                 let routes = Arc::clone(&routes);
                 let shutdown = shutdown.clone();
                 let name = Arc::clone(&name);
-                let tls = tls.clone();
+                let security = security.clone();
                 connections.spawn(async move {
                     state.metrics.open_connections.inc();
-                    serve(stream, peer, tls, name, &state, routes, shutdown).await;
+                    serve(stream, peer, security, name, &state, routes, shutdown).await;
                     state.metrics.open_connections.dec();
                 });
             }
@@ -100,18 +112,23 @@ pub async fn run(
 async fn serve(
     stream: tokio::net::TcpStream,
     address: std::net::SocketAddr,
-    tls: Option<Arc<ServerTls>>,
+    security: ListenerSecurity,
     listener: Arc<str>,
     state: &Arc<BrokerState>,
     routes: Arc<Routes>,
     shutdown: watch::Receiver<bool>,
 ) {
     let state = Arc::clone(state);
-    let Some(tls) = tls else {
+    let sasl = security
+        .sasl
+        .as_ref()
+        .map(|mechanisms| Box::new(SaslAuthenticator::new(mechanisms.to_vec())));
+    let Some(tls) = security.tls else {
         let (read_half, write_half) = stream.into_split();
         let peer = Box::new(connection::Peer {
             address,
             principal: Principal::anonymous(),
+            sasl,
         });
         connection::serve(
             read_half, write_half, peer, listener, state, routes, shutdown,
@@ -123,7 +140,11 @@ async fn serve(
         Ok((stream, principal)) => {
             tracing::debug!(%address, %principal, listener = %listener, "TLS connection");
             let (read_half, write_half) = tokio::io::split(stream);
-            let peer = Box::new(connection::Peer { address, principal });
+            let peer = Box::new(connection::Peer {
+                address,
+                principal,
+                sasl,
+            });
             connection::serve(
                 read_half, write_half, peer, listener, state, routes, shutdown,
             )
