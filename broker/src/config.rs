@@ -85,6 +85,8 @@ pub struct BrokerConfig {
     pub socket_send_buffer_bytes: Option<usize>,
     pub socket_receive_buffer_bytes: Option<usize>,
     pub connections_max_idle_ms: u64,
+    /// `connection.failed.authentication.delay.ms`.
+    pub failed_authentication_delay_ms: u64,
     pub max_connections: usize,
     pub fetch_session_slots: usize,
     pub queued_max_request_bytes: usize,
@@ -496,6 +498,8 @@ impl BrokerConfig {
             socket_send_buffer_bytes: buffer_size("socket.send.buffer.bytes")?,
             socket_receive_buffer_bytes: buffer_size("socket.receive.buffer.bytes")?,
             connections_max_idle_ms: int("connections.max.idle.ms")? as u64,
+            failed_authentication_delay_ms: int("connection.failed.authentication.delay.ms")?
+                as u64,
             max_connections: int("max.connections")? as usize,
             fetch_session_slots: int("max.incremental.fetch.session.cache.slots")? as usize,
             queued_max_request_bytes: int("queued.max.request.bytes")? as usize,

@@ -26,6 +26,8 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
         .range(-1, i32::MAX as i64),
     BrokerKey::new("connections.max.idle.ms", "600000", Kind::Long, "idle connections are closed after this")
         .range(1, i64::MAX),
+    BrokerKey::new("connection.failed.authentication.delay.ms", "100", Kind::Int, "a client that fails SASL authentication gets its answer, and its connection closed, this much later: a brake on password guessing (Kafka's default)")
+        .range(0, i32::MAX as i64),
     BrokerKey::new("max.connections", "10000", Kind::Int, "connections beyond this are refused")
         .range(1, 1_000_000),
     BrokerKey::new("max.incremental.fetch.session.cache.slots", "1000", Kind::Int, "incremental fetch sessions (KIP-227) kept; the least recently used is evicted")

@@ -20,6 +20,7 @@ Usage: sasl.py BROKER_BINARY
 """
 
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -35,12 +36,17 @@ from tls import broker_store, make_ca  # noqa: E402
 KAFKA_BIN = os.path.join(HERE, "..", "peers", "kafka", "bin")
 
 
+# The run's temporary directory, named when a check fails.
+WORK = []
+
+
 def log(message):
     print(message, flush=True)
 
 
 def fail(message, broker=None):
     log(f"FAIL {message}")
+    log(f"work dir kept: {WORK[0] if WORK else '(none)'}")
     if broker is not None:
         log(f"--- broker log ---\n{broker.log_tail(60)}")
     sys.exit(1)
@@ -112,6 +118,7 @@ def metadata_before_authenticating(port):
 def main():
     binary = sys.argv[1]
     work = tempfile.mkdtemp(prefix="oxbow-sasl-")
+    WORK.append(work)
     ca = make_ca(work, "ca", "/CN=Oxbow test CA")
     store = broker_store(work, "broker", ca, "broker")
     sasl_port, sasl_ssl_port = free_port(), free_port()
@@ -217,6 +224,9 @@ def main():
             fail(f"alice's SCRAM-SHA-256 credential did not survive a restart: {error}", broker)
         log("ok a deleted SCRAM-SHA-512 credential is refused at once; SCRAM-SHA-256 still works after a restart")
         broker.stop()
+        # A failed run keeps its directory (named in the failure) to look at; a passing one
+        # leaves nothing behind.
+        shutil.rmtree(work, ignore_errors=True)
     except SystemExit:
         broker.kill()
         raise

@@ -23,6 +23,7 @@ Usage: tls.py BROKER_BINARY
 """
 
 import os
+import shutil
 import socket
 import ssl
 import struct
@@ -43,12 +44,17 @@ BULK_RECORDS = 150_000
 RULES = "RULE:^CN=([^,]*),OU=apps,O=Example$/$1/,DEFAULT"
 
 
+# The run's temporary directory, named when a check fails.
+WORK = []
+
+
 def log(message):
     print(message, flush=True)
 
 
 def fail(message, broker=None):
     log(f"FAIL {message}")
+    log(f"work dir kept: {WORK[0] if WORK else '(none)'}")
     if broker is not None:
         log(f"--- broker log ---\n{broker.log_tail(60)}")
     sys.exit(1)
@@ -353,6 +359,7 @@ def tls_only_cluster(binary, work, ca, client):
 def main():
     binary = sys.argv[1]
     work = tempfile.mkdtemp(prefix="oxbow-tls-")
+    WORK.append(work)
     ca = make_ca(work, "ca", "/CN=Oxbow test CA")
     rogue_ca = make_ca(work, "rogue-ca", "/CN=Someone else")
     store = broker_store(work, "broker", ca, "broker-before")
@@ -436,6 +443,9 @@ def main():
         log(f"ok three brokers with SSL as the only client and inter-broker listener (mTLS): {acked} acks=all "
             f"records through a SIGKILL of leader {killed}, every one read back once at its offset; every ISR "
             f"whole again after the restart (followers fetch over TLS)")
+        # A failed run keeps its directory (named in the failure) to look at; a passing one
+        # leaves nothing behind.
+        shutil.rmtree(work, ignore_errors=True)
     except SystemExit:
         broker.kill()
         raise

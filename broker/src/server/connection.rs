@@ -117,11 +117,21 @@ pub async fn serve<R, W>(
             // Boxed, like the frames and the dispatch: their state is needed only while a
             // request is answered, not for the whole life of an idle connection.
             Ok(Some(response)) => {
-                Box::pin(frame_writer::write(
-                    &mut write_half,
-                    response,
-                    state.config.fetch_sendfile,
-                ))
+                // A failed authentication is answered, and closed, later: Kafka's brake on
+                // guessing (`connection.failed.authentication.delay.ms`).
+                let delay = Duration::from_millis(if close {
+                    state.config.failed_authentication_delay_ms
+                } else {
+                    0
+                });
+                let sendfile = state.config.fetch_sendfile;
+                let write_half = &mut write_half;
+                Box::pin(async move {
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    frame_writer::write(write_half, response, sendfile).await
+                })
                 .await
             }
             Ok(None) => Ok(()),
