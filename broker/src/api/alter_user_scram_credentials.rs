@@ -11,9 +11,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
-use crate::controller::ScramAlteration;
+use crate::controller::{ScramAlteration, users_in_order};
 use crate::metadata::records::{ScramCredential, ScramMechanism};
-use crate::security::scram::credential_from_salted_password;
+use crate::security::credential_from_salted_password;
 
 #[derive(Debug)]
 pub struct AlterUserScramCredentialsApi;
@@ -57,19 +57,11 @@ impl Api for AlterUserScramCredentialsApi {
                     credential,
                 });
             }
-            let users: Vec<String> = {
-                let mut users: Vec<String> = Vec::new();
-                for alteration in &alterations {
-                    let user = match alteration {
-                        ScramAlteration::Upsert { user, .. }
-                        | ScramAlteration::Delete { user, .. } => user,
-                    };
-                    if !users.contains(user) {
-                        users.push(user.clone());
-                    }
-                }
-                users
-            };
+            // For a refusal of the whole request: every user gets its error.
+            let users: Vec<String> = users_in_order(&alterations)
+                .into_iter()
+                .map(str::to_string)
+                .collect();
             let results = match context
                 .broker
                 .controller

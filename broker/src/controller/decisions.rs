@@ -25,7 +25,7 @@ mod users;
 pub use leaders::ElectionType;
 pub use reassignment::Reassignment;
 pub use topics::validate_topic_name;
-pub use users::ScramAlteration;
+pub use users::{ScramAlteration, users_in_order};
 
 use isr::{elect, partition_changed, unclean_allowed};
 

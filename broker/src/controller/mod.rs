@@ -56,7 +56,7 @@ use uuid::Uuid;
 pub use decisions::{
     CommandOutcome, ControllerCommand, ControllerError, ElectionType, MAX_PARTITIONS,
     MAX_TOPIC_NAME_LENGTH, PartitionOutcome, Reassignment, ScramAlteration, TopicToCreate,
-    validate_topic_name,
+    users_in_order, validate_topic_name,
 };
 
 use crate::metadata::image::{ClusterImage, TopicImage};

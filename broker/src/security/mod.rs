@@ -12,9 +12,10 @@
 
 mod principal;
 mod sasl;
-pub mod scram;
+mod scram;
 mod tls;
 
 pub use principal::{Principal, PrincipalMapper};
 pub use sasl::{HandshakeRefusal, SaslAuthenticator, SaslFailure, SaslStep};
+pub use scram::credential_from_salted_password;
 pub use tls::{HandshakeError, ServerTls, TlsError};

@@ -181,21 +181,22 @@ fn split_rules(text: &str) -> Result<Vec<String>, String> {
 
 /// `text` split at `separator`s not preceded by a backslash (escapes kept).
 fn split_unescaped(text: &str, separator: char) -> Vec<String> {
-    let mut parts = vec![String::new()];
+    let mut parts = Vec::new();
+    let mut current = String::new();
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
-        let last = parts.len() - 1;
         match c {
             '\\' => {
-                parts[last].push(c);
+                current.push(c);
                 if let Some(next) = chars.next() {
-                    parts[last].push(next);
+                    current.push(next);
                 }
             }
-            c if c == separator => parts.push(String::new()),
-            c => parts[last].push(c),
+            c if c == separator => parts.push(std::mem::take(&mut current)),
+            c => current.push(c),
         }
     }
+    parts.push(current);
     parts
 }
 

@@ -15,7 +15,9 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use ring::{digest, hmac, pbkdf2};
+#[cfg(test)]
+use ring::pbkdf2;
+use ring::{digest, hmac};
 
 pub use crate::metadata::records::{ScramCredential, ScramMechanism};
 
@@ -23,7 +25,6 @@ pub use crate::metadata::records::{ScramCredential, ScramMechanism};
 struct Hashes {
     hmac: hmac::Algorithm,
     digest: &'static digest::Algorithm,
-    pbkdf2: pbkdf2::Algorithm,
 }
 
 fn hashes(mechanism: ScramMechanism) -> Hashes {
@@ -31,12 +32,10 @@ fn hashes(mechanism: ScramMechanism) -> Hashes {
         ScramMechanism::Sha256 => Hashes {
             hmac: hmac::HMAC_SHA256,
             digest: &digest::SHA256,
-            pbkdf2: pbkdf2::PBKDF2_HMAC_SHA256,
         },
         ScramMechanism::Sha512 => Hashes {
             hmac: hmac::HMAC_SHA512,
             digest: &digest::SHA512,
-            pbkdf2: pbkdf2::PBKDF2_HMAC_SHA512,
         },
     }
 }
@@ -61,7 +60,9 @@ pub fn credential_from_salted_password(
     }
 }
 
-/// The credential from a password (tests, and tools that hold one).
+/// The credential from a password: the clients' side of it (tests). A broker never holds
+/// a password: Kafka's admin client sends the salted one.
+#[cfg(test)]
 pub fn credential_from_password(
     mechanism: ScramMechanism,
     password: &str,
@@ -72,7 +73,8 @@ pub fn credential_from_password(
     credential_from_salted_password(mechanism, &salted, salt, iterations)
 }
 
-/// Hi(password, salt, iterations): PBKDF2 with the mechanism's HMAC.
+/// Hi(password, salt, iterations): PBKDF2 with the mechanism's HMAC (tests).
+#[cfg(test)]
 pub fn salted_password(
     mechanism: ScramMechanism,
     password: &str,
@@ -82,7 +84,11 @@ pub fn salted_password(
     let hashes = hashes(mechanism);
     let mut out = vec![0u8; hashes.digest.output_len()];
     let rounds = std::num::NonZeroU32::new(iterations.max(1)).unwrap_or(std::num::NonZeroU32::MIN);
-    pbkdf2::derive(hashes.pbkdf2, rounds, salt, password.as_bytes(), &mut out);
+    let algorithm = match mechanism {
+        ScramMechanism::Sha256 => pbkdf2::PBKDF2_HMAC_SHA256,
+        ScramMechanism::Sha512 => pbkdf2::PBKDF2_HMAC_SHA512,
+    };
+    pbkdf2::derive(algorithm, rounds, salt, password.as_bytes(), &mut out);
     out
 }
 

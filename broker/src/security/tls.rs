@@ -465,6 +465,18 @@ mod tests {
         }
     }
 
+    /// The broker's key store and the CA written to `dir`, and a configuration using them.
+    fn written(dir: &std::path::Path, pki: &Pki, auth: ClientAuth, rules: &str) -> SslConfig {
+        std::fs::write(dir.join("broker.pem"), &pki.server_pem).unwrap();
+        std::fs::write(dir.join("ca.pem"), &pki.ca_pem).unwrap();
+        ssl_config(
+            dir.join("broker.pem"),
+            Some(dir.join("ca.pem")),
+            auth,
+            rules,
+        )
+    }
+
     fn client_config(ca_pem: &str, identity: Option<&Pki>) -> Arc<rustls::ClientConfig> {
         let mut roots = rustls::RootCertStore::empty();
         for certificate in certificates("ca", ca_pem.as_bytes()).unwrap() {
@@ -525,11 +537,9 @@ mod tests {
     async fn mutual_tls_maps_the_client_subject_to_its_principal() {
         let dir = tempfile::tempdir().unwrap();
         let pki = pki("broker");
-        std::fs::write(dir.path().join("broker.pem"), &pki.server_pem).unwrap();
-        std::fs::write(dir.path().join("ca.pem"), &pki.ca_pem).unwrap();
-        let config = ssl_config(
-            dir.path().join("broker.pem"),
-            Some(dir.path().join("ca.pem")),
+        let config = written(
+            dir.path(),
+            &pki,
             ClientAuth::Required,
             "RULE:^CN=([^,]*),O=Example$/$1/U,DEFAULT",
         );
@@ -553,14 +563,7 @@ mod tests {
     async fn requested_client_auth_lets_a_client_without_a_certificate_in_as_anonymous() {
         let dir = tempfile::tempdir().unwrap();
         let pki = pki("broker");
-        std::fs::write(dir.path().join("broker.pem"), &pki.server_pem).unwrap();
-        std::fs::write(dir.path().join("ca.pem"), &pki.ca_pem).unwrap();
-        let config = ssl_config(
-            dir.path().join("broker.pem"),
-            Some(dir.path().join("ca.pem")),
-            ClientAuth::Requested,
-            "DEFAULT",
-        );
+        let config = written(dir.path(), &pki, ClientAuth::Requested, "DEFAULT");
         let tls = Arc::new(ServerTls::load(&config).unwrap());
         let (address, server) = serve_once(Arc::clone(&tls)).await;
         let (said, _) = connect(address, client_config(&pki.ca_pem, None))
@@ -619,14 +622,7 @@ mod tests {
     async fn a_broker_reaches_another_over_mutual_tls_and_checks_its_name() {
         let dir = tempfile::tempdir().unwrap();
         let pki = pki("broker");
-        std::fs::write(dir.path().join("broker.pem"), &pki.server_pem).unwrap();
-        std::fs::write(dir.path().join("ca.pem"), &pki.ca_pem).unwrap();
-        let mut config = ssl_config(
-            dir.path().join("broker.pem"),
-            Some(dir.path().join("ca.pem")),
-            ClientAuth::Required,
-            "DEFAULT",
-        );
+        let mut config = written(dir.path(), &pki, ClientAuth::Required, "DEFAULT");
         let tls = Arc::new(ServerTls::load(&config).unwrap());
         let dial = |tls: Arc<ServerTls>, host: &'static str| async move {
             let (address, server) = serve_once(Arc::clone(&tls)).await;

@@ -28,7 +28,7 @@ pub enum ScramAlteration {
 }
 
 impl ScramAlteration {
-    fn user(&self) -> &str {
+    pub fn user(&self) -> &str {
         match self {
             Self::Upsert { user, .. } | Self::Delete { user, .. } => user,
         }
@@ -41,19 +41,25 @@ impl ScramAlteration {
     }
 }
 
-pub(super) fn alter_scram_credentials(
-    image: &ClusterImage,
-    alterations: &[ScramAlteration],
-) -> (Vec<MetadataRecord>, CommandOutcome) {
+/// The users an AlterUserScramCredentials names, each once, in the order they first appear
+/// (the order of its answers).
+pub fn users_in_order(alterations: &[ScramAlteration]) -> Vec<&str> {
     let mut users: Vec<&str> = Vec::new();
     for alteration in alterations {
         if !users.contains(&alteration.user()) {
             users.push(alteration.user());
         }
     }
+    users
+}
+
+pub(super) fn alter_scram_credentials(
+    image: &ClusterImage,
+    alterations: &[ScramAlteration],
+) -> (Vec<MetadataRecord>, CommandOutcome) {
     let mut records = Vec::new();
     let mut outcomes = Vec::new();
-    for user in users {
+    for user in users_in_order(alterations) {
         let mine: Vec<&ScramAlteration> = alterations.iter().filter(|a| a.user() == user).collect();
         match user_records(image, user, &mine) {
             Ok(mut user_records) => {
