@@ -97,6 +97,8 @@ pub struct BrokerConfig {
     pub ssl: Option<SslConfig>,
     /// `sasl.enabled.mechanisms`: what `SASL_*` listeners offer.
     pub sasl_mechanisms: Vec<crate::metadata::records::ScramMechanism>,
+    /// `authorizer.class.name` set: every request is checked against the ACLs.
+    pub authorizer: Option<crate::security::Authorizer>,
     pub log_defaults: LogConfig,
     pub retention_check_interval_ms: u64,
     pub cleaner_backoff_ms: u64,
@@ -339,6 +341,15 @@ impl BrokerConfig {
         let sasl_mechanisms = sasl_mechanisms(&get("sasl.enabled.mechanisms"))
             .map_err(|reason| invalid("sasl.enabled.mechanisms", &reason))?;
         let ssl = ssl::parse(&get, serves_tls).map_err(|(key, reason)| invalid(key, &reason))?;
+        let authorizer = authorizer(&get("authorizer.class.name"), &get("super.users"))
+            .map_err(|(key, reason)| invalid(key, &reason))?;
+        let authorizer = match authorizer {
+            Some(super_users) => Some(crate::security::Authorizer {
+                super_users,
+                allow_if_no_acl: boolean("allow.everyone.if.no.acl.found")?,
+            }),
+            None => None,
+        };
         let inter_broker_name = match get("inter.broker.listener.name").trim() {
             "" => client_listeners.first().map(|l| l.name.clone()),
             name => Some(name.to_ascii_uppercase()),
@@ -508,6 +519,7 @@ impl BrokerConfig {
             fetch_sendfile: boolean("fetch.sendfile.enable")?,
             ssl,
             sasl_mechanisms,
+            authorizer,
             log_defaults,
             retention_check_interval_ms: int("log.retention.check.interval.ms")? as u64,
             cleaner_backoff_ms: int("log.cleaner.backoff.ms")? as u64,
@@ -721,6 +733,27 @@ fn sasl_mechanisms(text: &str) -> Result<Vec<crate::metadata::records::ScramMech
         return Err("name SCRAM-SHA-256, SCRAM-SHA-512 or both".into());
     }
     Ok(mechanisms)
+}
+
+/// `authorizer.class.name` and `super.users`: Kafka's StandardAuthorizer (by its Kafka name,
+/// so a Kafka config works unchanged) or none; any other class is refused, never ignored.
+fn authorizer(
+    class: &str,
+    super_users: &str,
+) -> Result<Option<std::collections::BTreeSet<String>>, (&'static str, String)> {
+    let super_users = crate::security::Authorizer::parse_super_users(super_users)
+        .map_err(|reason| ("super.users", reason))?;
+    match class.trim() {
+        "" => Ok(None),
+        crate::security::STANDARD_AUTHORIZER => Ok(Some(super_users)),
+        other => Err((
+            "authorizer.class.name",
+            format!(
+                "`{other}` is not served: set `{}` (ACLs in the metadata log) or leave it empty",
+                crate::security::STANDARD_AUTHORIZER
+            ),
+        )),
+    }
 }
 
 /// `host:port` of the listener named one of `names`.

@@ -122,6 +122,11 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
         .shown("(the first client listener)"),
     BrokerKey::new("controller.listener.names", "CONTROLLER", Kind::List, "which entry of `listeners` serves the quorum, e.g. `listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093`"),
     BrokerKey::new("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", Kind::List, "what `SASL_PLAINTEXT`/`SASL_SSL` listeners offer: `SCRAM-SHA-256`, `SCRAM-SHA-512` (credentials set with `kafka-configs --alter --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users`, kept in the metadata log as salted keys, never the password). Kafka's default is `GSSAPI`; `GSSAPI`, `PLAIN` and `OAUTHBEARER` are refused at start-up (not served yet)"),
+    BrokerKey::new("authorizer.class.name", "", Kind::String, "`org.apache.kafka.metadata.authorizer.StandardAuthorizer` checks every request against the ACLs (`kafka-acls`; kept in the metadata log) with Kafka's rules: deny wins, READ/WRITE/DELETE/ALTER imply DESCRIBE, topics a principal may not describe are left out of Metadata. Empty: no checks, and CreateAcls answers SECURITY_DISABLED. Any other class is refused at start-up")
+        .shown("(none)"),
+    BrokerKey::new("super.users", "", Kind::List, "principals every check allows, `User:admin;User:CN=broker-0` (semicolons, as in Kafka); brokers replicating over an authorizing listener need to be among them (or hold CLUSTER_ACTION on the cluster)")
+        .shown("(none)"),
+    BrokerKey::new("allow.everyone.if.no.acl.found", "false", Kind::Boolean, "with an authorizer: a resource no ACL covers is open to everyone (true) or to super users only (false)"),
     BrokerKey::new("ssl.keystore.type", "PEM", Kind::String, "the key store's format: `PEM` (Kafka's KIP-651 PEM stores); JKS and PKCS12 are refused at start-up with the `openssl` command that converts them")
         .choices(&["PEM"]),
     BrokerKey::new("ssl.keystore.location", "", Kind::String, "a PEM file with this broker's private key (unencrypted PKCS#8, PKCS#1 or SEC1) and its certificate chain, for `SSL` listeners; re-read every 5 s: when it changes, new connections get the new certificate and open ones keep theirs (a Kubernetes Secret rotated in place needs no restart)")

@@ -11,22 +11,19 @@ use crate::metadata::image::TopicImage;
 use crate::state::BrokerState;
 use crate::storage::LogError;
 
-/// Without ACLs every cluster operation is allowed: CREATE (5), ALTER (7), DESCRIBE (8),
-/// CLUSTER_ACTION (9), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11), IDEMPOTENT_WRITE (12), as
-/// a bit set of `AclOperation` ids — what Kafka reports without an authorizer.
-pub const CLUSTER_OPERATIONS: i32 =
-    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
-/// Every topic operation: READ (3), WRITE (4), CREATE (5), DELETE (6), ALTER (7),
-/// DESCRIBE (8), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11).
-pub const TOPIC_OPERATIONS: i32 =
-    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
-
 /// Why one topic, partition or config resource of an admin request was refused. The
 /// Kafka error code of each is chosen in [`super::errors::admin_error`].
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
     #[error("topic `{0}` appears more than once in the request")]
     DuplicateTopic(String),
+    #[error("not authorized to {operation:?} topic `{topic}`")]
+    TopicAuthorization {
+        topic: String,
+        operation: crate::security::acl::Operation,
+    },
+    #[error("not authorized to {0:?} the cluster")]
+    ClusterAuthorization(crate::security::acl::Operation),
     #[error("Topic deletion is disabled.")]
     TopicDeletionDisabled,
     #[error("config `{0}` appears more than once for the same resource")]

@@ -12,6 +12,7 @@ use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey
 use super::admin::AdminError;
 use super::configs::{ConfigResource, alter_broker, alter_outcome, duplicate_key};
 use super::{Api, HandlerFuture, RequestContext};
+use crate::security::acl::Operation;
 use crate::state::BrokerState;
 
 #[derive(Debug)]
@@ -26,8 +27,17 @@ impl Api for AlterConfigsApi {
         Box::pin(async move {
             let request: AlterConfigsRequest = context.decode(body)?;
             let mut responses = Vec::with_capacity(request.resources.len());
+            let access = context.access();
             for resource in &request.resources {
-                let outcome = alter(context.broker, resource, request.validate_only).await;
+                let outcome = match super::configs::authorize(
+                    &access,
+                    resource.resource_type,
+                    &resource.resource_name,
+                    Operation::AlterConfigs,
+                ) {
+                    Ok(()) => alter(context.broker, resource, request.validate_only).await,
+                    Err(denied) => Err(denied),
+                };
                 let (code, message) =
                     alter_outcome("AlterConfigs", &resource.resource_name, outcome);
                 responses.push(

@@ -13,6 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::Reassignment;
+use crate::security::acl::Operation;
 
 #[derive(Debug)]
 pub struct AlterPartitionReassignmentsApi;
@@ -25,6 +26,14 @@ impl Api for AlterPartitionReassignmentsApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: AlterPartitionReassignmentsRequest = context.decode(body)?;
+            let access = context.access();
+            if !access.allows_cluster(Operation::Alter) {
+                return context.respond(
+                    &AlterPartitionReassignmentsResponse::default()
+                        .with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
+                        .with_error_message(access.cluster_denied(Operation::Alter)),
+                );
+            }
             let image = context.broker.controller.image();
             // Refused here, before the controller: a replication factor change the client
             // did not allow (KIP-860).

@@ -15,6 +15,7 @@ use kafka_protocol::messages::alter_replica_log_dirs_response::{
 use kafka_protocol::messages::{AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, ApiKey};
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::security::acl::Operation;
 use crate::storage::{LogManagerError, TopicPartition};
 
 #[derive(Debug)]
@@ -30,6 +31,7 @@ impl Api for AlterReplicaLogDirsApi {
             let request: AlterReplicaLogDirsRequest = context.decode(body)?;
             let broker = context.broker;
             let image = broker.controller.image();
+            let allowed = context.access().allows_cluster(Operation::Alter);
             let mut results: Vec<AlterReplicaLogDirTopicResult> = Vec::new();
             for dir in &request.dirs {
                 let destination = Path::new(dir.path.as_str());
@@ -37,7 +39,9 @@ impl Api for AlterReplicaLogDirsApi {
                     let mut partitions = Vec::new();
                     for partition in &topic.partitions {
                         let tp = TopicPartition::new(topic.name.0.to_string(), *partition);
-                        let code = if image.partition(&tp.topic, tp.partition).is_none() {
+                        let code = if !allowed {
+                            errors::CLUSTER_AUTHORIZATION_FAILED
+                        } else if image.partition(&tp.topic, tp.partition).is_none() {
                             errors::UNKNOWN_TOPIC_OR_PARTITION
                         } else {
                             match broker.replicas.move_replica(&tp, destination) {

@@ -13,6 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::{ScramAlteration, users_in_order};
 use crate::metadata::records::{ScramCredential, ScramMechanism};
+use crate::security::acl::Operation;
 use crate::security::credential_from_salted_password;
 
 #[derive(Debug)]
@@ -62,6 +63,16 @@ impl Api for AlterUserScramCredentialsApi {
                 .into_iter()
                 .map(str::to_string)
                 .collect();
+            if !context.access().allows_cluster(Operation::Alter) {
+                let message = format!("{} may not alter credentials", context.principal);
+                let denied = Some((errors::CLUSTER_AUTHORIZATION_FAILED, message));
+                let results = users
+                    .into_iter()
+                    .map(|user| result(user, denied.clone()))
+                    .collect();
+                return context
+                    .respond(&AlterUserScramCredentialsResponse::default().with_results(results));
+            }
             let results = match context
                 .broker
                 .controller

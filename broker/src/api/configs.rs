@@ -18,7 +18,9 @@ use crate::metadata::dynamic_configs::{CORDONED_LOG_DIRS, cordoned_dirs};
 use crate::metadata::image::TopicImage;
 use crate::state::BrokerState;
 
+use super::Access;
 use super::admin::{AdminError, duplicates, existing_topic};
+use crate::security::acl::{Operation, ResourceType};
 
 /// Kafka's `ConfigResource.Type` ids.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -72,6 +74,27 @@ impl ConfigResource {
             }
             other => Err(AdminError::UnsupportedResourceType(other)),
         }
+    }
+}
+
+/// Whether the request may describe or alter (`operation`) the configs of a resource: a
+/// topic's are checked on the topic, a broker's on the cluster, as Kafka checks them.
+pub fn authorize(
+    access: &Access<'_>,
+    resource_type: i8,
+    name: &str,
+    operation: Operation,
+) -> Result<(), AdminError> {
+    match resource_type {
+        RESOURCE_TOPIC if !access.allows(operation, ResourceType::Topic, name) => {
+            Err(AdminError::TopicAuthorization {
+                topic: name.to_string(),
+                operation,
+            })
+        }
+        RESOURCE_TOPIC => Ok(()),
+        _ if !access.allows_cluster(operation) => Err(AdminError::ClusterAuthorization(operation)),
+        _ => Ok(()),
     }
 }
 

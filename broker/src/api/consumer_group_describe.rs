@@ -14,6 +14,7 @@ use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::assignor;
 use crate::group::coordinator::GroupKind;
 use crate::metadata::image::ClusterImage;
+use crate::security::acl::{Operation, ResourceType};
 
 #[derive(Debug)]
 pub struct ConsumerGroupDescribeApi;
@@ -27,11 +28,18 @@ impl Api for ConsumerGroupDescribeApi {
         Box::pin(async move {
             let request: ConsumerGroupDescribeRequest = context.decode(body)?;
             let image = context.broker.controller.image();
+            let access = context.access();
             let groups =
                 request
                     .group_ids
                     .iter()
                     .map(|group_id| {
+                        if !access.allows(Operation::Describe, ResourceType::Group, group_id) {
+                            return DescribedGroup::default()
+                                .with_group_id(group_id.clone())
+                                .with_error_code(errors::GROUP_AUTHORIZATION_FAILED)
+                                .with_authorized_operations(i32::MIN);
+                        }
                         let described = context.broker.groups.with_group(&group_id.0, |group| {
                             match &group.kind {
                                 GroupKind::Consumer(g) => Some(
@@ -113,7 +121,13 @@ impl Api for ConsumerGroupDescribeApi {
                                     "no consumer (KIP-848) group by that id",
                                 ))),
                         }
-                        .with_authorized_operations(i32::MIN)
+                        .with_authorized_operations(
+                            if request.include_authorized_operations {
+                                access.operations(ResourceType::Group, group_id)
+                            } else {
+                                i32::MIN
+                            },
+                        )
                     })
                     .collect();
             context.respond(&ConsumerGroupDescribeResponse::default().with_groups(groups))

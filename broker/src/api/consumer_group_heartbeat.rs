@@ -14,6 +14,7 @@ use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::GroupError;
 use crate::group::assignor;
 use crate::group::consumer::{HeartbeatRequest, TopicsView};
+use crate::security::acl::{Operation, ResourceType};
 
 #[derive(Debug)]
 pub struct ConsumerGroupHeartbeatApi;
@@ -26,6 +27,19 @@ impl Api for ConsumerGroupHeartbeatApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: ConsumerGroupHeartbeatRequest = context.decode(body)?;
+            if !context
+                .access()
+                .allows(Operation::Read, ResourceType::Group, &request.group_id)
+            {
+                return context.respond(
+                    &ConsumerGroupHeartbeatResponse::default()
+                        .with_error_code(errors::GROUP_AUTHORIZATION_FAILED)
+                        .with_error_message(Some(StrBytes::from_string(format!(
+                            "{} may not read group {}",
+                            context.principal, request.group_id.0
+                        )))),
+                );
+            }
             let topics: TopicsView = context
                 .broker
                 .controller
@@ -57,7 +71,7 @@ impl Api for ConsumerGroupHeartbeatApi {
                         .collect::<assignor::Assignment>()
                 }),
                 client_id: super::client_id(context),
-                client_host: super::CLIENT_HOST.to_string(),
+                client_host: super::client_host(context),
             };
             let result = if request.group_id.is_empty() {
                 Err(GroupError::InvalidGroupId)

@@ -10,6 +10,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::admin::{AdminError, duplicates};
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::ControllerError;
+use crate::security::acl::{Operation, ResourceType};
 use crate::state::BrokerState;
 
 #[derive(Debug)]
@@ -25,11 +26,17 @@ impl Api for CreatePartitionsApi {
             let request: CreatePartitionsRequest = context.decode(body)?;
             let twice = duplicates(request.topics.iter().map(|t| &*t.name.0));
             let mut results = Vec::with_capacity(request.topics.len());
+            let access = context.access();
             for topic in &request.topics {
                 {
                     let name = topic.name.0.to_string();
                     let outcome = if twice.contains(&name) {
                         Err(AdminError::DuplicateTopic(name.clone()))
+                    } else if !access.allows(Operation::Alter, ResourceType::Topic, &name) {
+                        Err(AdminError::TopicAuthorization {
+                            topic: name.clone(),
+                            operation: Operation::Alter,
+                        })
                     } else {
                         grow(context.broker, topic, request.validate_only).await
                     };

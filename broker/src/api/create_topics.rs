@@ -13,6 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::{ControllerError, TopicToCreate};
+use crate::security::acl::{CLUSTER_NAME, Operation, ResourceType};
 use crate::state::BrokerState;
 
 /// The first version whose response lists the created topic's configs.
@@ -38,6 +39,9 @@ impl Api for CreateTopicsApi {
             for topic in &request.topics {
                 *names.entry(topic.name.0.as_str()).or_default() += 1;
             }
+            let access = context.access();
+            let may_create_any =
+                access.sees(Operation::Create, ResourceType::Cluster, CLUSTER_NAME);
             // What the request itself gets wrong is answered here; the rest goes to the
             // controller as one command (one quorum round for the whole request).
             let checked: Vec<Result<TopicToCreate, ControllerError>> = request
@@ -49,6 +53,12 @@ impl Api for CreateTopicsApi {
                         return Err(ControllerError::InvalidRequest(
                             "Duplicate topic name.".into(),
                         ));
+                    }
+                    // CREATE on the cluster, or on the topic.
+                    if !may_create_any
+                        && !access.allows(Operation::Create, ResourceType::Topic, &topic.name)
+                    {
+                        return Err(ControllerError::TopicAuthorization(topic.name.to_string()));
                     }
                     to_create(broker, topic)
                 })

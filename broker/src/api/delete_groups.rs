@@ -5,6 +5,7 @@ use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse};
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::security::acl::{Operation, ResourceType};
 
 #[derive(Debug)]
 pub struct DeleteGroupsApi;
@@ -17,11 +18,17 @@ impl Api for DeleteGroupsApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: DeleteGroupsRequest = context.decode(body)?;
+            let access = context.access();
             let results = request
                 .groups_names
                 .into_iter()
                 .map(|group_id| {
-                    let result = context.broker.groups.delete_group(&group_id.0);
+                    let result = if access.allows(Operation::Delete, ResourceType::Group, &group_id)
+                    {
+                        context.broker.groups.delete_group(&group_id.0)
+                    } else {
+                        Err(crate::group::GroupError::GroupAuthorizationFailed)
+                    };
                     DeletableGroupResult::default()
                         .with_group_id(group_id)
                         .with_error_code(errors::group_result(&result))

@@ -12,6 +12,7 @@ use super::admin::AdminError;
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::replication::DeleteRecordsError;
+use crate::security::acl::{Operation, ResourceType};
 use crate::state::BrokerState;
 use crate::storage::TopicPartition;
 
@@ -26,10 +27,12 @@ impl Api for DeleteRecordsApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: DeleteRecordsRequest = context.decode(body)?;
+            let access = context.access();
             let topics = request
                 .topics
                 .into_iter()
                 .map(|topic| {
+                    let allowed = access.allows(Operation::Delete, ResourceType::Topic, &topic.name);
                     let partitions = topic
                         .partitions
                         .iter()
@@ -37,7 +40,15 @@ impl Api for DeleteRecordsApi {
                             let tp = TopicPartition::new(topic.name.0.to_string(), partition.partition_index);
                             let result = DeleteRecordsPartitionResult::default()
                                 .with_partition_index(partition.partition_index);
-                            match delete_below(context.broker, &tp, partition.offset) {
+                            let deleted = if allowed {
+                                delete_below(context.broker, &tp, partition.offset)
+                            } else {
+                                Err(AdminError::TopicAuthorization {
+                                    topic: tp.topic.clone(),
+                                    operation: Operation::Delete,
+                                })
+                            };
+                            match deleted {
                                 Ok(low_watermark) => result.with_low_watermark(low_watermark),
                                 Err(error) => {
                                     tracing::info!(topic_partition = %tp, offset = partition.offset, %error, "DeleteRecords refused");

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::admin::{AdminError, duplicates};
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::ControllerError;
+use crate::security::acl::{Operation, ResourceType};
 use crate::state::BrokerState;
 
 #[derive(Debug)]
@@ -43,12 +44,23 @@ impl Api for DeleteTopicsApi {
                 .collect();
             let twice = duplicates(keys.iter().map(String::as_str));
             let mut responses = Vec::with_capacity(keys.len());
+            let access = context.access();
+            let image = context.broker.controller.image();
             for ((name, topic_id), key) in wanted.into_iter().zip(&keys) {
                 {
                     let outcome = if !context.broker.config.delete_topic_enable {
                         Err(AdminError::TopicDeletionDisabled)
                     } else if twice.contains(key) {
                         Err(AdminError::DuplicateTopic(key.clone()))
+                    } else if let Some(denied) = name
+                        .clone()
+                        .or_else(|| image.topic_by_id(&topic_id).map(|t| t.name.clone()))
+                        .filter(|n| !access.allows(Operation::Delete, ResourceType::Topic, n))
+                    {
+                        Err(AdminError::TopicAuthorization {
+                            topic: denied,
+                            operation: Operation::Delete,
+                        })
                     } else {
                         delete(context.broker, name.as_deref(), topic_id).await
                     };

@@ -7,8 +7,9 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::admin::{AdminError, CLUSTER_OPERATIONS};
+use super::admin::AdminError;
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::security::acl::{CLUSTER_NAME, Operation, ResourceType};
 
 #[derive(Debug)]
 pub struct DescribeClusterApi;
@@ -42,8 +43,14 @@ impl Api for DescribeClusterApi {
                 // it after a failover; kafka-metadata-quorum (DescribeQuorum) names it.
                 .with_controller_id(BrokerId(broker.config.node_id))
                 .with_cluster_authorized_operations(
+                    // KIP-430: only for a principal that may describe the cluster.
                     if request.include_cluster_authorized_operations {
-                        CLUSTER_OPERATIONS
+                        let access = context.access();
+                        if access.sees(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME) {
+                            access.operations(ResourceType::Cluster, CLUSTER_NAME)
+                        } else {
+                            0
+                        }
                     } else {
                         OPERATIONS_NOT_REQUESTED
                     },

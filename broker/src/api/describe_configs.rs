@@ -21,6 +21,7 @@ use super::configs::{
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::metadata::dynamic_configs::{CLUSTER_DEFAULT, dynamic_keys, is_dynamic};
 use crate::metadata::image::TopicImage;
+use crate::security::acl::Operation;
 use crate::state::BrokerState;
 
 #[derive(Debug)]
@@ -38,6 +39,7 @@ impl Api for DescribeConfigsApi {
                 synonyms: request.include_synonyms,
                 documentation: request.include_documentation,
             };
+            let access = context.access();
             let results = request
                 .resources
                 .iter()
@@ -45,7 +47,14 @@ impl Api for DescribeConfigsApi {
                     let result = DescribeConfigsResult::default()
                         .with_resource_type(resource.resource_type)
                         .with_resource_name(resource.resource_name.clone());
-                    match describe(context.broker, resource, options) {
+                    let described = super::configs::authorize(
+                        &access,
+                        resource.resource_type,
+                        &resource.resource_name,
+                        Operation::DescribeConfigs,
+                    )
+                    .and_then(|()| describe(context.broker, resource, options));
+                    match described {
                         Ok(configs) => result.with_configs(configs),
                         Err(error) => {
                             tracing::info!(resource = %resource.resource_name, %error, "DescribeConfigs refused");

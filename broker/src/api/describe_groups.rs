@@ -9,6 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::coordinator::GroupKind;
+use crate::security::acl::{Operation, ResourceType};
 
 #[derive(Debug)]
 pub struct DescribeGroupsApi;
@@ -21,11 +22,18 @@ impl Api for DescribeGroupsApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: DescribeGroupsRequest = context.decode(body)?;
+            let access = context.access();
             let groups =
                 request
                     .groups
                     .iter()
                     .map(|group_id| {
+                        if !access.allows(Operation::Describe, ResourceType::Group, group_id) {
+                            return DescribedGroup::default()
+                                .with_group_id(group_id.clone())
+                                .with_error_code(errors::GROUP_AUTHORIZATION_FAILED)
+                                .with_authorized_operations(i32::MIN);
+                        }
                         let described = context.broker.groups.with_group(&group_id.0, |group| {
                             match &group.kind {
                                 GroupKind::Classic(g) => {
@@ -84,7 +92,11 @@ impl Api for DescribeGroupsApi {
                                     .with_group_state(StrBytes::from_static_str("Dead"))
                             })
                             .with_group_id(group_id.clone())
-                            .with_authorized_operations(i32::MIN)
+                            .with_authorized_operations(if request.include_authorized_operations {
+                                access.operations(ResourceType::Group, group_id)
+                            } else {
+                                i32::MIN
+                            })
                     })
                     .collect();
             context.respond(&DescribeGroupsResponse::default().with_groups(groups))

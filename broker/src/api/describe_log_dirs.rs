@@ -19,6 +19,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::security::acl::Operation;
 use crate::storage::TopicPartition;
 
 #[derive(Debug)]
@@ -35,6 +36,15 @@ impl Api for DescribeLogDirsApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: DescribeLogDirsRequest = context.decode(body)?;
+            // Kafka answers an unauthorized DescribeLogDirs with no directories (and, from
+            // v3, the error).
+            let access = context.access();
+            if !access.allows_cluster(Operation::Describe) {
+                return context.respond(
+                    &DescribeLogDirsResponse::default()
+                        .with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED),
+                );
+            }
             // No topic list means every partition.
             let wanted: Option<HashSet<TopicPartition>> = request.topics.map(|topics| {
                 topics

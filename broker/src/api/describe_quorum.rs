@@ -13,6 +13,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::security::acl::Operation;
 
 /// Kafka's name of the metadata log.
 const METADATA_TOPIC: &str = "__cluster_metadata";
@@ -28,6 +29,14 @@ impl Api for DescribeQuorumApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: DescribeQuorumRequest = context.decode(body)?;
+            let access = context.access();
+            if !access.allows_cluster(Operation::Describe) {
+                return context.respond(
+                    &DescribeQuorumResponse::default()
+                        .with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
+                        .with_error_message(access.cluster_denied(Operation::Describe)),
+                );
+            }
             let asks_metadata = request.topics.iter().any(|t| {
                 t.topic_name.0.as_str() == METADATA_TOPIC
                     && t.partitions.iter().any(|p| p.partition_index == 0)

@@ -12,8 +12,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{Api, HandlerFuture, RequestContext};
+use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::metadata::image::ClusterImage;
+use crate::security::acl::Operation;
 
 #[derive(Debug)]
 pub struct DescribeUserScramCredentialsApi;
@@ -26,6 +27,14 @@ impl Api for DescribeUserScramCredentialsApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: DescribeUserScramCredentialsRequest = context.decode(body)?;
+            let access = context.access();
+            if !access.allows_cluster(Operation::Describe) {
+                return context.respond(
+                    &DescribeUserScramCredentialsResponse::default()
+                        .with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
+                        .with_error_message(access.cluster_denied(Operation::Describe)),
+                );
+            }
             let image = context.broker.controller.image();
             let results = match request.users {
                 // Null or empty: every user with a credential.

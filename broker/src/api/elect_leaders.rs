@@ -11,6 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::ElectionType;
+use crate::security::acl::Operation;
 
 #[derive(Debug)]
 pub struct ElectLeadersApi;
@@ -38,6 +39,11 @@ impl Api for ElectLeadersApi {
                     })
                     .collect()
             });
+            if !context.access().allows_cluster(Operation::Alter) {
+                let code = errors::CLUSTER_AUTHORIZATION_FAILED;
+                let message = format!("{} may not elect leaders", context.principal);
+                return context.respond(&response(code, refuse_all(&asked, code, &message)));
+            }
             let Some(election) = election else {
                 tracing::info!(
                     election_type = request.election_type,

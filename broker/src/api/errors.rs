@@ -44,6 +44,9 @@ fn screaming_snake(camel: &str) -> String {
 
 // Codes a handler answers with for a condition it finds itself, in the request or in the
 // broker's view (no module error behind them); the mappings below cover module errors.
+pub const CLUSTER_AUTHORIZATION_FAILED: i16 = ResponseError::ClusterAuthorizationFailed.code();
+pub const GROUP_AUTHORIZATION_FAILED: i16 = ResponseError::GroupAuthorizationFailed.code();
+pub const TOPIC_AUTHORIZATION_FAILED: i16 = ResponseError::TopicAuthorizationFailed.code();
 pub const COORDINATOR_NOT_AVAILABLE: i16 = ResponseError::CoordinatorNotAvailable.code();
 pub const GROUP_ID_NOT_FOUND: i16 = ResponseError::GroupIdNotFound.code();
 pub const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
@@ -163,6 +166,7 @@ pub fn controller_error(error: &ControllerError) -> i16 {
         ControllerError::InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment,
         ControllerError::NoReassignmentInProgress(_) => ResponseError::NoReassignmentInProgress,
         ControllerError::InvalidRequest(_) => ResponseError::InvalidRequest,
+        ControllerError::TopicAuthorization(_) => ResponseError::TopicAuthorizationFailed,
         ControllerError::UnacceptableCredential(_) => ResponseError::UnacceptableCredential,
         ControllerError::UnsupportedSaslMechanism(_) => ResponseError::UnsupportedSaslMechanism,
         ControllerError::ResourceNotFound(_) => ResponseError::ResourceNotFound,
@@ -187,6 +191,8 @@ pub fn admin_error(error: &AdminError) -> i16 {
         | AdminError::NullValue(_)
         | AdminError::UnknownOperation(_) => ResponseError::InvalidRequest.code(),
         AdminError::NotAList { .. } => ResponseError::InvalidConfig.code(),
+        AdminError::TopicAuthorization { .. } => TOPIC_AUTHORIZATION_FAILED,
+        AdminError::ClusterAuthorization(_) => CLUSTER_AUTHORIZATION_FAILED,
         AdminError::TopicDeletionDisabled => ResponseError::TopicDeletionDisabled.code(),
         AdminError::UnknownTopicId(_) => ResponseError::UnknownTopicId.code(),
         AdminError::UnknownPartition { .. } => ResponseError::UnknownTopicOrPartition.code(),
@@ -203,6 +209,7 @@ pub fn admin_error(error: &AdminError) -> i16 {
 pub fn group_error(error: &GroupError) -> i16 {
     let code = match error {
         GroupError::InvalidGroupId => ResponseError::InvalidGroupId,
+        GroupError::GroupAuthorizationFailed => ResponseError::GroupAuthorizationFailed,
         GroupError::UnknownMemberId => ResponseError::UnknownMemberId,
         GroupError::MemberIdRequired => ResponseError::MemberIdRequired,
         GroupError::IllegalGeneration => ResponseError::IllegalGeneration,

@@ -27,6 +27,7 @@ use super::leader_hints::LeaderHints;
 use super::lookup::{serving_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RecordsPlaceholder, RequestContext, errors};
 use crate::replication::{FetchParams, Serving, preferred_read_replica};
+use crate::security::acl::{Operation, ResourceType};
 use crate::storage::{ReadResult, TopicPartition};
 
 /// Fetch, with the broker's incremental fetch sessions (KIP-227), which only it uses.
@@ -116,9 +117,33 @@ impl Api for FetchApi {
                 replica_id,
                 rack: request.rack_id.as_str(),
             };
+            // A follower needs CLUSTER_ACTION on the cluster; a consumer READ on each topic.
+            // What is refused is answered TOPIC_AUTHORIZATION_FAILED and never read.
+            let access = context.access();
+            let refused: Vec<Option<i16>> = if replica_id >= 0 {
+                let denied = !access.allows_cluster(Operation::ClusterAction);
+                vec![denied.then_some(errors::TOPIC_AUTHORIZATION_FAILED); names.len()]
+            } else {
+                names
+                    .iter()
+                    .map(|name| {
+                        name.as_deref()
+                            .filter(|n| !access.allows(Operation::Read, ResourceType::Topic, n))
+                            .map(|_| errors::TOPIC_AUTHORIZATION_FAILED)
+                    })
+                    .collect()
+            };
             let reads = loop {
                 let mut signals: Vec<watch::Receiver<u64>> = Vec::new();
-                let reads = read_all(context, topics, &names, max_bytes, &fetcher, &mut signals);
+                let reads = read_all(
+                    context,
+                    topics,
+                    &names,
+                    &refused,
+                    max_bytes,
+                    &fetcher,
+                    &mut signals,
+                );
                 let bytes: u64 = reads
                     .iter()
                     .filter_map(|r| r.outcome.as_ref().ok())
@@ -217,6 +242,7 @@ fn read_all(
     context: &RequestContext<'_>,
     topics: &[FetchTopic],
     names: &[Option<String>],
+    refused: &[Option<i16>],
     max_bytes: u64,
     fetcher: &Fetcher<'_>,
     signals: &mut Vec<watch::Receiver<u64>>,
@@ -233,7 +259,9 @@ fn read_all(
                 realign: None,
                 preferred_read_replica: None,
             };
-            if let Some(name) = name {
+            if let Some(code) = refused.get(topic_index).copied().flatten() {
+                read.outcome = Err(code);
+            } else if let Some(name) = name {
                 let tp = TopicPartition::new(name.clone(), fetched.partition);
                 read_one(
                     context, &tp, fetched, fetcher, remaining, signals, &mut read,

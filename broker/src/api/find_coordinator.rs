@@ -11,6 +11,7 @@ use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::ControllerError;
 use crate::group::OFFSETS_TOPIC;
 use crate::group::records::partition_for;
+use crate::security::acl::{Operation, ResourceType};
 use crate::state::BrokerState;
 
 const KEY_TYPE_GROUP: i8 = 0;
@@ -33,12 +34,15 @@ impl Api for FindCoordinatorApi {
                 false
             };
             let image = broker.controller.image();
+            let access = context.access();
             let answer = |key: &StrBytes| -> Coordinator {
                 let coordinator = if request.key_type != KEY_TYPE_GROUP {
                     // Transactions have no coordinator yet.
                     Err(errors::COORDINATOR_NOT_AVAILABLE)
                 } else if key.is_empty() {
                     Err(errors::INVALID_REQUEST)
+                } else if !access.allows(Operation::Describe, ResourceType::Group, key) {
+                    Err(errors::GROUP_AUTHORIZATION_FAILED)
                 } else if !offsets_ready {
                     Err(errors::COORDINATOR_NOT_AVAILABLE)
                 } else {

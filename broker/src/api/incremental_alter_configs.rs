@@ -20,6 +20,7 @@ use super::configs::{
 use super::{Api, HandlerFuture, RequestContext};
 use crate::controller::ControllerError;
 use crate::metadata::image::TopicImage;
+use crate::security::acl::Operation;
 use crate::state::BrokerState;
 use crate::storage::LogConfigError;
 
@@ -41,8 +42,17 @@ impl Api for IncrementalAlterConfigsApi {
         Box::pin(async move {
             let request: IncrementalAlterConfigsRequest = context.decode(body)?;
             let mut responses = Vec::with_capacity(request.resources.len());
+            let access = context.access();
             for resource in &request.resources {
-                let outcome = alter(context.broker, resource, request.validate_only).await;
+                let outcome = match super::configs::authorize(
+                    &access,
+                    resource.resource_type,
+                    &resource.resource_name,
+                    Operation::AlterConfigs,
+                ) {
+                    Ok(()) => alter(context.broker, resource, request.validate_only).await,
+                    Err(denied) => Err(denied),
+                };
                 let (code, message) =
                     alter_outcome("IncrementalAlterConfigs", &resource.resource_name, outcome);
                 responses.push(

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::security::acl::{CLUSTER_NAME, Operation, ResourceType};
 
 #[derive(Debug)]
 pub struct InitProducerIdApi;
@@ -29,6 +30,19 @@ impl Api for InitProducerIdApi {
                 return context.respond(
                     &response.with_error_code(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
                 );
+            }
+            // An idempotent producer: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
+            let access = context.access();
+            if !access.sees(
+                Operation::IdempotentWrite,
+                ResourceType::Cluster,
+                CLUSTER_NAME,
+            ) && !access.allows_any(Operation::Write, ResourceType::Topic)
+            {
+                // Counted and logged once, as the cluster denial.
+                access.allows_cluster(Operation::IdempotentWrite);
+                return context
+                    .respond(&response.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED));
             }
             let response = if request.producer_id.0 >= 0
                 && request.producer_epoch >= 0

@@ -8,6 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::classic::JoinRequest;
+use crate::security::acl::{Operation, ResourceType};
 
 #[derive(Debug)]
 pub struct JoinGroupApi;
@@ -24,7 +25,7 @@ impl Api for JoinGroupApi {
                 member_id: request.member_id.to_string(),
                 group_instance_id: request.group_instance_id.map(|s| s.to_string()),
                 client_id: super::client_id(context),
-                client_host: super::CLIENT_HOST.to_string(),
+                client_host: super::client_host(context),
                 session_timeout_ms: request.session_timeout_ms,
                 // v0 has no rebalance timeout: Kafka uses the session timeout.
                 rebalance_timeout_ms: if context.version == 0 {
@@ -42,8 +43,18 @@ impl Api for JoinGroupApi {
             };
             let mut shutdown = context.broker.shutting_down.clone();
             let groups = &context.broker.groups;
+            let allowed =
+                context
+                    .access()
+                    .allows(Operation::Read, ResourceType::Group, &request.group_id);
             let result = tokio::select! {
-                result = groups.join(&request.group_id.0, join) => result,
+                result = groups.join(&request.group_id.0, join), if allowed => result,
+                () = std::future::ready(()), if !allowed => {
+                    crate::group::classic::JoinResponseData::failed(
+                        crate::group::GroupError::GroupAuthorizationFailed,
+                        "",
+                    )
+                }
                 _ = shutdown.wait_for(|down| *down) => crate::group::classic::JoinResponseData::failed(
                     crate::group::GroupError::CoordinatorNotAvailable,
                     &request.member_id,

@@ -6,6 +6,7 @@ use kafka_protocol::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::security::acl::{Operation, ResourceType};
 
 #[derive(Debug)]
 pub struct LeaveGroupApi;
@@ -18,6 +19,15 @@ impl Api for LeaveGroupApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: LeaveGroupRequest = context.decode(body)?;
+            if !context
+                .access()
+                .allows(Operation::Read, ResourceType::Group, &request.group_id)
+            {
+                return context.respond(
+                    &LeaveGroupResponse::default()
+                        .with_error_code(errors::GROUP_AUTHORIZATION_FAILED),
+                );
+            }
             let members: Vec<(String, Option<String>)> = if context.version >= 3 {
                 request
                     .members

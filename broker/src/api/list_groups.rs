@@ -6,6 +6,7 @@ use kafka_protocol::messages::{ApiKey, GroupId, ListGroupsRequest, ListGroupsRes
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext};
+use crate::security::acl::{CLUSTER_NAME, Operation, ResourceType};
 
 #[derive(Debug)]
 pub struct ListGroupsApi;
@@ -21,13 +22,21 @@ impl Api for ListGroupsApi {
             let matches = |filter: &[StrBytes], value: &str| {
                 filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
             };
+            // DESCRIBE on the cluster lists every group; otherwise those the principal may
+            // describe.
+            let access = context.access();
+            let describe_all =
+                access.sees(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME);
             let groups = context
                 .broker
                 .groups
                 .list()
                 .into_iter()
-                .filter(|(_, _, state, kind)| {
-                    matches(&request.states_filter, state) && matches(&request.types_filter, kind)
+                .filter(|(id, _, state, kind)| {
+                    matches(&request.states_filter, state)
+                        && matches(&request.types_filter, kind)
+                        && (describe_all
+                            || access.sees(Operation::Describe, ResourceType::Group, id))
                 })
                 .map(|(id, protocol_type, state, kind)| {
                     ListedGroup::default()

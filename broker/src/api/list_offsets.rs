@@ -9,6 +9,7 @@ use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::security::acl::{Operation, ResourceType};
 use crate::storage::TopicPartition;
 
 #[derive(Debug)]
@@ -22,10 +23,13 @@ impl Api for ListOffsetsApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: ListOffsetsRequest = context.decode(body)?;
+            let access = context.access();
             let topics = request
                 .topics
                 .into_iter()
                 .map(|topic| {
+                    let allowed =
+                        access.allows(Operation::Describe, ResourceType::Topic, &topic.name);
                     let partitions = topic
                         .partitions
                         .iter()
@@ -34,14 +38,21 @@ impl Api for ListOffsetsApi {
                                 TopicPartition::new(topic.name.0.to_string(), p.partition_index);
                             let response = ListOffsetsPartitionResponse::default()
                                 .with_partition_index(p.partition_index);
-                            let result =
-                                leader_partition(context.broker, &tp, p.current_leader_epoch)
-                                    .and_then(|(partition, epoch)| {
-                                        partition
-                                            .offset_for_timestamp(p.timestamp)
-                                            .map(|(o, t)| (o, t, epoch))
-                                            .map_err(|refusal| errors::refusal(&refusal))
-                                    });
+                            let result = if allowed {
+                                Ok(())
+                            } else {
+                                Err(errors::TOPIC_AUTHORIZATION_FAILED)
+                            };
+                            let result = result
+                                .and_then(|()| {
+                                    leader_partition(context.broker, &tp, p.current_leader_epoch)
+                                })
+                                .and_then(|(partition, epoch)| {
+                                    partition
+                                        .offset_for_timestamp(p.timestamp)
+                                        .map(|(o, t)| (o, t, epoch))
+                                        .map_err(|refusal| errors::refusal(&refusal))
+                                });
                             match result {
                                 Ok((offset, timestamp, epoch)) => response
                                     .with_offset(offset)

@@ -11,8 +11,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{Api, HandlerFuture, RequestContext};
+use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::metadata::image::TopicImage;
+use crate::security::acl::Operation;
 
 #[derive(Debug)]
 pub struct ListPartitionReassignmentsApi;
@@ -25,6 +26,14 @@ impl Api for ListPartitionReassignmentsApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: ListPartitionReassignmentsRequest = context.decode(body)?;
+            let access = context.access();
+            if !access.allows_cluster(Operation::Describe) {
+                return context.respond(
+                    &ListPartitionReassignmentsResponse::default()
+                        .with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
+                        .with_error_message(access.cluster_denied(Operation::Describe)),
+                );
+            }
             let image = context.broker.controller.image();
             // Unknown topics and partitions are left out of the answer, as in Kafka.
             let topics: Vec<OngoingTopicReassignment> = match &request.topics {

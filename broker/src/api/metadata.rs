@@ -8,10 +8,10 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::admin::{CLUSTER_OPERATIONS, TOPIC_OPERATIONS};
 use super::lookup::topic_or_create;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::metadata::image::{ClusterImage, TopicImage};
+use crate::security::acl::{CLUSTER_NAME, Operation, ResourceType};
 
 #[derive(Debug)]
 pub struct MetadataApi;
@@ -32,17 +32,22 @@ impl Api for MetadataApi {
             let allow_create = context.version < 4 || request.allow_auto_topic_creation;
             // Without an authorizer every operation is allowed (librdkafka's describe_cluster
             // and describe_topics ask for them here).
-            let topic_operations = if request.include_topic_authorized_operations {
-                TOPIC_OPERATIONS
-            } else {
-                OPERATIONS_NOT_REQUESTED
+            let access = context.access();
+            let topic_operations = |name: &str| {
+                if request.include_topic_authorized_operations {
+                    access.operations(ResourceType::Topic, name)
+                } else {
+                    OPERATIONS_NOT_REQUESTED
+                }
             };
             let image = broker.controller.image();
             let topics: Vec<MetadataResponseTopic> = match &request.topics {
+                // Every topic the principal may describe; the others are left out.
                 None => image
                     .topics
                     .values()
-                    .map(|t| topic_entry(&image, t, topic_operations))
+                    .filter(|t| access.sees(Operation::Describe, ResourceType::Topic, &t.name))
+                    .map(|t| topic_entry(&image, t, topic_operations(&t.name)))
                     .collect(),
                 Some(requested) => {
                     let mut topics = Vec::with_capacity(requested.len());
@@ -59,9 +64,40 @@ impl Api for MetadataApi {
                             );
                             continue;
                         };
-                        topics.push(match topic_or_create(broker, &name, allow_create).await {
-                            Ok(topic) => {
-                                topic_entry(&broker.controller.image(), &topic, topic_operations)
+                        if !access.allows(Operation::Describe, ResourceType::Topic, &name) {
+                            topics.push(
+                                MetadataResponseTopic::default()
+                                    .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED)
+                                    .with_name(Some(TopicName(StrBytes::from_string(name))))
+                                    .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED),
+                            );
+                            continue;
+                        }
+                        // Auto-creation needs CREATE on the cluster or on the topic.
+                        let may_create = allow_create
+                            && (access.sees(
+                                Operation::Create,
+                                ResourceType::Cluster,
+                                CLUSTER_NAME,
+                            ) || access.sees(Operation::Create, ResourceType::Topic, &name));
+                        let created = topic_or_create(broker, &name, may_create).await;
+                        topics.push(match created {
+                            Ok(topic) => topic_entry(
+                                &broker.controller.image(),
+                                &topic,
+                                topic_operations(&name),
+                            ),
+                            Err(code)
+                                if allow_create
+                                    && broker.config.auto_create_topics
+                                    && !may_create
+                                    && code == errors::UNKNOWN_TOPIC_OR_PARTITION =>
+                            {
+                                access.allows(Operation::Create, ResourceType::Topic, &name);
+                                MetadataResponseTopic::default()
+                                    .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED)
+                                    .with_name(Some(TopicName(StrBytes::from_string(name))))
+                                    .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED)
                             }
                             Err(code) => MetadataResponseTopic::default()
                                 .with_error_code(code)
@@ -98,7 +134,11 @@ impl Api for MetadataApi {
                 .with_topics(topics)
                 .with_cluster_authorized_operations(
                     if request.include_cluster_authorized_operations {
-                        CLUSTER_OPERATIONS
+                        if access.sees(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME) {
+                            access.operations(ResourceType::Cluster, CLUSTER_NAME)
+                        } else {
+                            0
+                        }
                     } else {
                         OPERATIONS_NOT_REQUESTED
                     },

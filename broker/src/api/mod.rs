@@ -7,6 +7,8 @@
 
 pub mod errors;
 
+mod access;
+mod acls;
 mod admin;
 mod configs;
 
@@ -63,6 +65,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, VersionRange};
 
+pub use access::Access;
 pub use fetch_session::FetchSessions;
 
 use crate::state::BrokerState;
@@ -119,12 +122,21 @@ pub struct RequestContext<'a> {
     /// The name of the listener the request came in on: brokers' addresses in answers are
     /// those of that listener (Kafka's `advertised.listeners` per listener).
     pub listener: &'a str,
+    /// Who sent it (TLS client certificate, SASL, or `User:ANONYMOUS`), and from where:
+    /// what ACLs are checked against.
+    pub principal: &'a crate::security::Principal,
+    pub client_address: std::net::IpAddr,
     /// Microseconds the handler spent parked waiting for data (a Fetch's long poll):
     /// left out of the request latency metric, which would otherwise show `max_wait_ms`.
     pub parked_us: std::sync::atomic::AtomicU64,
 }
 
-impl RequestContext<'_> {
+impl<'a> RequestContext<'a> {
+    /// The authorizer's view for this request (one ACL snapshot).
+    pub fn access(&'a self) -> Access<'a> {
+        Access::new(self)
+    }
+
     /// Notes time the handler spent waiting for data, not working.
     pub fn add_parked(&self, waited: std::time::Duration) {
         let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
@@ -254,6 +266,9 @@ pub fn routes(fetch_session_slots: usize) -> Routes {
         Box::new(sasl::SaslAuthenticateApi),
         Box::new(alter_user_scram_credentials::AlterUserScramCredentialsApi),
         Box::new(describe_user_scram_credentials::DescribeUserScramCredentialsApi),
+        Box::new(acls::CreateAclsApi),
+        Box::new(acls::DescribeAclsApi),
+        Box::new(acls::DeleteAclsApi),
     ];
     let mut routes = Routes {
         apis: BTreeMap::new(),
@@ -264,9 +279,10 @@ pub fn routes(fetch_session_slots: usize) -> Routes {
     routes
 }
 
-/// The client host reported for group members (the request context does not carry the
-/// peer address yet).
-pub(crate) const CLIENT_HOST: &str = "/127.0.0.1";
+/// The client host reported for group members, as Kafka writes it (`/10.0.0.7`).
+pub(crate) fn client_host(context: &RequestContext<'_>) -> String {
+    format!("/{}", context.client_address)
+}
 
 /// The request header's client id, for group members.
 pub(crate) fn client_id(context: &RequestContext<'_>) -> String {

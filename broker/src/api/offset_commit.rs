@@ -13,6 +13,7 @@ use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::records::partition_for;
 use crate::group::{GroupError, OFFSETS_TOPIC};
 use crate::replication::CommitWait;
+use crate::security::acl::{Operation, ResourceType};
 use crate::storage::TopicPartition;
 
 /// Kafka's `offsets.commit.timeout.ms` default.
@@ -43,6 +44,10 @@ impl Api for OffsetCommitApi {
             let mut to_commit = Vec::new();
             // (topic index, partition, error) of partitions refused before the commit.
             let mut refused = Vec::new();
+            // READ on the group for every partition, READ on each topic for its own.
+            let access = context.access();
+            let group_allowed =
+                access.allows(Operation::Read, ResourceType::Group, &request.group_id);
             for (index, topic) in request.topics.iter().enumerate() {
                 let name = if context.version >= 10 {
                     image
@@ -54,6 +59,13 @@ impl Api for OffsetCommitApi {
                     Some(topic.name.0.to_string())
                 };
                 let known = name.as_ref().and_then(|n| image.topics.get(n));
+                let denied = if !group_allowed {
+                    Some(errors::GROUP_AUTHORIZATION_FAILED)
+                } else {
+                    name.as_deref()
+                        .filter(|n| !access.allows(Operation::Read, ResourceType::Topic, n))
+                        .map(|_| errors::TOPIC_AUTHORIZATION_FAILED)
+                };
                 topics.push(
                     OffsetCommitResponseTopic::default()
                         .with_name(TopicName(StrBytes::from_string(
@@ -65,6 +77,10 @@ impl Api for OffsetCommitApi {
                     let index_ok = known.is_some_and(|t| {
                         (0..t.partition_count()).contains(&partition.partition_index)
                     });
+                    if let Some(code) = denied {
+                        refused.push((index, partition.partition_index, code));
+                        continue;
+                    }
                     match (&name, index_ok) {
                         (Some(name), true) => to_commit.push((
                             index,

@@ -10,8 +10,10 @@ use kafka_protocol::messages::{ApiKey, OffsetFetchRequest, OffsetFetchResponse, 
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 use uuid::Uuid;
 
+use super::Access;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::offsets::FetchedOffset;
+use crate::security::acl::{Operation, ResourceType};
 use crate::storage::TopicPartition;
 
 #[derive(Debug)]
@@ -35,13 +37,21 @@ impl Api for OffsetFetchApi {
         Box::pin(async move {
             let request: OffsetFetchRequest = context.decode(body)?;
             let groups = &context.broker.groups;
+            let access = context.access();
             if context.version < 8 {
+                if !access.allows(Operation::Describe, ResourceType::Group, &request.group_id) {
+                    return context.respond(
+                        &OffsetFetchResponse::default()
+                            .with_error_code(errors::GROUP_AUTHORIZATION_FAILED),
+                    );
+                }
                 if let Err(error) = groups.check_coordinator(&request.group_id.0) {
                     return context.respond(
                         &OffsetFetchResponse::default()
                             .with_error_code(errors::group_error(&error)),
                     );
                 }
+                let named = request.topics.is_some();
                 let partitions = request.topics.map(|topics| {
                     topics
                         .iter()
@@ -53,7 +63,7 @@ impl Api for OffsetFetchApi {
                         .collect()
                 });
                 let fetched = groups.fetch_offsets(&request.group_id.0, partitions);
-                let topics = group_by_topic(fetched)
+                let topics = group_by_topic(authorized(&access, fetched, named))
                     .into_iter()
                     .map(|(topic, partitions)| {
                         OffsetFetchResponseTopic::default()
@@ -61,9 +71,10 @@ impl Api for OffsetFetchApi {
                             .with_partitions(
                                 partitions
                                     .into_iter()
-                                    .map(|f| {
+                                    .map(|(f, code)| {
                                         let (offset, epoch, metadata) = values(&f);
                                         OffsetFetchResponsePartition::default()
+                                            .with_error_code(code)
                                             .with_partition_index(f.partition)
                                             .with_committed_offset(offset)
                                             .with_committed_leader_epoch(epoch)
@@ -103,6 +114,11 @@ impl Api for OffsetFetchApi {
                 .groups
                 .iter()
                 .map(|group| {
+                    if !access.allows(Operation::Describe, ResourceType::Group, &group.group_id) {
+                        return OffsetFetchResponseGroup::default()
+                            .with_group_id(group.group_id.clone())
+                            .with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
+                    }
                     if let Err(error) = groups.check_coordinator(&group.group_id.0) {
                         return OffsetFetchResponseGroup::default()
                             .with_group_id(group.group_id.clone())
@@ -119,8 +135,9 @@ impl Api for OffsetFetchApi {
                             })
                             .collect()
                     });
+                    let named = partitions.is_some();
                     let fetched = groups.fetch_offsets(&group.group_id.0, partitions);
-                    let topics = group_by_topic(fetched)
+                    let topics = group_by_topic(authorized(&access, fetched, named))
                         .into_iter()
                         .map(|(topic, partitions)| {
                             OffsetFetchResponseTopics::default()
@@ -129,9 +146,10 @@ impl Api for OffsetFetchApi {
                                 .with_partitions(
                                     partitions
                                         .into_iter()
-                                        .map(|f| {
+                                        .map(|(f, code)| {
                                             let (offset, epoch, metadata) = values(&f);
                                             OffsetFetchResponsePartitions::default()
+                                                .with_error_code(code)
                                                 .with_partition_index(f.partition)
                                                 .with_committed_offset(offset)
                                                 .with_committed_leader_epoch(epoch)
@@ -160,12 +178,37 @@ fn values(fetched: &FetchedOffset) -> (i64, i32, String) {
     }
 }
 
-fn group_by_topic(fetched: Vec<FetchedOffset>) -> Vec<(String, Vec<FetchedOffset>)> {
-    let mut topics: Vec<(String, Vec<FetchedOffset>)> = Vec::new();
-    for f in fetched {
+/// Each offset with its error: the partitions of a topic the principal may not describe
+/// are answered TOPIC_AUTHORIZATION_FAILED when named, and left out of an "all offsets"
+/// answer, as Kafka does.
+fn authorized(
+    access: &Access<'_>,
+    fetched: Vec<FetchedOffset>,
+    named: bool,
+) -> Vec<(FetchedOffset, i16)> {
+    fetched
+        .into_iter()
+        .filter_map(|mut f| {
+            if access.sees(Operation::Describe, ResourceType::Topic, &f.topic) {
+                return Some((f, errors::NONE));
+            }
+            named.then(|| {
+                access.allows(Operation::Describe, ResourceType::Topic, &f.topic);
+                f.offset = None;
+                (f, errors::TOPIC_AUTHORIZATION_FAILED)
+            })
+        })
+        .collect()
+}
+
+type Grouped = Vec<(String, Vec<(FetchedOffset, i16)>)>;
+
+fn group_by_topic(fetched: Vec<(FetchedOffset, i16)>) -> Grouped {
+    let mut topics: Grouped = Vec::new();
+    for (f, code) in fetched {
         match topics.iter_mut().find(|(t, _)| *t == f.topic) {
-            Some((_, list)) => list.push(f),
-            None => topics.push((f.topic.clone(), vec![f])),
+            Some((_, list)) => list.push((f, code)),
+            None => topics.push((f.topic.clone(), vec![(f, code)])),
         }
     }
     topics

@@ -9,7 +9,8 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 use super::lookup::leader_partition;
-use super::{Api, HandlerFuture, RequestContext};
+use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::security::acl::{Operation, ResourceType};
 use crate::storage::TopicPartition;
 
 #[derive(Debug)]
@@ -23,17 +24,33 @@ impl Api for OffsetForLeaderEpochApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: OffsetForLeaderEpochRequest = context.decode(body)?;
+            // A follower needs CLUSTER_ACTION, a consumer DESCRIBE on the topic.
+            let access = context.access();
+            let follower_allowed =
+                request.replica_id.0 < 0 || access.allows_cluster(Operation::ClusterAction);
             let topics = request
                 .topics
                 .into_iter()
                 .map(|topic| {
+                    let allowed = follower_allowed
+                        && (request.replica_id.0 >= 0
+                            || access.allows(
+                                Operation::Describe,
+                                ResourceType::Topic,
+                                &topic.topic,
+                            ));
                     let partitions = topic
                         .partitions
                         .iter()
                         .map(|p| {
                             let answer = EpochEndOffset::default().with_partition(p.partition);
                             let tp = TopicPartition::new(topic.topic.0.to_string(), p.partition);
-                            match leader_partition(context.broker, &tp, p.current_leader_epoch) {
+                            let found = if allowed {
+                                leader_partition(context.broker, &tp, p.current_leader_epoch)
+                            } else {
+                                Err(errors::TOPIC_AUTHORIZATION_FAILED)
+                            };
+                            match found {
                                 Err(code) => answer
                                     .with_error_code(code)
                                     .with_leader_epoch(-1)

@@ -23,6 +23,7 @@ use super::lookup::{leader_partition, topic_name};
 use super::{Api, ApiError, ApiResponse, HandlerFuture, RequestContext, errors, produce_legacy};
 use crate::replication::AppendError;
 use crate::replication::{CommitWait, Partition};
+use crate::security::acl::{Operation, ResourceType};
 use crate::state::BrokerState;
 use crate::storage::validator::{RecordError, ValidationError};
 use crate::storage::{AppendInfo, TopicPartition};
@@ -58,21 +59,30 @@ impl Api for ProduceApi {
             // anyway, and never the reactor threads that serve every other client.
             let mut topics = Vec::with_capacity(request.topic_data.len());
             let mut work = Vec::new();
+            let access = context.access();
             for topic in request.topic_data {
                 let name = topic_name(context.broker, &topic.name.0, &topic.topic_id);
+                // WRITE on the topic, or every partition of it is refused.
+                let target = match &name {
+                    Some(name) if access.allows(Operation::Write, ResourceType::Topic, name) => {
+                        Ok(name.clone())
+                    }
+                    Some(_) => Err(errors::TOPIC_AUTHORIZATION_FAILED),
+                    None => Err(errors::UNKNOWN_TOPIC_ID),
+                };
                 let mut indexes = Vec::with_capacity(topic.partition_data.len());
                 for partition in topic.partition_data {
                     indexes.push(partition.index);
-                    work.push((name.clone(), partition.index, partition.records));
+                    work.push((target.clone(), partition.index, partition.records));
                 }
                 topics.push((topic.name, topic.topic_id, name, indexes));
             }
             let broker = Arc::clone(context.broker);
             let outcomes = tokio::task::spawn_blocking(move || {
                 work.into_iter()
-                    .map(|(name, index, records)| match name {
-                        Some(name) => append(&broker, &name, index, records, acks),
-                        None => Err(Refusal::code(errors::UNKNOWN_TOPIC_ID)),
+                    .map(|(target, index, records)| match target {
+                        Ok(name) => append(&broker, &name, index, records, acks),
+                        Err(code) => Err(Refusal::code(code)),
                     })
                     .collect::<Vec<_>>()
             })

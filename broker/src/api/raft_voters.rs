@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::rpc::{VoterChangeError, VoterRequest};
+use crate::security::acl::Operation;
 
 /// Longest wait for a new voter to catch up, whatever the request asks.
 const MAX_CATCH_UP: Duration = Duration::from_secs(300);
@@ -35,6 +36,14 @@ impl Api for AddRaftVoterApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: AddRaftVoterRequest = context.decode(body)?;
+            let access = context.access();
+            if !access.allows_cluster(Operation::Alter) {
+                return context.respond(
+                    &AddRaftVoterResponse::default()
+                        .with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
+                        .with_error_message(access.cluster_denied(Operation::Alter)),
+                );
+            }
             let node_id = request.voter_id;
             let outcome = match check_cluster(context, request.cluster_id.as_ref()) {
                 Err(refusal) => Err(refusal),
@@ -82,6 +91,14 @@ impl Api for RemoveRaftVoterApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: RemoveRaftVoterRequest = context.decode(body)?;
+            let access = context.access();
+            if !access.allows_cluster(Operation::Alter) {
+                return context.respond(
+                    &RemoveRaftVoterResponse::default()
+                        .with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
+                        .with_error_message(access.cluster_denied(Operation::Alter)),
+                );
+            }
             let node_id = request.voter_id;
             let outcome = match check_cluster(context, request.cluster_id.as_ref()) {
                 Err(refusal) => Err(refusal),

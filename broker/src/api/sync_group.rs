@@ -6,6 +6,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::GroupError;
+use crate::security::acl::{Operation, ResourceType};
 
 #[derive(Debug)]
 pub struct SyncGroupApi;
@@ -33,8 +34,13 @@ impl Api for SyncGroupApi {
                 request.protocol_name.as_deref(),
                 assignments,
             );
+            let allowed =
+                context
+                    .access()
+                    .allows(Operation::Read, ResourceType::Group, &request.group_id);
             let result = tokio::select! {
-                result = sync => result,
+                result = sync, if allowed => result,
+                () = std::future::ready(()), if !allowed => Err(GroupError::GroupAuthorizationFailed),
                 _ = shutdown.wait_for(|down| *down) => Err(GroupError::CoordinatorNotAvailable),
             };
             let (protocol_type, protocol_name) = context

@@ -6,6 +6,7 @@ use kafka_protocol::messages::{ApiKey, UnregisterBrokerRequest, UnregisterBroker
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::security::acl::Operation;
 
 #[derive(Debug)]
 pub struct UnregisterBrokerApi;
@@ -18,6 +19,14 @@ impl Api for UnregisterBrokerApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: UnregisterBrokerRequest = context.decode(body)?;
+            let access = context.access();
+            if !access.allows_cluster(Operation::Alter) {
+                return context.respond(
+                    &UnregisterBrokerResponse::default()
+                        .with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
+                        .with_error_message(access.cluster_denied(Operation::Alter)),
+                );
+            }
             let node_id = request.broker_id.0;
             let response = match context.broker.controller.unregister_broker(node_id).await {
                 Ok(()) => {

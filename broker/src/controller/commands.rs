@@ -300,6 +300,32 @@ impl Controller {
         }
     }
 
+    /// CreateAcls: adds the entries (checked by the caller).
+    pub async fn create_acls(
+        &self,
+        acls: Vec<crate::security::acl::AclBinding>,
+    ) -> Result<(), ControllerError> {
+        self.execute(ControllerCommand::CreateAcls { acls })
+            .await
+            .map(|_| ())
+    }
+
+    /// DeleteAcls: the entries each filter removed, in the filters' order.
+    pub async fn delete_acls(
+        &self,
+        filters: Vec<crate::security::acl::AclFilter>,
+    ) -> Result<Vec<Vec<crate::security::acl::AclBinding>>, ControllerError> {
+        match self
+            .execute(ControllerCommand::DeleteAcls { filters })
+            .await?
+        {
+            CommandOutcome::AclsDeleted(matched) => Ok(matched),
+            other => Err(ControllerError::Refused(format!(
+                "unexpected answer to DeleteAcls: {other:?}"
+            ))),
+        }
+    }
+
     /// UnregisterBroker: a broker that holds no replicas leaves the cluster.
     pub async fn unregister_broker(&self, node_id: i32) -> Result<(), ControllerError> {
         self.execute(ControllerCommand::UnregisterBroker { node_id })

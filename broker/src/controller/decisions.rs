@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+mod acls;
 mod brokers;
 mod cluster;
 mod isr;
@@ -31,6 +32,7 @@ use isr::{elect, partition_changed, unclean_allowed};
 
 use crate::metadata::image::{ClusterImage, TopicImage};
 use crate::metadata::records::{Endpoint, ListenerEndpoints, MetadataRecord, PartitionState};
+use crate::security::acl::{AclBinding, AclFilter};
 use crate::storage::LogConfig;
 
 /// Producer ids are reserved in blocks so the log is not written per InitProducerId.
@@ -94,6 +96,10 @@ pub enum ControllerError {
     NoReassignmentInProgress(String),
     #[error("{0}")]
     InvalidRequest(String),
+    /// Never decided by the controller: a broker's authorizer refused the topic before
+    /// asking (CreateTopics answers it per topic with the controller's outcomes).
+    #[error("not authorized to create topic `{0}`")]
+    TopicAuthorization(String),
     #[error("{0}")]
     UnacceptableCredential(String),
     #[error("{0}")]
@@ -220,6 +226,14 @@ pub enum ControllerCommand {
     AlterScramCredentials {
         alterations: Vec<ScramAlteration>,
     },
+    /// CreateAcls: entries already checked by the broker that received them.
+    CreateAcls {
+        acls: Vec<AclBinding>,
+    },
+    /// DeleteAcls: every entry each filter matches.
+    DeleteAcls {
+        filters: Vec<AclFilter>,
+    },
 }
 
 /// One topic of [`ControllerCommand::CreateTopics`].
@@ -253,6 +267,8 @@ pub enum CommandOutcome {
     Partitions(Vec<PartitionOutcome>),
     /// Per-user answers (AlterUserScramCredentials), in the order users first appear.
     Users(Vec<(String, Option<ControllerError>)>),
+    /// The entries each DeleteAcls filter removed, in the filters' order.
+    AclsDeleted(Vec<Vec<AclBinding>>),
 }
 
 /// One partition's answer to a command that names many.
@@ -402,6 +418,8 @@ pub fn decide(
         ControllerCommand::AlterScramCredentials { alterations } => {
             Ok(users::alter_scram_credentials(image, alterations))
         }
+        ControllerCommand::CreateAcls { acls: entries } => Ok(acls::create_acls(image, entries)),
+        ControllerCommand::DeleteAcls { filters } => Ok(acls::delete_acls(image, filters)),
     }
 }
 

@@ -47,6 +47,9 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 pub enum GroupError {
     #[error("invalid group id")]
     InvalidGroupId,
+    /// Decided by the API layer's authorizer, never by the coordinator.
+    #[error("not authorized to access the group")]
+    GroupAuthorizationFailed,
     #[error("unknown member id")]
     UnknownMemberId,
     #[error("a member id is required to join; re-join with the one given")]

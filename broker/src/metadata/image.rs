@@ -2,14 +2,15 @@
 //! built from the same records in the same order, so every broker answers Metadata the
 //! same way once it has caught up.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::records::{
-    Endpoint, ListenerEndpoints, MetadataRecord, PartitionState, ScramCredential, ScramMechanism,
+    AclBinding, Endpoint, ListenerEndpoints, MetadataRecord, PartitionState, ScramCredential,
+    ScramMechanism,
 };
 
 /// One topic as the metadata log describes it.
@@ -79,6 +80,14 @@ pub struct ClusterImage {
     /// SCRAM credentials by user and mechanism.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scram_credentials: BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>,
+    /// Access control entries, shared between images until one changes them (every
+    /// request of an authorizing broker reads them).
+    #[serde(default, skip_serializing_if = "acls_empty")]
+    pub acls: Arc<BTreeSet<AclBinding>>,
+}
+
+fn acls_empty(acls: &Arc<BTreeSet<AclBinding>>) -> bool {
+    acls.is_empty()
 }
 
 impl ClusterImage {
@@ -206,6 +215,16 @@ impl ClusterImage {
                     if credentials.is_empty() {
                         self.scram_credentials.remove(user);
                     }
+                }
+            }
+            MetadataRecord::AclCreated { acl } => {
+                if !self.acls.contains(acl) {
+                    Arc::make_mut(&mut self.acls).insert(acl.clone());
+                }
+            }
+            MetadataRecord::AclRemoved { acl } => {
+                if self.acls.contains(acl) {
+                    Arc::make_mut(&mut self.acls).remove(acl);
                 }
             }
         }

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub use crate::security::acl::AclBinding;
+
 /// Where clients reach a broker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Endpoint {
@@ -138,6 +140,14 @@ pub enum MetadataRecord {
     ScramCredentialRemoved {
         user: String,
         mechanism: ScramMechanism,
+    },
+    /// An access control entry added (CreateAcls); adding one already there changes nothing.
+    AclCreated {
+        acl: AclBinding,
+    },
+    /// An access control entry removed (DeleteAcls).
+    AclRemoved {
+        acl: AclBinding,
     },
 }
 

@@ -24,6 +24,7 @@ pub struct Metrics {
     pub open_connections: IntGauge,
     pub tls_handshake_failures: IntCounterVec,
     pub authentication_failures: IntCounterVec,
+    pub authorization_denials: IntCounterVec,
     pub inflight_request_bytes: IntGauge,
     pub fetch_sessions: IntGauge,
     /// The metadata quorum's gauges, refreshed at each scrape.
@@ -147,6 +148,12 @@ impl Metrics {
                 "oxbow_server_authentication_failures_total",
                 "SASL exchanges that failed (a wrong password, an unknown user or mechanism, a request before authenticating), by listener.",
                 &["listener"],
+            )?,
+            authorization_denials: counter(
+                &registry,
+                "oxbow_server_authorization_denials_total",
+                "Requests (or parts of them: a topic, a group) the authorizer refused, by resource type and operation.",
+                &["resource_type", "operation"],
             )?,
             inflight_request_bytes: gauge(
                 &registry,

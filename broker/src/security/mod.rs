@@ -7,14 +7,18 @@
 //!                  principal::subject_name ─► PrincipalMapper (ssl.principal.mapping.rules)
 //! ```
 //!
-//! ACLs and quotas (issue 33's later steps) build on the `Principal` a connection carries
-//! from here.
+//! What a principal may do: access control entries ([`acl`], kept in the metadata log) and
+//! Kafka's StandardAuthorizer rules over them ([`authorizer`]), asked by every API handler
+//! through its request context.
 
+pub mod acl;
+mod authorizer;
 mod principal;
 mod sasl;
 mod scram;
 mod tls;
 
+pub use authorizer::{Authorizer, STANDARD_AUTHORIZER};
 pub use principal::{Principal, PrincipalMapper};
 pub use sasl::{HandshakeRefusal, SaslAuthenticator, SaslFailure, SaslStep};
 pub use scram::credential_from_salted_password;

@@ -106,7 +106,15 @@ pub async fn serve<R, W>(
         let response =
             match frame {
                 Some(frame) => Box::pin(
-                    dispatch::dispatch(frame, &listener, &state, &routes).instrument(
+                    dispatch::dispatch(
+                        frame,
+                        &listener,
+                        &identity.principal,
+                        peer.ip(),
+                        &state,
+                        &routes,
+                    )
+                    .instrument(
                         tracing::debug_span!("connection", %peer, principal = %identity.principal),
                     ),
                 )

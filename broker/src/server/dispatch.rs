@@ -38,6 +38,8 @@ pub struct Response {
 pub async fn dispatch(
     frame: Bytes,
     listener: &str,
+    principal: &crate::security::Principal,
+    client_address: std::net::IpAddr,
     state: &Arc<BrokerState>,
     routes: &Routes,
 ) -> Result<Option<Response>, DispatchError> {
@@ -83,6 +85,8 @@ pub async fn dispatch(
         api: key,
         version,
         listener,
+        principal,
+        client_address,
         parked_us: std::sync::atomic::AtomicU64::new(0),
     };
     let span = tracing::debug_span!(
