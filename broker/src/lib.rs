@@ -25,7 +25,8 @@
 //!   committed offsets in `__consumer_offsets`.
 //! - [`api`]: the Kafka APIs and the route table; [`api::errors`] maps failures to codes.
 //! - [`server`]: the tokio network pipeline.
-//! - [`security`]: TLS on `SSL` listeners and the principal a connection proves.
+//! - [`security`]: TLS on `SSL` listeners and the principal a connection proves; ACLs.
+//! - [`quota`]: client quotas (byte rates, request time) and their throttles.
 //! - [`metrics`]: Prometheus metrics and `/metrics`, `/healthz`, `/readyz`.
 //! - [`config`]: the typed configuration; [`state`]: what handlers share.
 
@@ -35,6 +36,7 @@ pub mod controller;
 pub mod group;
 pub mod metadata;
 pub mod metrics;
+pub mod quota;
 pub mod replication;
 pub mod security;
 pub mod server;

@@ -213,6 +213,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         controller: Arc::clone(&controller),
         replicas: Arc::clone(&replicas),
         groups: Arc::clone(&groups),
+        quotas: Default::default(),
         metrics,
         shutting_down: shutdown_rx.clone(),
         serving: AtomicBool::new(false),

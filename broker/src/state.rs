@@ -18,6 +18,8 @@ pub struct BrokerState {
     pub controller: Arc<Controller>,
     pub replicas: Arc<ReplicaManager>,
     pub groups: Arc<GroupCoordinator>,
+    /// Client quota sensors (the quotas themselves are in the cluster image).
+    pub quotas: crate::quota::ClientQuotas,
     pub metrics: Arc<Metrics>,
     /// Flips to true when the broker starts shutting down: parked fetches return.
     pub shutting_down: watch::Receiver<bool>,

@@ -5,9 +5,8 @@ SASL_SSL listener:
 
 - Kafka's own `kafka-configs --alter --add-config 'SCRAM-SHA-512=[password=…]'
   --entity-type users` sets credentials (AlterUserScramCredentials; the salted password,
-  never the password, crosses the wire) and DescribeUserScramCredentials lists mechanisms
-  and iterations (`kafka-configs --describe --entity-type users` also needs
-  DescribeClientQuotas, which comes with client quotas);
+  never the password, crosses the wire) and `kafka-configs --describe --entity-type users`
+  lists mechanisms and iterations (DescribeUserScramCredentials, DescribeClientQuotas);
 - librdkafka (SCRAM-SHA-512 over SASL_PLAINTEXT, SCRAM-SHA-256 over SASL_SSL), kafka-python
   and Kafka's Java console consumer authenticate and produce/consume;
 - refused, with SASL_AUTHENTICATION_FAILED and the connection closed: a wrong password,
@@ -138,8 +137,12 @@ def main():
         tool("kafka-configs", "--bootstrap-server", admin, "--alter", "--entity-type", "users", "--entity-name",
              "alice", "--add-config", "SCRAM-SHA-512=[password=alice-secret],SCRAM-SHA-256=[iterations=8192,"
              "password=alice-secret]")
-        # kafka-configs --describe --entity-type users also asks DescribeClientQuotas, which
-        # comes with client quotas (issue 33, point 5): the admin client's own call here.
+        # kafka-configs --describe --entity-type users asks DescribeClientQuotas and
+        # DescribeUserScramCredentials.
+        shown = tool("kafka-configs", "--bootstrap-server", admin, "--describe", "--entity-type", "users",
+                     "--entity-name", "alice").stdout
+        if "SCRAM-SHA-256=iterations=8192" not in shown or "SCRAM-SHA-512=iterations=4096" not in shown:
+            fail(f"kafka-configs --describe --entity-type users --entity-name alice: {shown}", broker)
         from confluent_kafka.admin import AdminClient
         admin_client = AdminClient({"bootstrap.servers": admin})
         described = admin_client.describe_user_scram_credentials(["alice"])

@@ -26,6 +26,7 @@ use super::fetch_session::{FetchPlan, FetchSessions, Outcome, SessionKey};
 use super::leader_hints::LeaderHints;
 use super::lookup::{serving_partition, topic_name};
 use super::{Api, ApiResponse, HandlerFuture, RecordsPlaceholder, RequestContext, errors};
+use crate::quota::QuotaKey;
 use crate::replication::{FetchParams, Serving, preferred_read_replica};
 use crate::security::acl::{Operation, ResourceType};
 use crate::storage::{ReadResult, TopicPartition};
@@ -349,6 +350,19 @@ fn respond(
     reads: Vec<PartitionRead>,
     answered: Option<Vec<bool>>,
 ) -> Result<ApiResponse, super::ApiError> {
+    // consumer_byte_rate counts what a consumer is sent (followers have replication
+    // quotas instead). Kafka answers a throttled fetch empty; Oxbow sends the data
+    // and mutes the connection for the throttle, which holds the rate the same way.
+    let throttle_ms = if replica_id < 0 {
+        let bytes: u64 = reads
+            .iter()
+            .filter_map(|r| r.outcome.as_ref().ok())
+            .map(ReadResult::bytes)
+            .sum();
+        context.quota_throttle(QuotaKey::ConsumerByteRate, bytes as f64)
+    } else {
+        0
+    };
     let broker = context.broker;
     let zero_copy = broker.config.fetch_sendfile;
     let nonce: u64 = rand::random();
@@ -462,6 +476,7 @@ fn respond(
         })
         .collect();
     let response = FetchResponse::default()
+        .with_throttle_time_ms(throttle_ms)
         .with_session_id(session_id)
         .with_responses(topics)
         .with_node_endpoints(endpoints);

@@ -17,6 +17,7 @@ mod alter_partition_reassignments;
 mod alter_replica_log_dirs;
 mod alter_user_scram_credentials;
 pub mod api_versions;
+mod client_quotas;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
 mod create_partitions;
@@ -126,6 +127,9 @@ pub struct RequestContext<'a> {
     /// what ACLs are checked against.
     pub principal: &'a crate::security::Principal,
     pub client_address: std::net::IpAddr,
+    /// Milliseconds the connection must not be read from after this answer: the client
+    /// went over a quota (KIP-219 muting; the answer carries it as `throttle_time_ms`).
+    pub throttle_ms: std::sync::atomic::AtomicU64,
     /// Microseconds the handler spent parked waiting for data (a Fetch's long poll):
     /// left out of the request latency metric, which would otherwise show `max_wait_ms`.
     pub parked_us: std::sync::atomic::AtomicU64,
@@ -135,6 +139,47 @@ impl<'a> RequestContext<'a> {
     /// The authorizer's view for this request (one ACL snapshot).
     pub fn access(&'a self) -> Access<'a> {
         Access::new(self)
+    }
+
+    /// Records `value` against the connection's quota on `key` (producer or consumer bytes,
+    /// request time) and returns the throttle it earned in ms, for the answer's
+    /// `throttle_time_ms`; the connection is muted for the longest throttle of the request.
+    pub fn quota_throttle(&self, key: crate::quota::QuotaKey, value: f64) -> i32 {
+        let image = self.broker.controller.image();
+        if image.client_quotas.is_empty() {
+            return 0;
+        }
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let client_id = self.header.client_id.as_deref().unwrap_or("");
+        let throttle = self.broker.quotas.record(
+            &image.client_quotas,
+            key,
+            &self.principal.name,
+            client_id,
+            value,
+            now_ms,
+        );
+        if throttle > 0 {
+            let metrics = &self.broker.metrics;
+            metrics
+                .quota_throttle_ms
+                .with_label_values(&[key.label()])
+                .inc_by(throttle);
+            metrics
+                .quota_throttled
+                .with_label_values(&[key.label()])
+                .inc();
+            self.throttle_ms
+                .fetch_max(throttle, std::sync::atomic::Ordering::Relaxed);
+        }
+        i32::try_from(throttle).unwrap_or(i32::MAX)
+    }
+
+    /// The throttle the handler asked for so far (see [`Self::quota_throttle`]).
+    pub fn throttled_ms(&self) -> u64 {
+        self.throttle_ms.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Notes time the handler spent waiting for data, not working.
@@ -269,6 +314,8 @@ pub fn routes(fetch_session_slots: usize) -> Routes {
         Box::new(acls::CreateAclsApi),
         Box::new(acls::DescribeAclsApi),
         Box::new(acls::DeleteAclsApi),
+        Box::new(client_quotas::DescribeClientQuotasApi),
+        Box::new(client_quotas::AlterClientQuotasApi),
     ];
     let mut routes = Routes {
         apis: BTreeMap::new(),

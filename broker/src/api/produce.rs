@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use super::leader_hints::LeaderHints;
 use super::lookup::{leader_partition, topic_name};
 use super::{Api, ApiError, ApiResponse, HandlerFuture, RequestContext, errors, produce_legacy};
+use crate::quota::QuotaKey;
 use crate::replication::AppendError;
 use crate::replication::{CommitWait, Partition};
 use crate::security::acl::{Operation, ResourceType};
@@ -48,6 +49,8 @@ impl Api for ProduceApi {
             if context.version <= produce_legacy::LAST_LEGACY_VERSION {
                 return refuse_legacy(context, body);
             }
+            // producer_byte_rate counts the request's bytes, as Kafka counts them.
+            let produced_bytes = body.len() as f64;
             let request: ProduceRequest = context.decode(body)?;
             let acks = request.acks;
             let deadline = Instant::now()
@@ -138,6 +141,7 @@ impl Api for ProduceApi {
                         .with_partition_responses(answers),
                 );
             }
+            let throttle = context.quota_throttle(QuotaKey::ProducerByteRate, produced_bytes);
             if acks == 0 {
                 return Ok(ApiResponse::None);
             }
@@ -155,7 +159,8 @@ impl Api for ProduceApi {
             context.respond(
                 &ProduceResponse::default()
                     .with_responses(responses)
-                    .with_node_endpoints(endpoints),
+                    .with_node_endpoints(endpoints)
+                    .with_throttle_time_ms(throttle),
             )
         })
     }

@@ -326,6 +326,16 @@ impl Controller {
         }
     }
 
+    /// AlterClientQuotas: sets and removes quotas (checked by the caller).
+    pub async fn alter_client_quotas(
+        &self,
+        changes: Vec<super::decisions::QuotaChange>,
+    ) -> Result<(), ControllerError> {
+        self.execute(ControllerCommand::AlterClientQuotas { changes })
+            .await
+            .map(|_| ())
+    }
+
     /// UnregisterBroker: a broker that holds no replicas leaves the cluster.
     pub async fn unregister_broker(&self, node_id: i32) -> Result<(), ControllerError> {
         self.execute(ControllerCommand::UnregisterBroker { node_id })

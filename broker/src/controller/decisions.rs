@@ -234,6 +234,18 @@ pub enum ControllerCommand {
     DeleteAcls {
         filters: Vec<AclFilter>,
     },
+    /// AlterClientQuotas: quotas set (`Some`) or removed (`None`), checked by the broker.
+    AlterClientQuotas {
+        changes: Vec<QuotaChange>,
+    },
+}
+
+/// One quota of [`ControllerCommand::AlterClientQuotas`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuotaChange {
+    pub entity: crate::quota::QuotaEntity,
+    pub key: crate::quota::QuotaKey,
+    pub value: Option<f64>,
 }
 
 /// One topic of [`ControllerCommand::CreateTopics`].
@@ -420,6 +432,17 @@ pub fn decide(
         }
         ControllerCommand::CreateAcls { acls: entries } => Ok(acls::create_acls(image, entries)),
         ControllerCommand::DeleteAcls { filters } => Ok(acls::delete_acls(image, filters)),
+        ControllerCommand::AlterClientQuotas { changes } => {
+            let records = changes
+                .iter()
+                .map(|change| MetadataRecord::ClientQuotaChanged {
+                    entity: change.entity.clone(),
+                    key: change.key,
+                    value: change.value.map(crate::quota::QuotaValue),
+                })
+                .collect();
+            Ok((records, CommandOutcome::Done))
+        }
     }
 }
 

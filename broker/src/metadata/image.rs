@@ -84,6 +84,9 @@ pub struct ClusterImage {
     /// request of an authorizing broker reads them).
     #[serde(default, skip_serializing_if = "acls_empty")]
     pub acls: Arc<BTreeSet<AclBinding>>,
+    /// Client quotas by entity and key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub client_quotas: crate::quota::QuotaTable,
 }
 
 fn acls_empty(acls: &Arc<BTreeSet<AclBinding>>) -> bool {
@@ -222,6 +225,22 @@ impl ClusterImage {
                     Arc::make_mut(&mut self.acls).insert(acl.clone());
                 }
             }
+            MetadataRecord::ClientQuotaChanged { entity, key, value } => match value {
+                Some(value) => {
+                    self.client_quotas
+                        .entry(entity.clone())
+                        .or_default()
+                        .insert(*key, *value);
+                }
+                None => {
+                    if let Some(values) = self.client_quotas.get_mut(entity) {
+                        values.remove(key);
+                        if values.is_empty() {
+                            self.client_quotas.remove(entity);
+                        }
+                    }
+                }
+            },
             MetadataRecord::AclRemoved { acl } => {
                 if self.acls.contains(acl) {
                     Arc::make_mut(&mut self.acls).remove(acl);

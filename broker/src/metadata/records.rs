@@ -149,6 +149,12 @@ pub enum MetadataRecord {
     AclRemoved {
         acl: AclBinding,
     },
+    /// A client quota set, or removed when `value` is `None` (AlterClientQuotas).
+    ClientQuotaChanged {
+        entity: crate::quota::QuotaEntity,
+        key: crate::quota::QuotaKey,
+        value: Option<crate::quota::QuotaValue>,
+    },
 }
 
 /// A SCRAM mechanism, with Kafka's names and type codes.

@@ -25,6 +25,8 @@ pub struct Metrics {
     pub tls_handshake_failures: IntCounterVec,
     pub authentication_failures: IntCounterVec,
     pub authorization_denials: IntCounterVec,
+    pub quota_throttle_ms: IntCounterVec,
+    pub quota_throttled: IntCounterVec,
     pub inflight_request_bytes: IntGauge,
     pub fetch_sessions: IntGauge,
     /// The metadata quorum's gauges, refreshed at each scrape.
@@ -154,6 +156,18 @@ impl Metrics {
                 "oxbow_server_authorization_denials_total",
                 "Requests (or parts of them: a topic, a group) the authorizer refused, by resource type and operation.",
                 &["resource_type", "operation"],
+            )?,
+            quota_throttle_ms: counter(
+                &registry,
+                "oxbow_server_quota_throttle_ms_total",
+                "Milliseconds of throttle given to clients over a quota (throttle_time_ms, and the connection muted that long), by quota: produce, fetch, request.",
+                &["quota"],
+            )?,
+            quota_throttled: counter(
+                &registry,
+                "oxbow_server_quota_throttled_requests_total",
+                "Requests answered with a throttle because their client was over a quota, by quota.",
+                &["quota"],
             )?,
             inflight_request_bytes: gauge(
                 &registry,

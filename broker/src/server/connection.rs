@@ -119,12 +119,15 @@ pub async fn serve<R, W>(
                     ),
                 )
                 .await,
-                None => Ok(pending),
+                None => Ok(Box::new(dispatch::Dispatched {
+                    response: pending,
+                    mute: Duration::ZERO,
+                })),
             };
         let outcome = match response {
             // Boxed, like the frames and the dispatch: their state is needed only while a
             // request is answered, not for the whole life of an idle connection.
-            Ok(Some(response)) => {
+            Ok(dispatched) => {
                 // A failed authentication is answered, and closed, later: Kafka's brake on
                 // guessing (`connection.failed.authentication.delay.ms`).
                 let delay = Duration::from_millis(if close {
@@ -134,15 +137,28 @@ pub async fn serve<R, W>(
                 });
                 let sendfile = state.config.fetch_sendfile;
                 let write_half = &mut write_half;
+                let stopping = &state.shutting_down;
                 Box::pin(async move {
-                    if !delay.is_zero() {
-                        tokio::time::sleep(delay).await;
+                    let dispatch::Dispatched { response, mute } = *dispatched;
+                    if let Some(response) = response {
+                        if !delay.is_zero() {
+                            tokio::time::sleep(delay).await;
+                        }
+                        frame_writer::write(write_half, response, sendfile).await?;
                     }
-                    frame_writer::write(write_half, response, sendfile).await
+                    // A client over a quota: answered at once, then not read from for the
+                    // throttle time (KIP-219), which holds back its next requests.
+                    if !mute.is_zero() {
+                        let mut stopping = stopping.clone();
+                        tokio::select! {
+                            () = tokio::time::sleep(mute) => {}
+                            _ = stopping.wait_for(|down| *down) => {}
+                        }
+                    }
+                    std::io::Result::Ok(())
                 })
                 .await
             }
-            Ok(None) => Ok(()),
             Err(reason) => {
                 tracing::warn!(%peer, %reason, "Closing connection");
                 state.metrics.inflight_request_bytes.sub(size);

@@ -34,7 +34,16 @@ pub struct Response {
     pub body: ApiResponse,
 }
 
-/// `Ok(None)`: nothing to send (acks=0). `Err`: close the connection, with the reason.
+/// What a request led to: the answer (none for acks=0) and how long the connection is then
+/// left unread because its client went over a quota.
+#[derive(Debug)]
+pub struct Dispatched {
+    pub response: Option<Response>,
+    pub mute: std::time::Duration,
+}
+
+/// `response: None`: nothing to send (acks=0). `Err`: close the connection, with the reason.
+/// Boxed: the connection's task holds the answer only while writing it.
 pub async fn dispatch(
     frame: Bytes,
     listener: &str,
@@ -42,7 +51,7 @@ pub async fn dispatch(
     client_address: std::net::IpAddr,
     state: &Arc<BrokerState>,
     routes: &Routes,
-) -> Result<Option<Response>, DispatchError> {
+) -> Result<Box<Dispatched>, DispatchError> {
     let (key, version, header, body) = match request::parse_request(frame, routes) {
         Ok(ParsedRequest::Request {
             api,
@@ -55,9 +64,12 @@ pub async fn dispatch(
             let body = crate::api::api_versions::unsupported_version_response()
                 .map_err(DispatchError::Handler)?;
             let header = encode_header(correlation_id, 0)?;
-            return Ok(Some(Response {
-                header,
-                body: ApiResponse::Encoded(body),
+            return Ok(Box::new(Dispatched {
+                response: Some(Response {
+                    header,
+                    body: ApiResponse::Encoded(body),
+                }),
+                mute: std::time::Duration::ZERO,
             }));
         }
         Err(error) => {
@@ -87,6 +99,7 @@ pub async fn dispatch(
         listener,
         principal,
         client_address,
+        throttle_ms: std::sync::atomic::AtomicU64::new(0),
         parked_us: std::sync::atomic::AtomicU64::new(0),
     };
     let span = tracing::debug_span!(
@@ -110,6 +123,17 @@ pub async fn dispatch(
         )
     });
     let label = key.as_metric_label();
+    let worked = started.elapsed().saturating_sub(context.parked());
+    // request_percentage: the handler's time as a percentage of a second, per second.
+    let request_throttle = context.quota_throttle(
+        crate::quota::QuotaKey::RequestPercentage,
+        worked.as_secs_f64() * 100.0,
+    );
+    let mute = std::time::Duration::from_millis(
+        context
+            .throttled_ms()
+            .max(u64::try_from(request_throttle).unwrap_or(0)),
+    );
     state.metrics.requests.with_label_values(&[label]).inc();
     state
         .metrics
@@ -122,12 +146,18 @@ pub async fn dispatch(
                 .as_secs_f64(),
         );
     if matches!(answer, ApiResponse::None) {
-        return Ok(None);
+        return Ok(Box::new(Dispatched {
+            response: None,
+            mute,
+        }));
     }
     let header = encode_header(correlation_id, key.response_header_version(version))?;
-    Ok(Some(Response {
-        header,
-        body: answer,
+    Ok(Box::new(Dispatched {
+        response: Some(Response {
+            header,
+            body: answer,
+        }),
+        mute,
     }))
 }
 

@@ -1,0 +1,379 @@
+//! Client quotas as Kafka defines them: byte rates for producers and consumers and a share
+//! of request-handling time, set per user, per client id, or per both, each with defaults
+//! (AlterClientQuotas, kept in the metadata log), and enforced per connection: a client
+//! over its quota is answered with `throttle_time_ms` and its connection is not read
+//! from for that long (KIP-219).
+//!
+//! ```text
+//!   quota of (user U, client C), first entity holding the key wins:
+//!     users/U/clients/C · users/U/clients/<default> · users/U
+//!     users/<default>/clients/C · users/<default>/clients/<default> · users/<default>
+//!     clients/C · clients/<default>
+//! ```
+//! Clients sharing the matched entity share its budget (all of alice's clients under
+//! `users/alice`; each user on its own under `users/<default>`).
+
+mod rate;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+pub use rate::Rate;
+
+/// Kafka's sensor windows (`quota.window.size.seconds`, `quota.window.num`): a bucket holds
+/// one window's worth, and no throttle is longer than all of them.
+const WINDOW_MS: u64 = 1000;
+const WINDOWS: usize = 11;
+/// Sensors idle this long are dropped (Kafka expires quota sensors after an hour).
+const SENSOR_IDLE_MS: u64 = 3_600_000;
+
+/// One side of a quota entity: a named user or client id, or the default for all.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum EntityName {
+    Default,
+    Named(String),
+}
+
+impl EntityName {
+    fn from_wire(name: Option<&str>) -> Self {
+        name.map_or(EntityName::Default, |n| EntityName::Named(n.to_string()))
+    }
+
+    pub fn wire(&self) -> Option<&str> {
+        match self {
+            EntityName::Default => None,
+            EntityName::Named(name) => Some(name),
+        }
+    }
+}
+
+/// What a quota applies to: a user, a client id, or a user's client id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct QuotaEntity {
+    pub user: Option<EntityName>,
+    pub client_id: Option<EntityName>,
+}
+
+pub const USER: &str = "user";
+pub const CLIENT_ID: &str = "client-id";
+
+impl QuotaEntity {
+    /// The entity from a request's (type, name) components, or why Kafka refuses it.
+    pub fn from_components<'a>(
+        components: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    ) -> Result<Self, String> {
+        let mut entity = QuotaEntity {
+            user: None,
+            client_id: None,
+        };
+        for (kind, name) in components {
+            let slot = match kind {
+                USER => &mut entity.user,
+                CLIENT_ID => &mut entity.client_id,
+                "ip" => return Err("ip quotas (connection_creation_rate) are not served".into()),
+                other => return Err(format!("Unhandled client quota entity type: {other}")),
+            };
+            if slot.is_some() {
+                return Err(format!("Duplicate {kind} entity type in the request"));
+            }
+            if name == Some("") {
+                return Err(format!(
+                    "Empty {kind} entity name (use null for the default)"
+                ));
+            }
+            *slot = Some(EntityName::from_wire(name));
+        }
+        if entity.user.is_none() && entity.client_id.is_none() {
+            return Err("Invalid empty client quota entity".into());
+        }
+        Ok(entity)
+    }
+
+    /// (type, name) components, user first, as Kafka lists them.
+    pub fn components(&self) -> Vec<(&'static str, Option<&str>)> {
+        let mut parts = Vec::new();
+        if let Some(user) = &self.user {
+            parts.push((USER, user.wire()));
+        }
+        if let Some(client) = &self.client_id {
+            parts.push((CLIENT_ID, client.wire()));
+        }
+        parts
+    }
+}
+
+/// A quota key Kafka defines for users and client ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum QuotaKey {
+    ProducerByteRate,
+    ConsumerByteRate,
+    RequestPercentage,
+}
+
+impl QuotaKey {
+    pub const ALL: [QuotaKey; 3] = [
+        QuotaKey::ProducerByteRate,
+        QuotaKey::ConsumerByteRate,
+        QuotaKey::RequestPercentage,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QuotaKey::ProducerByteRate => "producer_byte_rate",
+            QuotaKey::ConsumerByteRate => "consumer_byte_rate",
+            QuotaKey::RequestPercentage => "request_percentage",
+        }
+    }
+
+    /// A metric label (a closed set).
+    pub fn label(self) -> &'static str {
+        match self {
+            QuotaKey::ProducerByteRate => "produce",
+            QuotaKey::ConsumerByteRate => "fetch",
+            QuotaKey::RequestPercentage => "request",
+        }
+    }
+
+    /// The key and a valid value, or Kafka's INVALID_REQUEST message.
+    pub fn checked(key: &str, value: f64) -> Result<(Self, f64), String> {
+        let key = match key {
+            "producer_byte_rate" => QuotaKey::ProducerByteRate,
+            "consumer_byte_rate" => QuotaKey::ConsumerByteRate,
+            "request_percentage" => QuotaKey::RequestPercentage,
+            "controller_mutation_rate" => {
+                return Err("controller_mutation_rate is not served (no mutation quotas)".into());
+            }
+            other => return Err(format!("Invalid configuration key {other}")),
+        };
+        if !value.is_finite() || value <= 0.0 {
+            return Err(format!("Quota {} must be greater than 0", key.name()));
+        }
+        if key != QuotaKey::RequestPercentage && value.fract() != 0.0 {
+            return Err(format!(
+                "Quota {} must be a whole number of bytes",
+                key.name()
+            ));
+        }
+        Ok((key, value))
+    }
+}
+
+/// A quota's value (Kafka's double), comparable so the cluster image stays `Eq`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct QuotaValue(pub f64);
+
+impl PartialEq for QuotaValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for QuotaValue {}
+
+pub type QuotaTable = BTreeMap<QuotaEntity, BTreeMap<QuotaKey, QuotaValue>>;
+
+/// A DescribeClientQuotas component: an exact name, the default, or any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Match {
+    Exact(String),
+    Default,
+    Any,
+}
+
+/// Whether `entity` is one a DescribeClientQuotas filter selects.
+pub fn filter_matches(filter: &[(String, Match)], strict: bool, entity: &QuotaEntity) -> bool {
+    let side = |kind: &str| match kind {
+        USER => Some(&entity.user),
+        CLIENT_ID => Some(&entity.client_id),
+        _ => None,
+    };
+    let each = filter.iter().all(|(kind, wanted)| {
+        let Some(Some(name)) = side(kind) else {
+            return false;
+        };
+        match wanted {
+            Match::Any => true,
+            Match::Default => *name == EntityName::Default,
+            Match::Exact(exact) => *name == EntityName::Named(exact.clone()),
+        }
+    });
+    let sides = entity.components().len();
+    each && (!strict || sides == filter.len())
+}
+
+/// The quota on `key` for a connection of `user` with `client_id`, and the sensor that
+/// counts against it (the tags of the entity that matched, named).
+pub fn resolve(
+    table: &QuotaTable,
+    key: QuotaKey,
+    user: &str,
+    client_id: &str,
+) -> Option<(f64, (String, String))> {
+    use EntityName::{Default, Named};
+    let named_user = Named(user.to_string());
+    let named_client = Named(client_id.to_string());
+    let order = [
+        (Some(&named_user), Some(&named_client)),
+        (Some(&named_user), Some(&Default)),
+        (Some(&named_user), None),
+        (Some(&Default), Some(&named_client)),
+        (Some(&Default), Some(&Default)),
+        (Some(&Default), None),
+        (None, Some(&named_client)),
+        (None, Some(&Default)),
+    ];
+    order.into_iter().find_map(|(u, c)| {
+        let entity = QuotaEntity {
+            user: u.cloned(),
+            client_id: c.cloned(),
+        };
+        let value = table.get(&entity)?.get(&key)?;
+        let tags = (
+            u.map_or(String::new(), |_| user.to_string()),
+            c.map_or(String::new(), |_| client_id.to_string()),
+        );
+        Some((value.0, tags))
+    })
+}
+
+/// The broker's quota sensors: one windowed rate per quota key and matched entity.
+#[derive(Debug, Default)]
+pub struct ClientQuotas {
+    sensors: Mutex<HashMap<(QuotaKey, String, String), Rate>>,
+}
+
+impl ClientQuotas {
+    /// Records `value` against the connection's quota on `key`; the throttle in ms it
+    /// earns (0: within quota, or no quota set).
+    pub fn record(
+        &self,
+        table: &QuotaTable,
+        key: QuotaKey,
+        user: &str,
+        client_id: &str,
+        value: f64,
+        now_ms: u64,
+    ) -> u64 {
+        let Some((bound, (user_tag, client_tag))) = resolve(table, key, user, client_id) else {
+            return 0;
+        };
+        let Ok(mut sensors) = self.sensors.lock() else {
+            return 0;
+        };
+        if sensors.len() > 10_000 {
+            sensors.retain(|_, rate| now_ms.saturating_sub(rate.last_record_ms) < SENSOR_IDLE_MS);
+        }
+        let rate = sensors
+            .entry((key, user_tag, client_tag))
+            .or_insert_with(|| Rate::new(WINDOW_MS, WINDOWS));
+        rate.record(now_ms, value, bound)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entity(user: Option<Option<&str>>, client: Option<Option<&str>>) -> QuotaEntity {
+        QuotaEntity {
+            user: user.map(EntityName::from_wire),
+            client_id: client.map(EntityName::from_wire),
+        }
+    }
+
+    fn table(entries: &[(QuotaEntity, f64)]) -> QuotaTable {
+        entries
+            .iter()
+            .map(|(e, v)| {
+                (
+                    e.clone(),
+                    [(QuotaKey::ProducerByteRate, QuotaValue(*v))]
+                        .into_iter()
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_most_specific_entity_wins_in_kafkas_order() {
+        let t = table(&[
+            (entity(None, Some(None)), 1.0),
+            (entity(None, Some(Some("app"))), 2.0),
+            (entity(Some(None), None), 3.0),
+            (entity(Some(Some("alice")), None), 4.0),
+            (entity(Some(Some("alice")), Some(Some("app"))), 5.0),
+        ]);
+        let key = QuotaKey::ProducerByteRate;
+        let quota = |user, client| resolve(&t, key, user, client);
+        assert_eq!(
+            quota("alice", "app"),
+            Some((5.0, ("alice".into(), "app".into())))
+        );
+        assert_eq!(
+            quota("alice", "other"),
+            Some((4.0, ("alice".into(), String::new())))
+        );
+        assert_eq!(
+            quota("bob", "app"),
+            Some((3.0, ("bob".into(), String::new()))),
+            "users/<default> before clients/app, each user on its own budget"
+        );
+        let clients_only = table(&[
+            (entity(None, Some(None)), 1.0),
+            (entity(None, Some(Some("app"))), 2.0),
+        ]);
+        assert_eq!(
+            resolve(&clients_only, key, "bob", "app"),
+            Some((2.0, (String::new(), "app".into())))
+        );
+        assert_eq!(
+            resolve(&clients_only, key, "bob", "x"),
+            Some((1.0, (String::new(), "x".into())))
+        );
+        assert_eq!(resolve(&QuotaTable::new(), key, "bob", "x"), None);
+    }
+
+    #[test]
+    fn bad_entities_keys_and_values_are_refused() {
+        assert!(QuotaEntity::from_components([(USER, Some("alice"))]).is_ok());
+        assert!(QuotaEntity::from_components([(USER, None), (CLIENT_ID, Some("c"))]).is_ok());
+        assert!(QuotaEntity::from_components([(USER, None), (USER, None)]).is_err());
+        assert!(QuotaEntity::from_components([("ip", None)]).is_err());
+        assert!(QuotaEntity::from_components([("group", None)]).is_err());
+        assert!(QuotaEntity::from_components([(USER, Some(""))]).is_err());
+        assert!(QuotaEntity::from_components([]).is_err());
+        assert!(QuotaKey::checked("producer_byte_rate", 1024.0).is_ok());
+        assert!(QuotaKey::checked("producer_byte_rate", -1.0).is_err());
+        assert!(QuotaKey::checked("producer_byte_rate", 0.5).is_err());
+        assert!(QuotaKey::checked("request_percentage", 12.5).is_ok());
+        assert!(QuotaKey::checked("acks", 1.0).is_err());
+    }
+
+    #[test]
+    fn filters_select_exact_default_and_any_names() {
+        let alice_app = entity(Some(Some("alice")), Some(Some("app")));
+        let default_user = entity(Some(None), None);
+        let any_user = [(USER.to_string(), Match::Any)];
+        assert!(filter_matches(&any_user, false, &alice_app));
+        assert!(!filter_matches(&any_user, true, &alice_app), "strict");
+        assert!(filter_matches(&any_user, true, &default_user));
+        let default_only = [(USER.to_string(), Match::Default)];
+        assert!(filter_matches(&default_only, false, &default_user));
+        assert!(!filter_matches(&default_only, false, &alice_app));
+        let alice = [(USER.to_string(), Match::Exact("alice".into()))];
+        assert!(filter_matches(&alice, false, &alice_app));
+    }
+
+    #[test]
+    fn a_client_over_its_quota_is_throttled_and_others_are_not() {
+        let t = table(&[(entity(None, Some(Some("fast"))), 1000.0)]);
+        let quotas = ClientQuotas::default();
+        let key = QuotaKey::ProducerByteRate;
+        assert_eq!(quotas.record(&t, key, "u", "fast", 1000.0, 0), 0);
+        assert!(quotas.record(&t, key, "u", "fast", 10_000.0, 0) > 0);
+        assert_eq!(quotas.record(&t, key, "u", "slow", 1e9, 0), 0, "no quota");
+    }
+}

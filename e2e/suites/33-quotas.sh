@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Client quotas (e2e/security/quotas.py): kafka-configs sets and describes them, bad values
+# are refused, a librdkafka producer limited to 1 MiB/s averages within 10 % over 30 s and
+# is told its throttle, a consumer is held to its byte rate.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
+cargo build --locked -p oxbow-broker --bin oxbow
+e2e/peers/kafka/bin/kafka-configs --version >/dev/null
+exec "$OXBOW_CACHE/clients/venv/bin/python" e2e/security/quotas.py "$CARGO_TARGET_DIR/debug/oxbow"
