@@ -96,7 +96,9 @@ pub struct BrokerConfig {
     /// The `ssl.*` settings, when a listener serves TLS or a key store is set.
     pub ssl: Option<SslConfig>,
     /// `sasl.enabled.mechanisms`: what `SASL_*` listeners offer.
-    pub sasl_mechanisms: Vec<crate::metadata::records::ScramMechanism>,
+    pub sasl_mechanisms: Vec<crate::security::SaslMechanism>,
+    /// `connections.max.reauth.ms` (KIP-368): how long a SASL session lasts; 0 forever.
+    pub connections_max_reauth_ms: u64,
     /// `authorizer.class.name` set: every request is checked against the ACLs.
     pub authorizer: Option<crate::security::Authorizer>,
     pub log_defaults: LogConfig,
@@ -519,6 +521,7 @@ impl BrokerConfig {
             fetch_sendfile: boolean("fetch.sendfile.enable")?,
             ssl,
             sasl_mechanisms,
+            connections_max_reauth_ms: int("connections.max.reauth.ms")? as u64,
             authorizer,
             log_defaults,
             retention_check_interval_ms: int("log.retention.check.interval.ms")? as u64,
@@ -713,24 +716,24 @@ fn resolve_time_synonyms(
     Ok(())
 }
 
-/// `sasl.enabled.mechanisms`: SCRAM-SHA-256 and SCRAM-SHA-512 are served; Kafka's other
-/// mechanisms are refused by name rather than accepted and never offered.
-fn sasl_mechanisms(text: &str) -> Result<Vec<crate::metadata::records::ScramMechanism>, String> {
-    use crate::metadata::records::ScramMechanism;
+/// `sasl.enabled.mechanisms`: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN and OAUTHBEARER are
+/// served; GSSAPI (Kerberos) is refused by name rather than accepted and never offered.
+fn sasl_mechanisms(text: &str) -> Result<Vec<crate::security::SaslMechanism>, String> {
+    use crate::security::SaslMechanism;
     let mut mechanisms = Vec::new();
     for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        match ScramMechanism::from_name(name) {
+        match SaslMechanism::from_name(name) {
             Some(mechanism) if !mechanisms.contains(&mechanism) => mechanisms.push(mechanism),
             Some(_) => {}
             None => {
                 return Err(format!(
-                    "`{name}` is not served yet (SCRAM-SHA-256 and SCRAM-SHA-512 are)"
+                    "`{name}` is not served (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN and OAUTHBEARER are)"
                 ));
             }
         }
     }
     if mechanisms.is_empty() {
-        return Err("name SCRAM-SHA-256, SCRAM-SHA-512 or both".into());
+        return Err("name one or more of SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, OAUTHBEARER".into());
     }
     Ok(mechanisms)
 }
@@ -1281,6 +1284,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("GSSAPI"), "{error}");
+        let config = load(&["sasl.enabled.mechanisms=PLAIN,OAUTHBEARER,SCRAM-SHA-256"]).unwrap();
+        assert_eq!(config.sasl_mechanisms.len(), 3);
         // A name with no protocol is refused as Kafka refuses it.
         let error = load(&["listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094"])
             .unwrap_err()

@@ -252,6 +252,18 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         } else {
             let mut listening = Vec::with_capacity(sockets.kafka.len());
             let mechanisms: Arc<[_]> = config.sasl_mechanisms.clone().into();
+            if config
+                .sasl_mechanisms
+                .contains(&oxbow_broker::security::SaslMechanism::OAuthBearer)
+                && config
+                    .client_listeners
+                    .iter()
+                    .any(|l| l.protocol.uses_sasl())
+            {
+                tracing::warn!(
+                    "OAUTHBEARER is offered with Kafka's default validator, which trusts unsecured (alg:none) tokens: for development and tests only"
+                );
+            }
             for (listener, socket) in config.client_listeners.iter().zip(sockets.kafka) {
                 let security = server::ListenerSecurity {
                     tls: tls

@@ -25,6 +25,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
@@ -112,6 +113,62 @@ def metadata_before_authenticating(port):
             return raw.recv(64)
         except ConnectionResetError:
             return b""
+
+
+class RawConnection:
+    """A hand-made Kafka connection for the SASL steps clients never take on their own:
+    re-authenticating as someone else, a request after the session expired."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.correlation = 0
+
+    def request(self, api_key, version, body):
+        self.correlation += 1
+        client_id = b"oxbow-e2e"
+        frame = struct.pack(">hhih", api_key, version, self.correlation, len(client_id)) + client_id + body
+        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
+        head = self._read(4)
+        if not head:
+            return None
+        body = self._read(struct.unpack(">i", head)[0])
+        return body[4:] if body else None
+
+    def _read(self, size):
+        data = b""
+        while len(data) < size:
+            try:
+                chunk = self.sock.recv(size - len(data))
+            except (ConnectionResetError, socket.timeout):
+                return b""
+            if not chunk:
+                return b""
+            data += chunk
+        return data
+
+    def plain(self, user, password):
+        """SaslHandshake v1 + SaslAuthenticate v1 with PLAIN: (error code, message, session ms)."""
+        handshake = self.request(17, 1, struct.pack(">h", 5) + b"PLAIN")
+        if handshake is None or struct.unpack(">h", handshake[:2])[0] != 0:
+            return ("handshake refused", None, None)
+        token = b"\0" + user.encode() + b"\0" + password.encode()
+        answer = self.request(36, 1, struct.pack(">i", len(token)) + token)
+        if answer is None:
+            return ("closed", None, None)
+        code = struct.unpack(">h", answer[:2])[0]
+        length = struct.unpack(">h", answer[2:4])[0]
+        message = answer[4:4 + length].decode() if length >= 0 else None
+        rest = answer[4 + max(length, 0):]
+        auth_length = struct.unpack(">i", rest[:4])[0]
+        session = struct.unpack(">q", rest[4 + max(auth_length, 0):12 + max(auth_length, 0)])[0]
+        return (code, message, session)
+
+    def metadata(self):
+        """Metadata v1 of no topics: the answer's bytes, or None when the connection closed."""
+        return self.request(3, 1, struct.pack(">i", 0))
+
+    def close(self):
+        self.sock.close()
 
 
 def main():
@@ -226,6 +283,7 @@ def main():
         if error is not None:
             fail(f"alice's SCRAM-SHA-256 credential did not survive a restart: {error}", broker)
         log("ok a deleted SCRAM-SHA-512 credential is refused at once; SCRAM-SHA-256 still works after a restart")
+        mechanisms_and_reauth(work, broker, listeners, admin, sasl, sasl_ssl, sasl_port, ca)
         broker.stop()
         # A failed run keeps its directory (named in the failure) to look at; a passing one
         # leaves nothing behind.
@@ -237,6 +295,86 @@ def main():
         log(f"--- broker log ---\n{broker.log_tail(60)}")
         broker.kill()
         raise
+
+
+def mechanisms_and_reauth(work, broker, listeners, admin, sasl, sasl_ssl, sasl_port, ca):
+    """PLAIN and OAUTHBEARER beside SCRAM, and KIP-368 re-authentication every 2 s."""
+    tool("kafka-configs", "--bootstrap-server", admin, "--alter", "--entity-type", "users", "--entity-name",
+         "bob", "--add-config", "SCRAM-SHA-256=[password=bob-secret]")
+    broker.stop()
+    broker.start(listeners, "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN,OAUTHBEARER",
+                 "connections.max.reauth.ms=2000")
+    plain = client_config(sasl_ssl, "PLAIN", "alice", "alice-secret", ca[1])
+    problem = roundtrip(plain, "sasl-plain-mech", 100)
+    if problem:
+        fail(f"librdkafka PLAIN over SASL_SSL: {problem}", broker)
+    wrong = authentication_error(client_config(sasl_ssl, "PLAIN", "alice", "guess", ca[1]))
+    if wrong is None or "Invalid username or password" not in wrong:
+        fail(f"PLAIN with a wrong password: {wrong}", broker)
+    log("ok librdkafka PLAIN over SASL_SSL as alice (checked against her SCRAM-SHA-256 credential): 100 records; "
+        "a wrong password is refused (Invalid username or password)")
+
+    oauth = {"bootstrap.servers": sasl, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+             "enable.sasl.oauthbearer.unsecure.jwt": True, "sasl.oauthbearer.config": "principal=carol",
+             "log_level": 2}
+    problem = roundtrip(oauth, "sasl-oauth", 100)
+    if problem:
+        fail(f"librdkafka OAUTHBEARER (unsecured JWT): {problem}", broker)
+    properties = os.path.join(work, "java-oauth.properties")
+    with open(properties, "w") as f:
+        f.write("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n"
+                "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                'unsecuredLoginStringClaim_sub="dave";\n')
+    consumed = tool("kafka-console-consumer", "--bootstrap-server", sasl, "--consumer.config", properties,
+                    "--topic", "sasl-oauth", "--from-beginning", "--max-messages", "100", "--timeout-ms", "30000")
+    if len([line for line in consumed.stdout.splitlines() if line.startswith("sasl-oauth-")]) != 100:
+        fail(f"the Java console consumer with OAUTHBEARER: {consumed.stdout[-400:]} {consumed.stderr[-400:]}", broker)
+    with open(broker.log_path) as f:
+        principals = {line.split("principal=")[1].split()[0] for line in f if "SASL authenticated" in line}
+    if not {"User:carol", "User:dave"} <= principals:
+        fail(f"OAUTHBEARER principals {principals}", broker)
+    log("ok OAUTHBEARER with unsecured tokens: librdkafka as User:carol produced and read 100 records, the Java "
+        "console consumer (OAuthBearerLoginModule) as User:dave read them")
+
+    # KIP-368: a session of 2 s. librdkafka re-authenticates on its open connection.
+    with open(broker.log_path) as f:
+        before = sum(1 for line in f if "SASL authenticated" in line and "User:alice" in line)
+    from confluent_kafka import Producer
+    errors = []
+    producer = Producer({**client_config(sasl, "SCRAM-SHA-256", "alice", "alice-secret"),
+                         "on_delivery": lambda e, m: e and errors.append(str(e))})
+    for i in range(80):
+        producer.produce("sasl-reauth", value=f"r-{i}".encode())
+        producer.poll(0.1)
+    if producer.flush(30) != 0 or errors:
+        fail(f"a producer across re-authentications: {errors[:3]}", broker)
+    with open(broker.log_path) as f:
+        after = sum(1 for line in f if "SASL authenticated" in line and "User:alice" in line)
+    if after - before < 3:
+        fail(f"{after - before} authentications of alice over 8 s with 2 s sessions", broker)
+    log(f"ok connections.max.reauth.ms=2000: a librdkafka producer sent 80 records over 8 s without an error, "
+        f"authenticating {after - before} times")
+
+    raw = RawConnection(sasl_port)
+    code, message, session = raw.plain("alice", "alice-secret")
+    if code != 0 or session != 2000:
+        fail(f"PLAIN by hand: {code} {message} session {session}", broker)
+    code, message, _ = raw.plain("bob", "bob-secret")
+    if code != 58 or "Cannot change principals" not in (message or ""):
+        fail(f"re-authenticating as bob: {code} {message}", broker)
+    if raw.metadata() is not None:
+        fail("the connection stayed open after a refused re-authentication", broker)
+    raw.close()
+    raw = RawConnection(sasl_port)
+    raw.plain("alice", "alice-secret")
+    if raw.metadata() is None:
+        fail("an authenticated connection was not served", broker)
+    time.sleep(2.5)
+    if raw.metadata() is not None:
+        fail("a request after the session expired was answered", broker)
+    raw.close()
+    log("ok refused: re-authenticating as another principal (SASL_AUTHENTICATION_FAILED: Cannot change principals "
+        "during re-authentication), a request after the session expired (connection closed)")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@
 
 pub mod acl;
 mod authorizer;
+mod oauthbearer;
+mod plain;
 mod principal;
 mod sasl;
 mod scram;
@@ -20,6 +22,8 @@ mod tls;
 
 pub use authorizer::{Authorizer, STANDARD_AUTHORIZER};
 pub use principal::{Principal, PrincipalMapper};
-pub use sasl::{HandshakeRefusal, SaslAuthenticator, SaslFailure, SaslStep};
+pub use sasl::{
+    Admission, HandshakeRefusal, SaslAuthenticator, SaslFailure, SaslMechanism, SaslStep,
+};
 pub use scram::credential_from_salted_password;
 pub use tls::{HandshakeError, ServerTls, TlsError};

@@ -15,9 +15,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-#[cfg(test)]
-use ring::pbkdf2;
-use ring::{digest, hmac};
+use ring::{digest, hmac, pbkdf2};
 
 pub use crate::metadata::records::{ScramCredential, ScramMechanism};
 
@@ -73,8 +71,24 @@ pub fn credential_from_password(
     credential_from_salted_password(mechanism, &salted, salt, iterations)
 }
 
-/// Hi(password, salt, iterations): PBKDF2 with the mechanism's HMAC (tests).
-#[cfg(test)]
+/// Whether `password` is the one `credential` was made from (SASL/PLAIN checks passwords
+/// against the SCRAM credentials): the StoredKey it gives, compared in constant time.
+pub fn password_matches(
+    mechanism: ScramMechanism,
+    password: &str,
+    credential: &ScramCredential,
+) -> bool {
+    let salted = salted_password(mechanism, password, &credential.salt, credential.iterations);
+    let computed = credential_from_salted_password(
+        mechanism,
+        &salted,
+        &credential.salt,
+        credential.iterations,
+    );
+    constant_time_eq(&computed.stored_key, &credential.stored_key)
+}
+
+/// Hi(password, salt, iterations): PBKDF2 with the mechanism's HMAC.
 pub fn salted_password(
     mechanism: ScramMechanism,
     password: &str,

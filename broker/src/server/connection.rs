@@ -14,7 +14,7 @@ use super::frame_writer::ResponseSink;
 use super::sasl_gate::{self, Gated};
 use super::{dispatch, frame_writer};
 use crate::api::Routes;
-use crate::security::{Principal, SaslAuthenticator};
+use crate::security::{Admission, Principal, SaslAuthenticator};
 use crate::state::BrokerState;
 
 /// Requests read ahead per connection, at most (besides the byte bound).
@@ -72,36 +72,50 @@ pub async fn serve<R, W>(
         let mut close = false;
         let mut pending = None;
         let frame = bytes.freeze();
-        let frame = match identity
-            .sasl
-            .as_mut()
-            .filter(|auth| !auth.is_authenticated())
-        {
-            None => Some(frame),
-            Some(authenticator) => match sasl_gate::gate(frame, authenticator, &state, &routes) {
-                Gated::Dispatch(frame) => Some(frame),
-                Gated::Respond(response) => {
-                    pending = Some(response);
-                    None
+        // Authenticated connections are served; a SaslHandshake starts a re-authentication
+        // (KIP-368), and a session past `connections.max.reauth.ms` is closed.
+        let admission = match identity.sasl.as_mut() {
+            None => Admission::Serve,
+            Some(authenticator) => {
+                let api_key = frame
+                    .get(..2)
+                    .map_or(-1, |key| i16::from_be_bytes([key[0], key[1]]));
+                authenticator.admit(api_key, std::time::Instant::now(), &identity.principal)
+            }
+        };
+        let frame = match (admission, identity.sasl.as_mut()) {
+            (Admission::Serve, _) | (_, None) => Some(frame),
+            (Admission::Expired, Some(_)) => {
+                tracing::info!(%peer, principal = %identity.principal, "SASL session expired without re-authentication (connections.max.reauth.ms); closing connection");
+                close = true;
+                None
+            }
+            (Admission::Gate, Some(authenticator)) => {
+                match sasl_gate::gate(frame, authenticator, &state, &routes) {
+                    Gated::Dispatch(frame) => Some(frame),
+                    Gated::Respond(response) => {
+                        pending = Some(response);
+                        None
+                    }
+                    Gated::Authenticated(response, authenticated) => {
+                        tracing::debug!(%peer, principal = %authenticated, "SASL authenticated");
+                        identity.principal = authenticated;
+                        pending = Some(response);
+                        None
+                    }
+                    Gated::Close(response, reason) => {
+                        state
+                            .metrics
+                            .authentication_failures
+                            .with_label_values(&[&*listener])
+                            .inc();
+                        tracing::info!(%peer, listener = %listener, %reason, "Failed authentication; closing connection");
+                        close = true;
+                        pending = response;
+                        None
+                    }
                 }
-                Gated::Authenticated(response, authenticated) => {
-                    tracing::debug!(%peer, principal = %authenticated, "SASL authenticated");
-                    identity.principal = authenticated;
-                    pending = Some(response);
-                    None
-                }
-                Gated::Close(response, reason) => {
-                    state
-                        .metrics
-                        .authentication_failures
-                        .with_label_values(&[&*listener])
-                        .inc();
-                    tracing::info!(%peer, listener = %listener, %reason, "Failed authentication; closing connection");
-                    close = true;
-                    pending = response;
-                    None
-                }
-            },
+            }
         };
         let response =
             match frame {

@@ -26,7 +26,6 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::api::Routes;
-use crate::metadata::records::ScramMechanism;
 use crate::security::{Principal, SaslAuthenticator, ServerTls};
 use crate::state::BrokerState;
 
@@ -39,7 +38,7 @@ pub struct ListenerSecurity {
     /// `SSL`, `SASL_SSL`: a TLS handshake first.
     pub tls: Option<Arc<ServerTls>>,
     /// `SASL_*`: these mechanisms, before any request but ApiVersions.
-    pub sasl: Option<Arc<[ScramMechanism]>>,
+    pub sasl: Option<Arc<[crate::security::SaslMechanism]>>,
 }
 
 /// Accepts connections until `shutdown` flips, then waits for open connections to
@@ -119,10 +118,12 @@ async fn serve(
     shutdown: watch::Receiver<bool>,
 ) {
     let state = Arc::clone(state);
-    let sasl = security
-        .sasl
-        .as_ref()
-        .map(|mechanisms| Box::new(SaslAuthenticator::new(mechanisms.to_vec())));
+    let sasl = security.sasl.as_ref().map(|mechanisms| {
+        Box::new(SaslAuthenticator::new(
+            mechanisms.to_vec(),
+            state.config.connections_max_reauth_ms,
+        ))
+    });
     let Some(tls) = security.tls else {
         let (read_half, write_half) = stream.into_split();
         let peer = Box::new(connection::Peer {

@@ -99,16 +99,23 @@ pub fn gate(
                 }
             };
             let image = state.controller.image();
-            let step = authenticator.authenticate(&request.auth_bytes, |user, mechanism| {
-                image.scram_credential(user, mechanism).cloned()
-            });
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            let step =
+                authenticator.authenticate(&request.auth_bytes, now_ms, |user, mechanism| {
+                    image.scram_credential(user, mechanism).cloned()
+                });
             let (response, outcome) = match step {
                 SaslStep::Challenge(bytes) => (
                     SaslAuthenticateResponse::default().with_auth_bytes(Bytes::from(bytes)),
                     None,
                 ),
+                // v1+: how long the session lasts before the client must re-authenticate.
                 SaslStep::Authenticated(bytes, principal) => (
-                    SaslAuthenticateResponse::default().with_auth_bytes(Bytes::from(bytes)),
+                    SaslAuthenticateResponse::default()
+                        .with_auth_bytes(Bytes::from(bytes))
+                        .with_session_lifetime_ms(authenticator.session_lifetime_ms()),
                     Some(Ok(principal)),
                 ),
                 SaslStep::Failed(failure) => {
