@@ -97,6 +97,9 @@ pub struct BrokerConfig {
     pub ssl: Option<SslConfig>,
     /// `sasl.enabled.mechanisms`: what `SASL_*` listeners offer.
     pub sasl_mechanisms: Vec<crate::security::SaslMechanism>,
+    /// The controller listener is `SSL`: the quorum's RPCs (votes, replication of the
+    /// metadata log, brokers' registrations and heartbeats) run over mutual TLS.
+    pub controller_tls: bool,
     /// `connections.max.reauth.ms` (KIP-368): how long a SASL session lasts; 0 forever.
     pub connections_max_reauth_ms: u64,
     /// `authorizer.class.name` set: every request is checked against the ACLs.
@@ -339,7 +342,14 @@ impl BrokerConfig {
             &controller_names,
         )
         .map_err(|(key, reason)| invalid(key, &reason))?;
-        let serves_tls = client_listeners.iter().any(|l| l.protocol.uses_tls());
+        // The quorum speaks TLS when the (first) controller listener is mapped to SSL; every
+        // node, voter or not, reads the map to know how to reach the controllers.
+        let controller_tls = controller_names
+            .first()
+            .and_then(|name| protocols.get(name))
+            .is_some_and(|protocol| protocol == "SSL");
+        let serves_tls =
+            controller_tls || client_listeners.iter().any(|l| l.protocol.uses_tls());
         let sasl_mechanisms = sasl_mechanisms(&get("sasl.enabled.mechanisms"))
             .map_err(|reason| invalid("sasl.enabled.mechanisms", &reason))?;
         let ssl = ssl::parse(&get, serves_tls).map_err(|(key, reason)| invalid(key, &reason))?;
@@ -522,6 +532,7 @@ impl BrokerConfig {
             ssl,
             sasl_mechanisms,
             connections_max_reauth_ms: int("connections.max.reauth.ms")? as u64,
+            controller_tls,
             authorizer,
             log_defaults,
             retention_check_interval_ms: int("log.retention.check.interval.ms")? as u64,

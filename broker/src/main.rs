@@ -103,6 +103,21 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         )),
         _ => None,
     };
+    // The quorum's mutual TLS: the same stores, a client certificate always required.
+    let controller_tls = match &config.ssl {
+        Some(ssl) if config.controller_tls => {
+            let mutual = oxbow_broker::config::SslConfig {
+                client_auth: oxbow_broker::config::ClientAuth::Required,
+                ..ssl.clone()
+            };
+            let tls = Arc::new(
+                ServerTls::load(&mutual).context("cannot serve the SSL controller listener")?,
+            );
+            oxbow_broker::controller::rpc::use_tls(Arc::clone(&tls));
+            Some(tls)
+        }
+        _ => None,
+    };
     let defaults = config.log_defaults.clone();
     let (logs, report) = LogManager::open(
         &config.log_dirs,
@@ -131,6 +146,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         directory_ids.push(id);
     }
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    if let Some(tls) = &controller_tls {
+        tokio::spawn(Arc::clone(tls).watch(shutdown_rx.clone()));
+    }
     let settings = QuorumSettings {
         node_id: config.node_id,
         voters: config.voters.clone(),

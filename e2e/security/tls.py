@@ -272,8 +272,31 @@ class Writer(threading.Thread):
         self.producer.flush(30)
 
 
-def tls_only_cluster(binary, work, ca, client):
-    """Three nodes, SSL the only client and inter-broker listener, mTLS required."""
+def controller_refusals(port, ca, client, stranger):
+    """What the SSL controller port does with a plaintext frame, no certificate, a
+    certificate from another CA, and the cluster's own: (answers, handshakes) by case."""
+    outcome = {}
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        raw.sendall(struct.pack(">I", 3) + b"\x01{}")
+        try:
+            outcome["plaintext"] = raw.recv(64)
+        except (ConnectionResetError, socket.timeout):
+            outcome["plaintext"] = b""
+    for name, identity in (("no certificate", None), ("another CA", stranger), ("the cluster's CA", client)):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+                with tls_context(ca, identity).wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                    # TLS 1.3 reports a refused client certificate on the first read.
+                    tls.sendall(struct.pack(">I", 3) + b"\x01{}")
+                    tls.recv(64)
+                    outcome[name] = "accepted"
+        except (ssl.SSLError, OSError) as error:
+            outcome[name] = type(error).__name__
+    return outcome
+
+
+def tls_only_cluster(binary, work, ca, client, stranger):
+    """Three nodes, SSL the only client, inter-broker and controller listener, mTLS required."""
     store = broker_store(work, "cluster-broker", ca, "oxbow-broker", usage="serverAuth,clientAuth")
     network = Network(False)
     os.makedirs(os.path.join(work, "cluster"), exist_ok=True)
@@ -283,7 +306,7 @@ def tls_only_cluster(binary, work, ca, client):
         listeners = f"SSL://127.0.0.1:{probe.client_port(node)},CONTROLLER://127.0.0.1:{probe.controller_base + node - 1}"
         node_extra[node] = [f"listeners={listeners}"]
     cluster = Cluster(binary, os.path.join(work, "cluster"), network, cluster_id="tls-cluster", extra=[
-        "listener.security.protocol.map=SSL:SSL,CONTROLLER:PLAINTEXT", "inter.broker.listener.name=SSL",
+        "listener.security.protocol.map=SSL:SSL,CONTROLLER:SSL", "inter.broker.listener.name=SSL",
         f"ssl.keystore.location={store}", f"ssl.truststore.location={ca[1]}", "ssl.client.auth=required",
         "default.replication.factor=3", "min.insync.replicas=2", "offsets.topic.replication.factor=3",
     ], node_extra=node_extra)
@@ -350,10 +373,14 @@ def tls_only_cluster(binary, work, ca, client):
         values = [v for v in read.values()]
         if len(values) != len(set(values)):
             fail("a record was written twice in the TLS cluster")
+        refusals = controller_refusals(cluster.controller_base, ca[1], client, stranger)
+        if refusals["plaintext"] or refusals["the cluster's CA"] != "accepted" or "accepted" in (
+                refusals["no certificate"], refusals["another CA"]):
+            fail(f"the SSL controller port: {refusals}")
         problems = cluster.terminate(NODES)
         if problems:
             fail("; ".join(problems))
-        return len(acked), leader
+        return len(acked), leader, refusals
 
 
 def main():
@@ -439,10 +466,12 @@ def main():
         log(f"ok key store rotated in place: new connections got CN=broker-after {took:.1f} s later; the open "
             f"producer carried on, {writer.acked} records acknowledged, 0 failed")
         broker.stop()
-        acked, killed = tls_only_cluster(binary, work, ca, client)
-        log(f"ok three brokers with SSL as the only client and inter-broker listener (mTLS): {acked} acks=all "
-            f"records through a SIGKILL of leader {killed}, every one read back once at its offset; every ISR "
-            f"whole again after the restart (followers fetch over TLS)")
+        acked, killed, refusals = tls_only_cluster(binary, work, ca, client, stranger)
+        log(f"ok three nodes with SSL as the only client, inter-broker and controller listener (mTLS): {acked} "
+            f"acks=all records through a SIGKILL of leader {killed}, every one read back once at its offset; every "
+            f"ISR whole again after the restart (followers fetch and the quorum votes over TLS)")
+        log(f"ok the SSL controller port answers nothing in clear and refuses a client without a certificate or "
+            f"with one from another CA: {refusals}")
         # A failed run keeps its directory (named in the failure) to look at; a passing one
         # leaves nothing behind.
         shutil.rmtree(work, ignore_errors=True)

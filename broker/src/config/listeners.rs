@@ -91,8 +91,8 @@ pub fn security_protocols(text: &str) -> Result<BTreeMap<String, String>, String
 
 /// Refuses a listener whose security protocol Oxbow does not serve yet, or that has none:
 /// serving `SASL_SSL://` as plain TLS would let a client that expects to authenticate
-/// believe it did. A controller listener is plaintext (the quorum's own RPCs speak neither
-/// TLS nor SASL yet).
+/// believe it did. A controller listener is `PLAINTEXT` or `SSL` (mutual TLS: the quorum's
+/// own RPCs do not speak SASL).
 pub fn check_protocols(
     entries: &[(String, String, u16)],
     protocols: &BTreeMap<String, String>,
@@ -111,10 +111,11 @@ pub fn check_protocols(
         };
         match protocol {
             "PLAINTEXT" => {}
-            "SSL" | "SASL_PLAINTEXT" | "SASL_SSL" if !controller => {}
+            "SSL" => {}
+            "SASL_PLAINTEXT" | "SASL_SSL" if !controller => {}
             _ => {
                 return Err(format!(
-                    "controller listener {name} uses {protocol}, which Oxbow's quorum does not serve yet (only PLAINTEXT); it is refused rather than served as plaintext"
+                    "controller listener {name} uses {protocol}, which Oxbow's quorum does not serve (PLAINTEXT and SSL with client certificates are); it is refused rather than served as something weaker"
                 ));
             }
         }

@@ -7,6 +7,11 @@
 //! with a log line naming the peer; garbage on the port does the same. One request is
 //! in flight per connection; callers open one connection per peer and reconnect (resolving
 //! the host name again, as a pod's address may change) after any failure.
+//!
+//! With the controller listener mapped to `SSL`, every connection is mutual TLS: a node
+//! presents its certificate and checks the other's against the trust store ([`use_tls`]),
+//! so a process without a certificate from that CA can neither vote, replicate the log,
+//! register as a broker nor change metadata.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -17,7 +22,7 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use super::decisions::{CommandOutcome, ControllerCommand, ControllerError};
@@ -28,6 +33,26 @@ pub const PROTOCOL_VERSION: u8 = 1;
 /// Bounds a frame: snapshots travel in chunks well below this.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The node's TLS identity for the quorum's RPCs, set once at start-up when the controller
+/// listener is `SSL` (one per process, like the listener itself).
+static RPC_TLS: std::sync::OnceLock<std::sync::Arc<crate::security::ServerTls>> =
+    std::sync::OnceLock::new();
+
+/// Makes every controller connection of this process mutual TLS with `tls` (its client
+/// authentication must be `required`).
+pub fn use_tls(tls: std::sync::Arc<crate::security::ServerTls>) {
+    let _ = RPC_TLS.set(tls);
+}
+
+/// The quorum's TLS identity, when the controller listener is `SSL`.
+pub fn tls() -> Option<&'static std::sync::Arc<crate::security::ServerTls>> {
+    RPC_TLS.get()
+}
+
+/// A controller connection's byte stream: TCP, or TLS over it.
+pub trait RpcStream: AsyncRead + AsyncWrite + Unpin + Send + Sync {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync> RpcStream for T {}
 
 /// A request and who sends it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -227,10 +252,18 @@ pub enum FrameError {
 }
 
 /// One connection to a controller, opened on first use and again after a failure.
-#[derive(Debug)]
 pub struct RpcConnection {
     address: String,
-    stream: Option<BufReader<TcpStream>>,
+    stream: Option<BufReader<Box<dyn RpcStream>>>,
+}
+
+impl std::fmt::Debug for RpcConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcConnection")
+            .field("address", &self.address)
+            .field("connected", &self.stream.is_some())
+            .finish()
+    }
 }
 
 impl RpcConnection {
@@ -265,6 +298,33 @@ impl RpcConnection {
         result
     }
 
+    /// The client side of mutual TLS: this node's certificate, the controller's checked
+    /// against the trust store (and its address, under endpoint identification).
+    async fn tls_handshake(
+        &self,
+        tls: &crate::security::ServerTls,
+        stream: TcpStream,
+    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, RpcError> {
+        let failed = |reason: String| RpcError::Connect {
+            address: self.address.clone(),
+            source: std::io::Error::other(reason),
+        };
+        let host = self
+            .address
+            .rsplit_once(':')
+            .map_or(self.address.as_str(), |(host, _)| host)
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let (connector, name) = tls
+            .connector(host)
+            .map_err(|error| failed(error.to_string()))?
+            .ok_or_else(|| failed("no client TLS configuration".into()))?;
+        tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(name, stream))
+            .await
+            .map_err(|_| failed("TLS handshake timed out".into()))?
+            .map_err(|error| failed(format!("TLS handshake failed: {error}")))
+    }
+
     async fn exchange(&mut self, request: &RpcRequest) -> Result<RpcReply, RpcError> {
         if self.stream.is_none() {
             let connect = TcpStream::connect(self.address.as_str());
@@ -279,6 +339,10 @@ impl RpcConnection {
                     source,
                 })?;
             let _ = stream.set_nodelay(true);
+            let stream: Box<dyn RpcStream> = match tls() {
+                None => Box::new(stream),
+                Some(tls) => Box::new(self.tls_handshake(tls, stream).await?),
+            };
             self.stream = Some(BufReader::new(stream));
         }
         let address = self.address.clone();

@@ -117,7 +117,22 @@ pub async fn serve(
                 let service = Arc::clone(&service);
                 let shutdown = shutdown.clone();
                 tokio::spawn(async move {
-                    if let Err(error) = connection(stream, &service, shutdown).await {
+                    let served = match super::rpc::tls() {
+                        None => connection(stream, &service, shutdown).await,
+                        // Mutual TLS: a peer without a certificate from the trusted CA is
+                        // turned away before it can say anything.
+                        Some(tls) => match tls.accept(stream).await {
+                            Ok((stream, principal)) => {
+                                tracing::debug!(%peer, %principal, "Controller connection over TLS");
+                                connection(stream, &service, shutdown).await
+                            }
+                            Err(error) => {
+                                tracing::warn!(%peer, %error, "Refused a controller connection: TLS handshake failed");
+                                return;
+                            }
+                        },
+                    };
+                    if let Err(error) = served {
                         tracing::warn!(%peer, %error, "Closing a controller connection");
                     }
                 });
@@ -130,8 +145,8 @@ pub async fn serve(
     }
 }
 
-async fn connection(
-    stream: TcpStream,
+async fn connection<S: super::rpc::RpcStream>(
+    stream: S,
     service: &ControllerService,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), FrameError> {
