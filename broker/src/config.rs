@@ -348,8 +348,7 @@ impl BrokerConfig {
             .first()
             .and_then(|name| protocols.get(name))
             .is_some_and(|protocol| protocol == "SSL");
-        let serves_tls =
-            controller_tls || client_listeners.iter().any(|l| l.protocol.uses_tls());
+        let serves_tls = controller_tls || client_listeners.iter().any(|l| l.protocol.uses_tls());
         let sasl_mechanisms = sasl_mechanisms(&get("sasl.enabled.mechanisms"))
             .map_err(|reason| invalid("sasl.enabled.mechanisms", &reason))?;
         let ssl = ssl::parse(&get, serves_tls).map_err(|(key, reason)| invalid(key, &reason))?;

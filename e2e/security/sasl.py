@@ -115,6 +115,20 @@ def metadata_before_authenticating(port):
             return b""
 
 
+def metric_sum(broker, name, **labels):
+    """The sum of every sample of `name` whose labels include `labels` (one per mechanism)."""
+    import re
+    total = 0.0
+    for line in broker.metrics().splitlines():
+        match = re.match(r"([^{ ]+)(?:\{(.*)\})? (\S+)$", line)
+        if not match or match.group(1) != name:
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2) or ""))
+        if all(found.get(k) == v for k, v in labels.items()):
+            total += float(match.group(3))
+    return total
+
+
 class RawConnection:
     """A hand-made Kafka connection for the SASL steps clients never take on their own:
     re-authenticating as someone else, a request after the session expired."""
@@ -258,7 +272,8 @@ def main():
             fail(f"SASL connections authenticated as {principals}, expected User:alice", broker)
         log("ok every SASL connection is the principal User:alice")
 
-        failures = lambda: broker.metric("oxbow_server_authentication_failures_total", listener="SASL_PLAINTEXT") or 0
+        failures = lambda: metric_sum(broker, "oxbow_server_authentication_failures_total",  # noqa: E731
+                                      listener="SASL_PLAINTEXT")
         before = failures()
         wrong = authentication_error(client_config(sasl, "SCRAM-SHA-512", "alice", "guess"))
         unknown = authentication_error(client_config(sasl, "SCRAM-SHA-512", "mallory", "alice-secret"))
@@ -352,6 +367,10 @@ def mechanisms_and_reauth(work, broker, listeners, admin, sasl, sasl_ssl, sasl_p
         after = sum(1 for line in f if "SASL authenticated" in line and "User:alice" in line)
     if after - before < 3:
         fail(f"{after - before} authentications of alice over 8 s with 2 s sessions", broker)
+    counted = metric_sum(broker, "oxbow_server_authentications_total", listener="SASL_PLAINTEXT",
+                         mechanism="SCRAM-SHA-256")
+    if counted < after - before:
+        fail(f"oxbow_server_authentications_total{{SASL_PLAINTEXT,SCRAM-SHA-256}} = {counted}", broker)
     log(f"ok connections.max.reauth.ms=2000: a librdkafka producer sent 80 records over 8 s without an error, "
         f"authenticating {after - before} times")
 

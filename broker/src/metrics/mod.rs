@@ -24,6 +24,7 @@ pub struct Metrics {
     pub open_connections: IntGauge,
     pub tls_handshake_failures: IntCounterVec,
     pub authentication_failures: IntCounterVec,
+    pub authentications: IntCounterVec,
     pub authorization_denials: IntCounterVec,
     pub quota_throttle_ms: IntCounterVec,
     pub quota_throttled: IntCounterVec,
@@ -148,8 +149,14 @@ impl Metrics {
             authentication_failures: counter(
                 &registry,
                 "oxbow_server_authentication_failures_total",
-                "SASL exchanges that failed (a wrong password, an unknown user or mechanism, a request before authenticating), by listener.",
-                &["listener"],
+                "SASL exchanges that failed (a wrong password, an unknown user or mechanism, a request before authenticating), by listener and mechanism (`none` before a handshake).",
+                &["listener", "mechanism"],
+            )?,
+            authentications: counter(
+                &registry,
+                "oxbow_server_authentications_total",
+                "SASL authentications that succeeded, re-authentications included, by listener and mechanism.",
+                &["listener", "mechanism"],
             )?,
             authorization_denials: counter(
                 &registry,

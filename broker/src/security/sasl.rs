@@ -138,6 +138,11 @@ impl SaslAuthenticator {
         self.enabled.iter().map(|m| m.name()).collect()
     }
 
+    /// The mechanism chosen by the handshake, or `none` before one (a metric label).
+    pub fn mechanism_name(&self) -> &'static str {
+        self.mechanism.map_or("none", SaslMechanism::name)
+    }
+
     pub fn is_authenticated(&self) -> bool {
         matches!(self.state, State::Authenticated)
     }

@@ -98,6 +98,11 @@ pub async fn serve<R, W>(
                         None
                     }
                     Gated::Authenticated(response, authenticated) => {
+                        state
+                            .metrics
+                            .authentications
+                            .with_label_values(&[&*listener, authenticator.mechanism_name()])
+                            .inc();
                         tracing::debug!(%peer, principal = %authenticated, "SASL authenticated");
                         identity.principal = authenticated;
                         pending = Some(response);
@@ -107,7 +112,7 @@ pub async fn serve<R, W>(
                         state
                             .metrics
                             .authentication_failures
-                            .with_label_values(&[&*listener])
+                            .with_label_values(&[&*listener, authenticator.mechanism_name()])
                             .inc();
                         tracing::info!(%peer, listener = %listener, %reason, "Failed authentication; closing connection");
                         close = true;
