@@ -103,6 +103,27 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         )),
         _ => None,
     };
+    // SASL_SSL listeners ignore ssl.client.auth (KIP-684: SASL authenticates the client):
+    // the same stores, no client certificate asked for.
+    let sasl_tls = match &config.ssl {
+        Some(ssl)
+            if config.is_broker
+                && ssl.client_auth != oxbow_broker::config::ClientAuth::None
+                && config
+                    .client_listeners
+                    .iter()
+                    .any(|l| l.protocol == oxbow_broker::config::SecurityProtocol::SaslSsl) =>
+        {
+            let relaxed = oxbow_broker::config::SslConfig {
+                client_auth: oxbow_broker::config::ClientAuth::None,
+                ..ssl.clone()
+            };
+            Some(Arc::new(
+                ServerTls::load(&relaxed).context("cannot serve the SASL_SSL listeners")?,
+            ))
+        }
+        _ => None,
+    };
     // The quorum's mutual TLS: the same stores, a client certificate always required.
     let controller_tls = match &config.ssl {
         Some(ssl) if config.controller_tls => {
@@ -284,10 +305,13 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             }
             for (listener, socket) in config.client_listeners.iter().zip(sockets.kafka) {
                 let security = server::ListenerSecurity {
-                    tls: tls
-                        .as_ref()
-                        .filter(|_| listener.protocol.uses_tls())
-                        .map(Arc::clone),
+                    tls: match listener.protocol {
+                        oxbow_broker::config::SecurityProtocol::SaslSsl => {
+                            sasl_tls.as_ref().or(tls.as_ref()).map(Arc::clone)
+                        }
+                        protocol if protocol.uses_tls() => tls.as_ref().map(Arc::clone),
+                        _ => None,
+                    },
                     sasl: listener
                         .protocol
                         .uses_sasl()
@@ -344,7 +368,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             "Oxbow node started"
         );
     }
-    if let Some(tls) = &tls {
+    for tls in [&tls, &sasl_tls].into_iter().flatten() {
         tokio::spawn(Arc::clone(tls).watch(shutdown_rx.clone()));
     }
     let routes = Arc::new(api::routes(config.fetch_session_slots));

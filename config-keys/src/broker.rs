@@ -145,7 +145,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
         .shown("(none)"),
     BrokerKey::new("ssl.truststore.certificates", "", Kind::Password, "the trust store's CA certificates as a PEM string, instead of `ssl.truststore.location`")
         .shown("(none)"),
-    BrokerKey::new("ssl.client.auth", "none", Kind::String, "`required`: no TLS handshake completes without a client certificate the trust store vouches for (mTLS); `requested`: a certificate is checked when given, a client without one is `User:ANONYMOUS`; `none`")
+    BrokerKey::new("ssl.client.auth", "none", Kind::String, "`required`: no TLS handshake completes without a client certificate the trust store vouches for (mTLS); `requested`: a certificate is checked when given, a client without one is `User:ANONYMOUS`; `none`. Applies to `SSL` listeners; `SASL_SSL` listeners ask for no certificate (SASL authenticates the client, as Kafka's KIP-684 has it); the controller listener always requires one")
         .choices(&["required", "requested", "none"]),
     BrokerKey::new("ssl.principal.mapping.rules", "DEFAULT", Kind::String, "how a client certificate's subject (RFC 2253, `CN=app,OU=eng,O=Example`) becomes the principal `User:<name>`: Kafka's comma-separated `RULE:pattern/replacement/[LU]` entries, the first whose pattern matches the whole subject applies; `DEFAULT` is the subject itself; a subject no rule matches is refused"),
     BrokerKey::new("ssl.enabled.protocols", "TLSv1.2,TLSv1.3", Kind::List, "the TLS versions `SSL` listeners accept"),

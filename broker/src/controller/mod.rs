@@ -38,6 +38,50 @@ pub use oxbow_placement::new_partitions as placement;
 mod publisher;
 mod quorum;
 pub mod rpc;
+
+/// Sets `user`'s SCRAM-SHA-256 and SCRAM-SHA-512 credentials through the quorum itself,
+/// from outside any listener: how `oxbow dev --secure` creates its first user on a cluster
+/// whose every port asks for credentials (with the controller listener's mutual TLS when
+/// [`rpc::use_tls`] was called).
+pub async fn set_scram_password(
+    voters: &std::collections::BTreeMap<i32, String>,
+    cluster_id: &str,
+    user: &str,
+    password: &str,
+    timeout: std::time::Duration,
+) -> Result<(), ControllerError> {
+    use crate::metadata::records::ScramMechanism;
+    let salt = uuid::Uuid::new_v4().into_bytes();
+    let alterations = ScramMechanism::ALL
+        .into_iter()
+        .map(|mechanism| ScramAlteration::Upsert {
+            user: user.to_string(),
+            mechanism: mechanism.code(),
+            credential: crate::security::credential_from_password(mechanism, password, &salt, 8192),
+        })
+        .collect();
+    let client = client::ControllerClient::new(
+        0,
+        voters,
+        None,
+        std::sync::Arc::new(parking_lot::RwLock::new(Some(cluster_id.to_string()))),
+    );
+    let reply = client
+        .command(
+            &decisions::ControllerCommand::AlterScramCredentials { alterations },
+            timeout,
+        )
+        .await?;
+    match reply.outcome {
+        decisions::CommandOutcome::Users(users) => match users.into_iter().find_map(|(_, e)| e) {
+            Some(error) => Err(error),
+            None => Ok(()),
+        },
+        other => Err(ControllerError::Refused(format!(
+            "unexpected answer to AlterScramCredentials: {other:?}"
+        ))),
+    }
+}
 mod service;
 mod voters;
 

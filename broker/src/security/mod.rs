@@ -25,5 +25,5 @@ pub use principal::{Principal, PrincipalMapper};
 pub use sasl::{
     Admission, HandshakeRefusal, SaslAuthenticator, SaslFailure, SaslMechanism, SaslStep,
 };
-pub use scram::credential_from_salted_password;
+pub use scram::{credential_from_password, credential_from_salted_password};
 pub use tls::{HandshakeError, ServerTls, TlsError};

@@ -58,9 +58,9 @@ pub fn credential_from_salted_password(
     }
 }
 
-/// The credential from a password: the clients' side of it (tests). A broker never holds
-/// a password: Kafka's admin client sends the salted one.
-#[cfg(test)]
+/// The credential from a password: the clients' side of it (`oxbow dev --secure` creating
+/// its first user, tests). A broker never holds a password: Kafka's admin client sends the
+/// salted one.
 pub fn credential_from_password(
     mechanism: ScramMechanism,
     password: &str,

@@ -1,6 +1,9 @@
 //! `oxbow dev --brokers N`: a local cluster of N separate `oxbow` processes on loopback,
 //! each a combined broker and controller voter, data under one directory. It runs exactly
-//! the plain commands it prints, so what works here works the same by hand.
+//! the plain commands it prints, so what works here works the same by hand. With
+//! `--secure` every port asks for credentials ([`secure`]).
+
+mod secure;
 
 use std::path::PathBuf;
 
@@ -24,6 +27,12 @@ pub struct DevArgs {
     /// Metrics port of node 1.
     #[arg(long, default_value_t = 9644)]
     metrics_base_port: u16,
+    /// Secure every port: clients authenticate with SASL/SCRAM over TLS (user `admin`,
+    /// password in `<dir>/admin.password`), brokers replicate and run the quorum over
+    /// mutual TLS (on the controller port + 100), ACLs are on. Client configs for kcat and
+    /// the Java client are written to `<dir>/kcat.conf` and `<dir>/client.properties`.
+    #[arg(long)]
+    secure: bool,
 }
 
 /// The `--override` flags of node `node` (1-based).
@@ -90,12 +99,26 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
             id
         }
     };
+    let files = if args.secure {
+        Some(secure::prepare(&args.dir)?)
+    } else {
+        None
+    };
     let program = std::env::current_exe().context("locating the oxbow binary")?;
     let mut children: Vec<(u16, Child)> = Vec::new();
     // Each node's log lines, prefixed with the node: merged output an operator can read.
     let mut output = tokio::task::JoinSet::new();
     for node in 1..=args.brokers {
         let mut overrides = node_overrides(args, node, &cluster_id);
+        if let Some(files) = &files {
+            overrides.retain(|o| !o.starts_with("listeners="));
+            overrides.extend(secure::overrides(
+                files,
+                args.base_port + node - 1,
+                args.controller_base_port + 100 + node - 1,
+                args.controller_base_port + node - 1,
+            ));
+        }
         overrides.extend(extra_overrides.iter().cloned());
         let flags: Vec<String> = overrides
             .iter()
@@ -132,6 +155,30 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
     let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut terminate =
         signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    if let Some(files) = &files {
+        let voters = (1..=args.brokers)
+            .map(|n| {
+                (
+                    i32::from(n),
+                    format!("127.0.0.1:{}", args.controller_base_port + n - 1),
+                )
+            })
+            .collect();
+        tokio::select! {
+            created = secure::create_admin(files, &voters, &cluster_id) => created?,
+            _ = interrupt.recv() => return Ok(true),
+        }
+        let (kcat, java) = secure::client_configs(&args.dir, files, &bootstrap.join(","))?;
+        eprintln!(
+            "oxbow dev: secured: SASL_SSL with SCRAM-SHA-512 as user {} (password in {}), CA {}; ACLs on. Try:\n  kcat -F {} -L\n  kafka-topics.sh --bootstrap-server {} --command-config {} --list",
+            secure::ADMIN,
+            args.dir.join("admin.password").display(),
+            files.ca.display(),
+            kcat.display(),
+            bootstrap.join(","),
+            java.display()
+        );
+    }
     // A node that exits (or is killed, to try a failover) is reported; the others keep
     // running until Ctrl-C.
     let mut exited = Vec::new();

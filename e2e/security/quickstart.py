@@ -1,0 +1,142 @@
+"""The README's secured quick start (issue 33, point 7): `oxbow dev --brokers 1 --secure`.
+
+- it writes a CA, the brokers' key store, the admin password and client configs, and
+  prints how to connect;
+- kcat with the written `kcat.conf` lists, produces and consumes; Kafka's Java tools
+  with the written `client.properties` list the topic;
+- nothing is served without credentials: a plaintext request on the client port gets no
+  answer, kcat without the config is refused, the replication and controller ports refuse
+  a TLS client without a certificate;
+- Ctrl-C stops it cleanly.
+
+Usage: quickstart.py BROKER_BINARY
+"""
+
+import os
+import shutil
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from oxbow_e2e import free_port  # noqa: E402
+
+KAFKA_BIN = os.path.join(HERE, "..", "peers", "kafka", "bin")
+WORK = []
+
+
+def log(message):
+    print(message, flush=True)
+
+
+def fail(message, output=None):
+    log(f"FAIL {message}")
+    log(f"work dir kept: {WORK[0] if WORK else '(none)'}")
+    if output:
+        log("--- oxbow dev output ---\n" + "".join(output[-60:]))
+    sys.exit(1)
+
+
+def run(*args, stdin=None):
+    return subprocess.run(list(args), input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def refused_without_certificate(port, ca):
+    context = ssl.create_default_context(cafile=ca)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                tls.sendall(b"\x00\x00\x00\x01\x01")
+                tls.recv(16)
+        return False
+    except (ssl.SSLError, OSError):
+        return True
+
+
+def main():
+    binary = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="oxbow-quickstart-")
+    WORK.append(work)
+    directory = os.path.join(work, "oxbow-dev")
+    base, controller, metrics = free_port(), free_port(), free_port()
+    command = [binary, "dev", "--brokers", "1", "--secure", "--dir", directory, "--base-port", str(base),
+               "--controller-base-port", str(controller), "--metrics-base-port", str(metrics)]
+    dev = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = []
+    threading.Thread(target=lambda: [output.append(line) for line in dev.stdout], daemon=True).start()
+    try:
+        deadline = time.time() + 120
+        while not any("oxbow dev: secured:" in line for line in output):
+            if time.time() > deadline or dev.poll() is not None:
+                fail("oxbow dev --secure did not report a secured cluster", output)
+            time.sleep(0.5)
+        kcat_conf = os.path.join(directory, "kcat.conf")
+        properties = os.path.join(directory, "client.properties")
+        for path in (kcat_conf, properties, os.path.join(directory, "admin.password"),
+                     os.path.join(directory, "tls", "ca.crt")):
+            if not os.path.exists(path):
+                fail(f"{path} was not written", output)
+        if oct(os.stat(os.path.join(directory, "admin.password")).st_mode & 0o777) != "0o600":
+            fail("admin.password is readable by others", output)
+        printed = "".join(output)
+        if f"kcat -F {kcat_conf} -L" not in printed or f"--command-config {properties}" not in printed:
+            fail("the printed instructions do not name the written configs", output)
+        log("ok oxbow dev --secure wrote the CA, key store, admin password (0600), kcat.conf and "
+            "client.properties, and printed how to use them")
+
+        listed = run("kcat", "-F", kcat_conf, "-L")
+        if listed.returncode != 0 or "1 brokers" not in listed.stdout:
+            fail(f"kcat -F kcat.conf -L: {listed.stdout[-300:]} {listed.stderr[-300:]}", output)
+        records = "".join(f"quick-{i}\n" for i in range(20))
+        produced = run("kcat", "-F", kcat_conf, "-P", "-t", "quickstart", stdin=records)
+        consumed = run("kcat", "-F", kcat_conf, "-C", "-t", "quickstart", "-o", "beginning", "-e", "-q")
+        if produced.returncode != 0 or consumed.stdout.split() != records.split():
+            fail(f"kcat produce/consume: {produced.stderr[-300:]} / {consumed.stdout[-300:]} "
+                 f"{consumed.stderr[-300:]}", output)
+        topics = run(os.path.join(KAFKA_BIN, "kafka-topics"), "--bootstrap-server", f"127.0.0.1:{base}",
+                     "--command-config", properties, "--list")
+        if "quickstart" not in topics.stdout.split():
+            fail(f"kafka-topics with client.properties: {topics.stdout[-300:]} {topics.stderr[-300:]}", output)
+        log("ok kcat -F kcat.conf listed, produced 20 records and read them back; kafka-topics "
+            "--command-config client.properties listed the topic")
+
+        with socket.create_connection(("127.0.0.1", base), timeout=10) as raw:
+            body = struct.pack(">hhih", 18, 0, 1, 4) + b"test"
+            raw.sendall(struct.pack(">i", len(body)) + body)
+            raw.settimeout(5)
+            try:
+                answer = raw.recv(64)
+            except (socket.timeout, ConnectionResetError):
+                answer = b""
+        if answer[4:8] == struct.pack(">i", 1):
+            fail("the client port answered a plaintext ApiVersions", output)
+        anonymous = run("kcat", "-b", f"127.0.0.1:{base}", "-X", "security.protocol=SSL", "-X",
+                        f"ssl.ca.location={os.path.join(directory, 'tls', 'ca.crt')}", "-L", "-m", "10")
+        if anonymous.returncode == 0:
+            fail(f"kcat without SASL credentials was served: {anonymous.stdout[-300:]}", output)
+        ca = os.path.join(directory, "tls", "ca.crt")
+        for name, port in (("replication", controller + 100), ("controller", controller)):
+            if not refused_without_certificate(port, ca):
+                fail(f"the {name} port served a TLS client without a certificate", output)
+        log("ok refused: a plaintext request on the client port, kcat over TLS without SASL credentials, a TLS "
+            "client without a certificate on the replication and controller ports")
+
+        dev.send_signal(signal.SIGINT)
+        if dev.wait(60) != 0:
+            fail(f"oxbow dev exited with {dev.returncode} on Ctrl-C", output)
+        log("ok Ctrl-C stopped the secured cluster cleanly")
+        shutil.rmtree(work, ignore_errors=True)
+    finally:
+        if dev.poll() is None:
+            dev.kill()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The README's secured quick start (e2e/security/quickstart.py): `oxbow dev --brokers 1
+# --secure`, then kcat with the kcat.conf and Kafka's tools with the client.properties it
+# writes, and nothing served without credentials.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
+cargo build --locked -p oxbow-broker --bin oxbow
+e2e/peers/kafka/bin/kafka-topics --version >/dev/null
+exec "$OXBOW_CACHE/clients/venv/bin/python" e2e/security/quickstart.py "$CARGO_TARGET_DIR/debug/oxbow"
