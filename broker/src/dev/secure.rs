@@ -85,7 +85,8 @@ fn certificates() -> anyhow::Result<(String, String)> {
     let ca = ca_params.self_signed(&ca_key)?;
     let issuer = Issuer::new(ca_params, &ca_key);
     let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])?;
+    let mut params =
+        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])?;
     params.distinguished_name = name(BROKER_CN);
     params.extended_key_usages = vec![
         ExtendedKeyUsagePurpose::ServerAuth,
