@@ -1,7 +1,8 @@
 //! SaslHandshake and SaslAuthenticate when no SASL exchange is due: on a listener that is
 //! not `SASL_*`, or after the connection authenticated (a `SASL_*` connection's exchange
 //! itself is the server's, before any request reaches here). Kafka answers both with
-//! ILLEGAL_SASL_STATE. SaslHandshake v0 (raw SASL tokens after it) is not served.
+//! ILLEGAL_SASL_STATE. After a SaslHandshake v0 the tokens come as raw frames (Kafka's
+//! pre-KIP-152 exchange, which librdkafka before 2.10 needs listed); the gate serves them.
 
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
@@ -22,7 +23,7 @@ impl Api for SaslHandshakeApi {
     }
 
     fn versions(&self) -> VersionRange {
-        VersionRange { min: 1, max: 1 }
+        VersionRange { min: 0, max: 1 }
     }
 
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {

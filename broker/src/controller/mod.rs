@@ -51,7 +51,9 @@ pub async fn set_scram_password(
     timeout: std::time::Duration,
 ) -> Result<(), ControllerError> {
     use crate::metadata::records::ScramMechanism;
-    let salt = uuid::Uuid::new_v4().into_bytes();
+    // Printable, as Kafka's own salts are: librdkafka before 2.2 reads a salt up to its
+    // first NUL byte and then fails every proof.
+    let salt = uuid::Uuid::new_v4().simple().to_string().into_bytes();
     let alterations = ScramMechanism::ALL
         .into_iter()
         .map(|mechanism| ScramAlteration::Upsert {

@@ -119,6 +119,8 @@ pub struct SaslAuthenticator {
     session: Option<(Instant, Duration)>,
     /// While re-authenticating: who the connection was, which it must stay.
     previous: Option<Principal>,
+    /// After a SaslHandshake v0: the tokens come as raw frames, not SaslAuthenticate.
+    raw_tokens: bool,
 }
 
 impl SaslAuthenticator {
@@ -130,12 +132,23 @@ impl SaslAuthenticator {
             max_session: Duration::from_millis(max_reauth_ms),
             session: None,
             previous: None,
+            raw_tokens: false,
         }
     }
 
     /// The mechanisms this listener offers, by Kafka's names.
     pub fn enabled_names(&self) -> Vec<&'static str> {
         self.enabled.iter().map(|m| m.name()).collect()
+    }
+
+    /// A SaslHandshake v0 was answered: the exchange continues in raw frames.
+    pub fn use_raw_tokens(&mut self) {
+        self.raw_tokens = true;
+    }
+
+    /// Whether the next frame is a raw SASL token (during a v0 exchange).
+    pub fn expects_raw_token(&self) -> bool {
+        self.raw_tokens && !matches!(self.state, State::Handshake | State::Authenticated)
     }
 
     /// The mechanism chosen by the handshake, or `none` before one (a metric label).
@@ -160,7 +173,7 @@ impl SaslAuthenticator {
         if !self.is_authenticated() {
             return Admission::Gate;
         }
-        if api_key == SASL_HANDSHAKE {
+        if api_key == SASL_HANDSHAKE && !self.raw_tokens {
             self.previous = Some(principal.clone());
             self.state = State::Handshake;
             return Admission::Gate;
@@ -298,6 +311,17 @@ mod tests {
     use crate::security::scram::credential_from_password;
 
     fn scram_client_final(password: &str, server_first: &str, client_nonce_first: &str) -> Vec<u8> {
+        scram_client_final_with(password, server_first, client_nonce_first, "")
+    }
+
+    /// `echo_prefix` goes in front of the nonce the client echoes (librdkafka before 2.2
+    /// sends its own nonce there again).
+    fn scram_client_final_with(
+        password: &str,
+        server_first: &str,
+        client_nonce_first: &str,
+        echo_prefix: &str,
+    ) -> Vec<u8> {
         // A minimal SCRAM client (RFC 5802 section 3) to drive the authenticator.
         use base64::Engine as _;
         use base64::engine::general_purpose::STANDARD as BASE64;
@@ -318,7 +342,7 @@ mod tests {
         let key = hmac::Key::new(hmac::HMAC_SHA256, &salted);
         let client_key = hmac::sign(&key, b"Client Key");
         let stored_key = digest::digest(&digest::SHA256, client_key.as_ref());
-        let without_proof = format!("c=biws,r={nonce}");
+        let without_proof = format!("c=biws,r={echo_prefix}{nonce}");
         let auth_message = format!("{client_nonce_first},{server_first},{without_proof}");
         let signature = hmac::sign(
             &hmac::Key::new(hmac::HMAC_SHA256, stored_key.as_ref()),
@@ -360,6 +384,22 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_final_nonce_ending_with_the_servers_is_accepted_as_kafka_accepts_it() {
+        let mut auth =
+            SaslAuthenticator::new(vec![SaslMechanism::Scram(ScramMechanism::Sha256)], 0);
+        auth.handshake("SCRAM-SHA-256").unwrap();
+        let SaslStep::Challenge(first) = auth.authenticate(b"n,,n=alice,r=abc", 0, lookup) else {
+            panic!("no server-first")
+        };
+        let first = String::from_utf8(first).unwrap();
+        let last = scram_client_final_with("alice-secret", &first, "n=alice,r=abc", "abc");
+        assert!(matches!(
+            auth.authenticate(&last, 0, lookup),
+            SaslStep::Authenticated(..)
+        ));
     }
 
     #[test]

@@ -251,7 +251,9 @@ impl ScramServer {
         if !matches!(channel_binding, Some("biws" | "eSws")) {
             return Err(ScramError::ChannelBinding);
         }
-        if final_nonce != Some(nonce.as_str()) {
+        // Kafka accepts a final nonce that ends with the server's (`endsWith`): librdkafka
+        // before 2.2 sends its own nonce in front of the full one again.
+        if !final_nonce.is_some_and(|n| n.ends_with(nonce.as_str())) {
             return Err(ScramError::InvalidCredentials);
         }
         let proof = BASE64

@@ -1,5 +1,6 @@
 //! A `SASL_*` listener's connection before it has authenticated: ApiVersions is served,
-//! SaslHandshake and SaslAuthenticate drive the connection's [`SaslAuthenticator`], and
+//! SaslHandshake and SaslAuthenticate drive the connection's [`SaslAuthenticator`] (after a
+//! SaslHandshake v0, raw token frames do), and
 //! any other request closes the connection (Kafka: "Unexpected Kafka request of type …
 //! during SASL handshake").
 
@@ -35,6 +36,9 @@ pub fn gate(
     state: &BrokerState,
     routes: &Routes,
 ) -> Gated {
+    if authenticator.expects_raw_token() {
+        return raw_token(frame, authenticator, state);
+    }
     let (api, version, correlation_id, mut body) =
         match request::parse_request(frame.clone(), routes) {
             Ok(ParsedRequest::Request {
@@ -84,7 +88,12 @@ pub fn gate(
                 Err(reason) => return Gated::Close(None, reason),
             };
             match refusal {
-                Ok(()) => Gated::Respond(answer),
+                Ok(()) => {
+                    if version == 0 {
+                        authenticator.use_raw_tokens();
+                    }
+                    Gated::Respond(answer)
+                }
                 Err(_) => Gated::Close(
                     Some(answer),
                     format!("SASL mechanism {} is not enabled here", request.mechanism),
@@ -145,6 +154,27 @@ pub fn gate(
             None,
             format!("unexpected {other:?} request before SASL authentication"),
         ),
+    }
+}
+
+/// A raw SASL token after a SaslHandshake v0: answered with the raw reply (a frame with no
+/// Kafka header); a refusal closes the connection without an answer, as Kafka does.
+fn raw_token(frame: Bytes, authenticator: &mut SaslAuthenticator, state: &BrokerState) -> Gated {
+    let image = state.controller.image();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let raw = |bytes: Vec<u8>| Response {
+        header: BytesMut::new(),
+        body: ApiResponse::Encoded(BytesMut::from(&bytes[..])),
+    };
+    match authenticator.authenticate(&frame, now_ms, |user, mechanism| {
+        image.scram_credential(user, mechanism).cloned()
+    }) {
+        SaslStep::Challenge(bytes) => Gated::Respond(raw(bytes)),
+        // PLAIN and OAUTHBEARER end with nothing to say: Kafka sends an empty frame.
+        SaslStep::Authenticated(bytes, principal) => Gated::Authenticated(raw(bytes), principal),
+        SaslStep::Failed(failure) => Gated::Close(None, failure.to_string()),
     }
 }
 
