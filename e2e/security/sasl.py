@@ -363,27 +363,25 @@ def mechanisms_and_reauth(work, broker, listeners, admin, sasl, sasl_ssl, sasl_p
         "console consumer (OAuthBearerLoginModule) as User:dave read them")
 
     # KIP-368: a session of 2 s. librdkafka re-authenticates on its open connection.
-    with open(broker.log_path) as f:
-        before = sum(1 for line in f if "SASL authenticated" in line and "User:alice" in line)
+    logins = lambda: metric_sum(broker, "oxbow_server_authentications_total",  # noqa: E731
+                                listener="SASL_PLAINTEXT", mechanism="SCRAM-SHA-256")
+    before = logins()
     from confluent_kafka import Producer
     errors = []
     producer = Producer({**client_config(sasl, "SCRAM-SHA-256", "alice", "alice-secret"),
                          "on_delivery": lambda e, m: e and errors.append(str(e))})
+    # poll() returns at the first delivery report: the pace comes from sleeping.
     for i in range(80):
         producer.produce("sasl-reauth", value=f"r-{i}".encode())
-        producer.poll(0.1)
+        producer.poll(0)
+        time.sleep(0.1)
     if producer.flush(30) != 0 or errors:
         fail(f"a producer across re-authentications: {errors[:3]}", broker)
-    with open(broker.log_path) as f:
-        after = sum(1 for line in f if "SASL authenticated" in line and "User:alice" in line)
+    after = logins()
     if after - before < 3:
-        fail(f"{after - before} authentications of alice over 8 s with 2 s sessions", broker)
-    counted = metric_sum(broker, "oxbow_server_authentications_total", listener="SASL_PLAINTEXT",
-                         mechanism="SCRAM-SHA-256")
-    if counted < after - before:
-        fail(f"oxbow_server_authentications_total{{SASL_PLAINTEXT,SCRAM-SHA-256}} = {counted}", broker)
+        fail(f"{after - before:.0f} SCRAM-SHA-256 authentications over 8 s with 2 s sessions", broker)
     log(f"ok connections.max.reauth.ms=2000: a librdkafka producer sent 80 records over 8 s without an error, "
-        f"authenticating {after - before} times")
+        f"authenticating {after - before:.0f} times (oxbow_server_authentications_total)")
 
     raw = RawConnection(sasl_port)
     code, message, session = raw.plain("alice", "alice-secret")
