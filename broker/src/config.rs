@@ -352,6 +352,12 @@ impl BrokerConfig {
         let sasl_mechanisms = sasl_mechanisms(&get("sasl.enabled.mechanisms"))
             .map_err(|reason| invalid("sasl.enabled.mechanisms", &reason))?;
         let ssl = ssl::parse(&get, serves_tls).map_err(|(key, reason)| invalid(key, &reason))?;
+        if controller_tls && ssl.as_ref().is_some_and(|ssl| ssl.truststore.is_none()) {
+            return Err(invalid(
+                "ssl.truststore.location",
+                "an SSL controller listener requires client certificates (mutual TLS): set the CA certificates they chain to",
+            ));
+        }
         let authorizer = authorizer(&get("authorizer.class.name"), &get("super.users"))
             .map_err(|(key, reason)| invalid(key, &reason))?;
         let authorizer = match authorizer {
@@ -1234,8 +1240,8 @@ mod tests {
             let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
             BrokerConfig::load(&[], [], &overrides)
         };
-        // TLS or SASL on the quorum's listener is not served yet.
-        for protocol in ["SSL", "SASL_PLAINTEXT", "SASL_SSL"] {
+        // SASL on the quorum's listener is not served.
+        for protocol in ["SASL_PLAINTEXT", "SASL_SSL"] {
             let map =
                 format!("listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:{protocol}");
             let refused = [
@@ -1244,8 +1250,19 @@ mod tests {
                 "ssl.keystore.location=/etc/oxbow/broker.pem",
             ];
             let error = load(&refused).unwrap_err().to_string();
-            assert!(error.contains("does not serve yet"), "{refused:?}: {error}");
+            assert!(error.contains("does not serve"), "{refused:?}: {error}");
         }
+        // SSL on it is mutual TLS: a trust store is required.
+        let controller_ssl = [
+            "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
+            "ssl.keystore.location=/etc/oxbow/broker.pem",
+        ];
+        let error = load(&controller_ssl).unwrap_err().to_string();
+        assert!(error.contains("ssl.truststore.location"), "{error}");
+        let mut with_trust = controller_ssl.to_vec();
+        with_trust.push("ssl.truststore.location=/etc/oxbow/ca.pem");
+        assert!(load(&with_trust).unwrap().controller_tls);
         // SSL is served, with a key store; without one it is refused, never plaintext.
         let error = load(&["listeners=SSL://127.0.0.1:9093"])
             .unwrap_err()
