@@ -85,6 +85,9 @@ ok "namespace $OUT routes only to the nodes (${NODE_IP[*]}): pod IPs ${POD_IP[*]
 bootstrap="${NODE_IP[1]}:$BASE_PORT,${NODE_IP[2]}:$((BASE_PORT + 1)),${NODE_IP[0]}:$((BASE_PORT + 2))"
 meta() { outside python3 "$REPO/e2e/operator/example_client.py" metadata "$1"; }
 until_true 60 meta "${NODE_IP[1]}:$BASE_PORT" >/dev/null || fail "Metadata through ${NODE_IP[1]}:$BASE_PORT from outside"
+# Each broker's node port answers once that broker serves its listener (after it is unfenced)
+# and kube-proxy has the port's rules: waited for like the first.
+until_true 60 meta "${NODE_IP[2]}:$((BASE_PORT + 1))" >/dev/null || fail "Metadata through ${NODE_IP[2]}:$((BASE_PORT + 1)) from outside"
 view="$(meta "${NODE_IP[2]}:$((BASE_PORT + 1))")" || fail "Metadata through ${NODE_IP[2]}:$((BASE_PORT + 1))"
 expected="$(for i in 0 1 2; do echo "$i ${NODE_IP[$i]} $((BASE_PORT + i))"; done)"
 got="$(python3 -c 'import json,sys; b=json.loads(sys.argv[1])["brokers"]; [print(k, v["host"], v["port"]) for k, v in sorted(b.items(), key=lambda kv: int(kv[0]))]' "$view")"
