@@ -21,38 +21,17 @@ Usage: acls.py BROKER_BINARY
 
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
 from oxbow_e2e import Broker, free_port  # noqa: E402
+from common import fail, log, tool, work_dir  # noqa: E402
 
-KAFKA_BIN = os.path.join(HERE, "..", "peers", "kafka", "bin")
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
-WORK = []
-
-
-def log(message):
-    print(message, flush=True)
-
-
-def fail(message, broker=None):
-    log(f"FAIL {message}")
-    log(f"work dir kept: {WORK[0] if WORK else '(none)'}")
-    if broker is not None:
-        log(f"--- broker log ---\n{broker.log_tail(60)}")
-    sys.exit(1)
-
-
-def tool(name, *args, check=True, broker=None):
-    result = subprocess.run([os.path.join(KAFKA_BIN, name), *args], capture_output=True, text=True, timeout=120)
-    if check and result.returncode != 0:
-        fail(f"{name} {' '.join(args)}: {result.stdout[-800:]} {result.stderr[-800:]}", broker)
-    return result
 
 
 def java_properties(work, user):
@@ -111,8 +90,7 @@ def visible_topics(config):
 
 def main():
     binary = sys.argv[1]
-    work = tempfile.mkdtemp(prefix="oxbow-acls-")
-    WORK.append(work)
+    work = work_dir("oxbow-acls-")
     sasl_port = free_port()
     broker = Broker(binary, workdir=os.path.join(work, "broker"), overrides=[
         f"authorizer.class.name={AUTHORIZER}",

@@ -20,28 +20,15 @@ import ssl
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
 from oxbow_e2e import free_port  # noqa: E402
+from common import KAFKA_BIN, fail, log, work_dir  # noqa: E402
 
-KAFKA_BIN = os.path.join(HERE, "..", "peers", "kafka", "bin")
-WORK = []
-
-
-def log(message):
-    print(message, flush=True)
-
-
-def fail(message, output=None):
-    log(f"FAIL {message}")
-    log(f"work dir kept: {WORK[0] if WORK else '(none)'}")
-    if output:
-        log("--- oxbow dev output ---\n" + "".join(output[-60:]))
-    sys.exit(1)
 
 
 def run(*args, stdin=None):
@@ -62,8 +49,7 @@ def refused_without_certificate(port, ca):
 
 def main():
     binary = sys.argv[1]
-    work = tempfile.mkdtemp(prefix="oxbow-quickstart-")
-    WORK.append(work)
+    work = work_dir("oxbow-quickstart-")
     directory = os.path.join(work, "oxbow-dev")
     base, controller, metrics = free_port(), free_port(), free_port()
     command = [binary, "dev", "--brokers", "1", "--secure", "--dir", directory, "--base-port", str(base),
@@ -75,35 +61,35 @@ def main():
         deadline = time.time() + 120
         while not any("oxbow dev: secured:" in line for line in output):
             if time.time() > deadline or dev.poll() is not None:
-                fail("oxbow dev --secure did not report a secured cluster", output)
+                fail("oxbow dev --secure did not report a secured cluster", output=output)
             time.sleep(0.5)
         kcat_conf = os.path.join(directory, "kcat.conf")
         properties = os.path.join(directory, "client.properties")
         for path in (kcat_conf, properties, os.path.join(directory, "admin.password"),
                      os.path.join(directory, "tls", "ca.crt")):
             if not os.path.exists(path):
-                fail(f"{path} was not written", output)
+                fail(f"{path} was not written", output=output)
         if oct(os.stat(os.path.join(directory, "admin.password")).st_mode & 0o777) != "0o600":
-            fail("admin.password is readable by others", output)
+            fail("admin.password is readable by others", output=output)
         printed = "".join(output)
         if f"kcat -F {kcat_conf} -L" not in printed or f"--command-config {properties}" not in printed:
-            fail("the printed instructions do not name the written configs", output)
+            fail("the printed instructions do not name the written configs", output=output)
         log("ok oxbow dev --secure wrote the CA, key store, admin password (0600), kcat.conf and "
             "client.properties, and printed how to use them")
 
         listed = run("kcat", "-F", kcat_conf, "-L")
         if listed.returncode != 0 or "1 brokers" not in listed.stdout:
-            fail(f"kcat -F kcat.conf -L: {listed.stdout[-300:]} {listed.stderr[-300:]}", output)
+            fail(f"kcat -F kcat.conf -L: {listed.stdout[-300:]} {listed.stderr[-300:]}", output=output)
         records = "".join(f"quick-{i}\n" for i in range(20))
         produced = run("kcat", "-F", kcat_conf, "-P", "-t", "quickstart", stdin=records)
         consumed = run("kcat", "-F", kcat_conf, "-C", "-t", "quickstart", "-o", "beginning", "-e", "-q")
         if produced.returncode != 0 or consumed.stdout.split() != records.split():
             fail(f"kcat produce/consume: {produced.stderr[-300:]} / {consumed.stdout[-300:]} "
-                 f"{consumed.stderr[-300:]}", output)
+                 f"{consumed.stderr[-300:]}", output=output)
         topics = run(os.path.join(KAFKA_BIN, "kafka-topics"), "--bootstrap-server", f"127.0.0.1:{base}",
                      "--command-config", properties, "--list")
         if "quickstart" not in topics.stdout.split():
-            fail(f"kafka-topics with client.properties: {topics.stdout[-300:]} {topics.stderr[-300:]}", output)
+            fail(f"kafka-topics with client.properties: {topics.stdout[-300:]} {topics.stderr[-300:]}", output=output)
         log("ok kcat -F kcat.conf listed, produced 20 records and read them back; kafka-topics "
             "--command-config client.properties listed the topic")
 
@@ -116,21 +102,21 @@ def main():
             except (socket.timeout, ConnectionResetError):
                 answer = b""
         if answer[4:8] == struct.pack(">i", 1):
-            fail("the client port answered a plaintext ApiVersions", output)
+            fail("the client port answered a plaintext ApiVersions", output=output)
         anonymous = run("kcat", "-b", f"127.0.0.1:{base}", "-X", "security.protocol=SSL", "-X",
                         f"ssl.ca.location={os.path.join(directory, 'tls', 'ca.crt')}", "-L", "-m", "10")
         if anonymous.returncode == 0:
-            fail(f"kcat without SASL credentials was served: {anonymous.stdout[-300:]}", output)
+            fail(f"kcat without SASL credentials was served: {anonymous.stdout[-300:]}", output=output)
         ca = os.path.join(directory, "tls", "ca.crt")
         for name, port in (("replication", controller + 100), ("controller", controller)):
             if not refused_without_certificate(port, ca):
-                fail(f"the {name} port served a TLS client without a certificate", output)
+                fail(f"the {name} port served a TLS client without a certificate", output=output)
         log("ok refused: a plaintext request on the client port, kcat over TLS without SASL credentials, a TLS "
             "client without a certificate on the replication and controller ports")
 
         dev.send_signal(signal.SIGINT)
         if dev.wait(60) != 0:
-            fail(f"oxbow dev exited with {dev.returncode} on Ctrl-C", output)
+            fail(f"oxbow dev exited with {dev.returncode} on Ctrl-C", output=output)
         log("ok Ctrl-C stopped the secured cluster cleanly")
         shutil.rmtree(work, ignore_errors=True)
     finally:

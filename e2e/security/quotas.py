@@ -16,40 +16,19 @@ Usage: quotas.py BROKER_BINARY
 
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
 from oxbow_e2e import Broker  # noqa: E402
+from common import fail, log, tool, work_dir  # noqa: E402
 
-KAFKA_BIN = os.path.join(HERE, "..", "peers", "kafka", "bin")
 QUOTA = 1024 * 1024
 READ_QUOTA = 512 * 1024
 VALUE = b"q" * 1000
 
-WORK = []
-
-
-def log(message):
-    print(message, flush=True)
-
-
-def fail(message, broker=None):
-    log(f"FAIL {message}")
-    log(f"work dir kept: {WORK[0] if WORK else '(none)'}")
-    if broker is not None:
-        log(f"--- broker log ---\n{broker.log_tail(60)}")
-    sys.exit(1)
-
-
-def tool(name, *args, check=True, broker=None):
-    result = subprocess.run([os.path.join(KAFKA_BIN, name), *args], capture_output=True, text=True, timeout=120)
-    if check and result.returncode != 0:
-        fail(f"{name} {' '.join(args)}: {result.stdout[-800:]} {result.stderr[-800:]}", broker)
-    return result
 
 
 def produce_for(bootstrap, client_id, topic, seconds):
@@ -107,8 +86,7 @@ def consume_for(bootstrap, client_id, topic, seconds):
 
 def main():
     binary = sys.argv[1]
-    work = tempfile.mkdtemp(prefix="oxbow-quotas-")
-    WORK.append(work)
+    work = work_dir("oxbow-quotas-")
     broker = Broker(binary, workdir=os.path.join(work, "broker"))
     os.environ["RUST_LOG"] = "info,openraft=off"
     broker.start()

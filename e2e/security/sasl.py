@@ -22,41 +22,16 @@ import os
 import shutil
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
 from oxbow_e2e import Broker, free_port, wait_for  # noqa: E402
+from common import fail, log, tool, work_dir  # noqa: E402
 from tls import broker_store, make_ca  # noqa: E402
 
-KAFKA_BIN = os.path.join(HERE, "..", "peers", "kafka", "bin")
-
-
-# The run's temporary directory, named when a check fails.
-WORK = []
-
-
-def log(message):
-    print(message, flush=True)
-
-
-def fail(message, broker=None):
-    log(f"FAIL {message}")
-    log(f"work dir kept: {WORK[0] if WORK else '(none)'}")
-    if broker is not None:
-        log(f"--- broker log ---\n{broker.log_tail(60)}")
-    sys.exit(1)
-
-
-def tool(name, *args, check=True):
-    result = subprocess.run([os.path.join(KAFKA_BIN, name), *args], capture_output=True, text=True, timeout=120)
-    if check and result.returncode != 0:
-        fail(f"{name} {' '.join(args)}: {result.stdout[-800:]} {result.stderr[-800:]}")
-    return result
 
 
 def client_config(bootstrap, mechanism, user, password, ca=None):
@@ -198,8 +173,7 @@ class RawConnection:
 
 def main():
     binary = sys.argv[1]
-    work = tempfile.mkdtemp(prefix="oxbow-sasl-")
-    WORK.append(work)
+    work = work_dir("oxbow-sasl-")
     ca = make_ca(work, "ca", "/CN=Oxbow test CA")
     store = broker_store(work, "broker", ca, "broker")
     sasl_port, sasl_ssl_port = free_port(), free_port()

@@ -29,35 +29,19 @@ import ssl
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
 from oxbow_e2e import Broker, free_port, wait_for  # noqa: E402
+from common import KAFKA_BIN, fail, log, work_dir  # noqa: E402
 from oxbow_cluster import Cluster, Network, NODES  # noqa: E402
 
-KAFKA_BIN = os.path.join(HERE, "..", "peers", "kafka", "bin")
 # Kafka's perf tools move this many 1 KiB records over TLS: fetch responses of megabytes.
 BULK_RECORDS = 150_000
 RULES = "RULE:^CN=([^,]*),OU=apps,O=Example$/$1/,DEFAULT"
-
-
-# The run's temporary directory, named when a check fails.
-WORK = []
-
-
-def log(message):
-    print(message, flush=True)
-
-
-def fail(message, broker=None):
-    log(f"FAIL {message}")
-    log(f"work dir kept: {WORK[0] if WORK else '(none)'}")
-    if broker is not None:
-        log(f"--- broker log ---\n{broker.log_tail(60)}")
-    sys.exit(1)
 
 
 def openssl(*args):
@@ -386,8 +370,7 @@ def tls_only_cluster(binary, work, ca, client, stranger):
 
 def main():
     binary = sys.argv[1]
-    work = tempfile.mkdtemp(prefix="oxbow-tls-")
-    WORK.append(work)
+    work = work_dir("oxbow-tls-")
     ca = make_ca(work, "ca", "/CN=Oxbow test CA")
     rogue_ca = make_ca(work, "rogue-ca", "/CN=Someone else")
     store = broker_store(work, "broker", ca, "broker-before")
