@@ -10,9 +10,8 @@ use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceRespon
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
 
 use super::admin::AdminError;
-use super::configs::{ConfigResource, alter_broker, alter_outcome, duplicate_key};
+use super::configs::{ConfigResource, alter_broker, alter_if_authorized, duplicate_key};
 use super::{Api, HandlerFuture, RequestContext};
-use crate::security::acl::Operation;
 use crate::state::BrokerState;
 
 #[derive(Debug)]
@@ -29,17 +28,14 @@ impl Api for AlterConfigsApi {
             let mut responses = Vec::with_capacity(request.resources.len());
             let access = context.access();
             for resource in &request.resources {
-                let outcome = match super::configs::authorize(
+                let (code, message) = alter_if_authorized(
                     &access,
+                    "AlterConfigs",
                     resource.resource_type,
                     &resource.resource_name,
-                    Operation::AlterConfigs,
-                ) {
-                    Ok(()) => alter(context.broker, resource, request.validate_only).await,
-                    Err(denied) => Err(denied),
-                };
-                let (code, message) =
-                    alter_outcome("AlterConfigs", &resource.resource_name, outcome);
+                    alter(context.broker, resource, request.validate_only),
+                )
+                .await;
                 responses.push(
                     AlterConfigsResourceResponse::default()
                         .with_resource_type(resource.resource_type)

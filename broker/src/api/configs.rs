@@ -161,7 +161,28 @@ fn check_cordoned_dirs(log_dirs: &[std::path::PathBuf], value: &str) -> Result<(
 /// The first config key named twice in one resource, which Kafka refuses.
 /// The error code and message of one resource of AlterConfigs or IncrementalAlterConfigs
 /// (`(0, None)` when it was altered); a refusal is logged with the API's name.
-pub fn alter_outcome(
+/// Alters one resource's configs (`alter`, run only when the request may ALTER_CONFIGS it)
+/// and gives the error code and message of its answer, logging a refusal.
+pub async fn alter_if_authorized(
+    access: &Access<'_>,
+    api: &str,
+    resource_type: i8,
+    resource_name: &str,
+    alter: impl std::future::Future<Output = Result<(), AdminError>>,
+) -> (i16, Option<kafka_protocol::protocol::StrBytes>) {
+    let outcome = match authorize(
+        access,
+        resource_type,
+        resource_name,
+        Operation::AlterConfigs,
+    ) {
+        Ok(()) => alter.await,
+        Err(denied) => Err(denied),
+    };
+    alter_outcome(api, resource_name, outcome)
+}
+
+fn alter_outcome(
     api: &str,
     resource_name: &str,
     result: Result<(), AdminError>,

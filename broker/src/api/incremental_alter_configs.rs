@@ -15,12 +15,11 @@ use kafka_protocol::messages::{
 
 use super::admin::AdminError;
 use super::configs::{
-    ConfigResource, TYPE_LIST, alter_broker, alter_outcome, duplicate_key, topic_config_type,
+    ConfigResource, TYPE_LIST, alter_broker, alter_if_authorized, duplicate_key, topic_config_type,
 };
 use super::{Api, HandlerFuture, RequestContext};
 use crate::controller::ControllerError;
 use crate::metadata::image::TopicImage;
-use crate::security::acl::Operation;
 use crate::state::BrokerState;
 use crate::storage::LogConfigError;
 
@@ -44,17 +43,14 @@ impl Api for IncrementalAlterConfigsApi {
             let mut responses = Vec::with_capacity(request.resources.len());
             let access = context.access();
             for resource in &request.resources {
-                let outcome = match super::configs::authorize(
+                let (code, message) = alter_if_authorized(
                     &access,
+                    "IncrementalAlterConfigs",
                     resource.resource_type,
                     &resource.resource_name,
-                    Operation::AlterConfigs,
-                ) {
-                    Ok(()) => alter(context.broker, resource, request.validate_only).await,
-                    Err(denied) => Err(denied),
-                };
-                let (code, message) =
-                    alter_outcome("IncrementalAlterConfigs", &resource.resource_name, outcome);
+                    alter(context.broker, resource, request.validate_only),
+                )
+                .await;
                 responses.push(
                     AlterConfigsResourceResponse::default()
                         .with_resource_type(resource.resource_type)
