@@ -47,18 +47,19 @@ impl Api for JoinGroupApi {
                 context
                     .access()
                     .allows(Operation::Read, ResourceType::Group, &request.group_id);
-            let result = tokio::select! {
-                result = groups.join(&request.group_id.0, join), if allowed => result,
-                () = std::future::ready(()), if !allowed => {
-                    crate::group::classic::JoinResponseData::failed(
-                        crate::group::GroupError::GroupAuthorizationFailed,
-                        "",
-                    )
+            let result = if allowed {
+                tokio::select! {
+                    result = groups.join(&request.group_id.0, join) => result,
+                    _ = shutdown.wait_for(|down| *down) => crate::group::classic::JoinResponseData::failed(
+                        crate::group::GroupError::CoordinatorNotAvailable,
+                        &request.member_id,
+                    ),
                 }
-                _ = shutdown.wait_for(|down| *down) => crate::group::classic::JoinResponseData::failed(
-                    crate::group::GroupError::CoordinatorNotAvailable,
-                    &request.member_id,
-                ),
+            } else {
+                crate::group::classic::JoinResponseData::failed(
+                    crate::group::GroupError::GroupAuthorizationFailed,
+                    "",
+                )
             };
             let error_code = result
                 .error

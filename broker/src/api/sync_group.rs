@@ -38,10 +38,13 @@ impl Api for SyncGroupApi {
                 context
                     .access()
                     .allows(Operation::Read, ResourceType::Group, &request.group_id);
-            let result = tokio::select! {
-                result = sync, if allowed => result,
-                () = std::future::ready(()), if !allowed => Err(GroupError::GroupAuthorizationFailed),
-                _ = shutdown.wait_for(|down| *down) => Err(GroupError::CoordinatorNotAvailable),
+            let result = if allowed {
+                tokio::select! {
+                    result = sync => result,
+                    _ = shutdown.wait_for(|down| *down) => Err(GroupError::CoordinatorNotAvailable),
+                }
+            } else {
+                Err(GroupError::GroupAuthorizationFailed)
             };
             let (protocol_type, protocol_name) = context
                 .broker
