@@ -145,10 +145,10 @@ impl<'a> RequestContext<'a> {
     /// request time) and returns the throttle it earned in ms, for the answer's
     /// `throttle_time_ms`; the connection is muted for the longest throttle of the request.
     pub fn quota_throttle(&self, key: crate::quota::QuotaKey, value: f64) -> i32 {
-        let image = self.broker.controller.image();
-        if image.client_quotas.is_empty() {
+        if !self.broker.controller.client_quotas_set() {
             return 0;
         }
+        let image = self.broker.controller.image();
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));

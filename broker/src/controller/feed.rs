@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,9 @@ struct Recent {
 pub struct MetadataFeed {
     view: watch::Sender<Arc<MetadataView>>,
     recent: Mutex<Recent>,
+    /// Whether the current image holds any client quota: read on every request, so that a
+    /// cluster without quotas does not look at the image to learn it.
+    client_quotas_set: AtomicBool,
 }
 
 impl Default for MetadataFeed {
@@ -58,6 +62,7 @@ impl Default for MetadataFeed {
         Self {
             view: watch::channel(Arc::new(MetadataView::default())).0,
             recent: Mutex::new(Recent::default()),
+            client_quotas_set: AtomicBool::new(false),
         }
     }
 }
@@ -65,6 +70,19 @@ impl Default for MetadataFeed {
 impl MetadataFeed {
     pub fn current(&self) -> Arc<MetadataView> {
         Arc::clone(&self.view.borrow())
+    }
+
+    pub fn client_quotas_set(&self) -> bool {
+        self.client_quotas_set.load(Ordering::Relaxed)
+    }
+
+    fn publish(&self, applied_index: u64, image: Arc<ClusterImage>) {
+        self.client_quotas_set
+            .store(!image.client_quotas.is_empty(), Ordering::Relaxed);
+        self.view.send_replace(Arc::new(MetadataView {
+            applied_index,
+            image,
+        }));
     }
 
     pub fn subscribe(&self) -> watch::Receiver<Arc<MetadataView>> {
@@ -88,10 +106,7 @@ impl MetadataFeed {
                 }
             }
         }
-        self.view.send_replace(Arc::new(MetadataView {
-            applied_index: index,
-            image,
-        }));
+        self.publish(index, image);
     }
 
     /// A whole image replaced this node's (a snapshot was installed or restored, or an
@@ -102,10 +117,7 @@ impl MetadataFeed {
             recent.batches.clear();
             recent.complete_after = index;
         }
-        self.view.send_replace(Arc::new(MetadataView {
-            applied_index: index,
-            image,
-        }));
+        self.publish(index, image);
     }
 
     /// What an observer that has applied up to `from_index` needs.

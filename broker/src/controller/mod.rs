@@ -450,6 +450,11 @@ impl Controller {
         Arc::clone(&self.feed.current().image)
     }
 
+    /// Whether any client quota is set (without reading the image).
+    pub fn client_quotas_set(&self) -> bool {
+        self.feed.client_quotas_set()
+    }
+
     pub fn cluster_id(&self) -> String {
         self.image().cluster_id.clone().unwrap_or_default()
     }
