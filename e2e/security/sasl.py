@@ -9,6 +9,9 @@ SASL_SSL listener:
   lists mechanisms and iterations (DescribeUserScramCredentials, DescribeClientQuotas);
 - librdkafka (SCRAM-SHA-512 over SASL_PLAINTEXT, SCRAM-SHA-256 over SASL_SSL), kafka-python
   and Kafka's Java console consumer authenticate and produce/consume;
+- franz-go (e2e/peers/franz-go: admin, idempotent producer, group consumer, commit) over
+  SASL_SSL with SCRAM-SHA-512 and with PLAIN, verifying the broker's certificate; a wrong
+  password is refused with SASL_AUTHENTICATION_FAILED (kerr.SaslAuthenticationFailed);
 - refused, with SASL_AUTHENTICATION_FAILED and the connection closed: a wrong password,
   an unknown user, a deleted mechanism; a Metadata request before authenticating closes
   the connection; each is counted in oxbow_server_authentication_failures_total;
@@ -22,6 +25,7 @@ import os
 import shutil
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -32,6 +36,35 @@ from oxbow_e2e import Broker, free_port, wait_for  # noqa: E402
 from common import fail, log, tool, work_dir  # noqa: E402
 from tls import broker_store, make_ca  # noqa: E402
 
+FRANZ_GO = os.path.join(HERE, "..", "peers", "franz-go", "run")
+
+
+def franz_go(bootstrap, mechanism, user, password, ca, *extra):
+    """franz-go's round trip (e2e/peers/franz-go/run) over SASL_SSL: its exit code and output."""
+    result = subprocess.run([FRANZ_GO, "--bootstrap", bootstrap, "--tls-ca", ca, "--sasl-mechanism", mechanism,
+                             "--sasl-user", user, "--sasl-password", password, *extra],
+                            capture_output=True, text=True, timeout=180)
+    return result.returncode, (result.stdout + result.stderr).strip()
+
+
+def franz_go_roundtrip(broker, bootstrap, mechanism, ca, messages):
+    code, output = franz_go(bootstrap, mechanism, "alice", "alice-secret", ca, "--messages", str(messages))
+    if code != 0:
+        fail(f"franz-go {mechanism} over SASL_SSL: exit {code}: {output[-800:]}", broker)
+    return output
+
+
+def franz_go_refused(broker, bootstrap, mechanism, ca):
+    """A wrong password must be refused with SASL_AUTHENTICATION_FAILED (not a timeout), and
+    counted on the SASL_SSL listener."""
+    failures = lambda: metric_sum(broker, "oxbow_server_authentication_failures_total",  # noqa: E731
+                                  listener="SASL_SSL")
+    before = failures()
+    code, output = franz_go(bootstrap, mechanism, "alice", "guess", ca, "--expect-auth-failure")
+    if code != 0 or "SASL_AUTHENTICATION_FAILED" not in output:
+        fail(f"franz-go {mechanism} with a wrong password over SASL_SSL: exit {code}: {output[-800:]}", broker)
+    wait_for(lambda: failures() > before, 15, "franz-go's failure to be counted")
+    return output
 
 
 def client_config(bootstrap, mechanism, user, password, ca=None):
@@ -221,6 +254,11 @@ def main():
             fail(f"librdkafka SCRAM-SHA-256 over SASL_SSL: {problem}", broker)
         log("ok librdkafka authenticated as alice: SCRAM-SHA-512 over SASL_PLAINTEXT, SCRAM-SHA-256 over SASL_SSL; "
             "200 records each produced and consumed")
+        franz_go_roundtrip(broker, sasl_ssl, "SCRAM-SHA-512", ca[1], 300)
+        refused = franz_go_refused(broker, sasl_ssl, "SCRAM-SHA-512", ca[1])
+        log("ok franz-go SCRAM-SHA-512 over SASL_SSL (certificate verified for 127.0.0.1): admin, idempotent "
+            "producer and group consumer as alice round-tripped 300 records and committed; a wrong password: "
+            f"{refused.splitlines()[-1][:200]}")
 
         from kafka import KafkaConsumer, KafkaProducer
         python_settings = {"bootstrap_servers": sasl, "security_protocol": "SASL_PLAINTEXT",
@@ -313,6 +351,10 @@ def mechanisms_and_reauth(work, broker, listeners, admin, sasl, sasl_ssl, sasl_p
         fail(f"PLAIN with a wrong password: {wrong}", broker)
     log("ok librdkafka PLAIN over SASL_SSL as alice (checked against her SCRAM-SHA-256 credential): 100 records; "
         "a wrong password is refused (Invalid username or password)")
+    franz_go_roundtrip(broker, sasl_ssl, "PLAIN", ca[1], 300)
+    refused = franz_go_refused(broker, sasl_ssl, "PLAIN", ca[1])
+    log("ok franz-go PLAIN over SASL_SSL as alice: 300 records round-tripped and committed; a wrong password: "
+        f"{refused.splitlines()[-1][:200]}")
 
     oauth = {"bootstrap.servers": sasl, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
              "enable.sasl.oauthbearer.unsecure.jwt": True, "sasl.oauthbearer.config": "principal=carol",

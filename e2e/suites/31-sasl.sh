@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # SASL/SCRAM listeners with real clients (e2e/security/sasl.py): credentials set and
 # described with Kafka's kafka-configs, librdkafka, kafka-python and the Java console
-# consumer over SASL_PLAINTEXT and SASL_SSL, wrong passwords, unknown users and requests
-# before authenticating refused, credentials kept across a restart.
+# consumer over SASL_PLAINTEXT and SASL_SSL, franz-go over SASL_SSL (SCRAM-SHA-512 and
+# PLAIN), wrong passwords, unknown users and requests before authenticating refused,
+# credentials kept across a restart.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
 cargo build --locked -p oxbow-broker --bin oxbow
 e2e/peers/kafka/bin/kafka-configs --version >/dev/null
+e2e/peers/franz-go/run --build-only
 exec "$OXBOW_CACHE/clients/venv/bin/python" e2e/security/sasl.py "$CARGO_TARGET_DIR/debug/oxbow"
