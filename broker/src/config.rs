@@ -102,6 +102,9 @@ pub struct BrokerConfig {
     pub controller_tls: bool,
     /// `connections.max.reauth.ms` (KIP-368): how long a SASL session lasts; 0 forever.
     pub connections_max_reauth_ms: u64,
+    /// `sasl.oauthbearer.jwks.endpoint.url` and its checks: OAUTHBEARER tokens must be
+    /// signed by a key of that set (none: Kafka's unsecured validator).
+    pub oauthbearer_jwks: Option<crate::security::JwksSettings>,
     /// `authorizer.class.name` set: every request is checked against the ACLs.
     pub authorizer: Option<crate::security::Authorizer>,
     pub log_defaults: LogConfig,
@@ -367,6 +370,31 @@ impl BrokerConfig {
             }),
             None => None,
         };
+        let oauthbearer_jwks = match get("sasl.oauthbearer.jwks.endpoint.url").trim() {
+            "" => None,
+            url => Some(crate::security::JwksSettings {
+                path: crate::security::JwksSettings::path_of(url)
+                    .map_err(|reason| invalid("sasl.oauthbearer.jwks.endpoint.url", &reason))?,
+                expected_audience: get("sasl.oauthbearer.expected.audience")
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+                expected_issuer: Some(get("sasl.oauthbearer.expected.issuer").trim().to_string())
+                    .filter(|i| !i.is_empty()),
+                sub_claim_name: match get("sasl.oauthbearer.sub.claim.name").trim() {
+                    "" => {
+                        return Err(invalid(
+                            "sasl.oauthbearer.sub.claim.name",
+                            "must name a claim",
+                        ));
+                    }
+                    name => name.to_string(),
+                },
+                clock_skew_seconds: int("sasl.oauthbearer.clock.skew.seconds")? as u64,
+            }),
+        };
         let inter_broker_name = match get("inter.broker.listener.name").trim() {
             "" => client_listeners.first().map(|l| l.name.clone()),
             name => Some(name.to_ascii_uppercase()),
@@ -537,6 +565,7 @@ impl BrokerConfig {
             ssl,
             sasl_mechanisms,
             connections_max_reauth_ms: int("connections.max.reauth.ms")? as u64,
+            oauthbearer_jwks,
             controller_tls,
             authorizer,
             log_defaults,

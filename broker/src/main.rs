@@ -103,6 +103,8 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         )),
         _ => None,
     };
+    // So is the OAUTHBEARER key set.
+    let sasl_listener = Arc::new(sasl_listener(&config)?);
     // SASL_SSL listeners ignore ssl.client.auth (KIP-684: SASL authenticates the client):
     // the same stores, no client certificate asked for.
     let sasl_tls = match &config.ssl {
@@ -290,19 +292,6 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             None
         } else {
             let mut listening = Vec::with_capacity(sockets.kafka.len());
-            let mechanisms: Arc<[_]> = config.sasl_mechanisms.clone().into();
-            if config
-                .sasl_mechanisms
-                .contains(&oxbow_broker::security::SaslMechanism::OAuthBearer)
-                && config
-                    .client_listeners
-                    .iter()
-                    .any(|l| l.protocol.uses_sasl())
-            {
-                tracing::warn!(
-                    "OAUTHBEARER is offered with Kafka's default validator, which trusts unsecured (alg:none) tokens: for development and tests only"
-                );
-            }
             for (listener, socket) in config.client_listeners.iter().zip(sockets.kafka) {
                 let security = server::ListenerSecurity {
                     tls: match listener.protocol {
@@ -315,7 +304,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
                     sasl: listener
                         .protocol
                         .uses_sasl()
-                        .then(|| Arc::clone(&mechanisms)),
+                        .then(|| Arc::clone(&sasl_listener)),
                 };
                 listening.push((
                     Arc::<str>::from(listener.name.as_str()),
@@ -496,6 +485,41 @@ impl Sockets {
 }
 
 /// A TCP socket bound to `address` (address reuse on, as tokio's listeners), not listening.
+/// What the SASL listeners offer: the configured mechanisms and, for OAUTHBEARER, the key
+/// set that signs tokens, read now (an unreadable set refuses the start), or Kafka's
+/// unsecured validator, with a warning when a SASL listener offers it.
+fn sasl_listener(config: &BrokerConfig) -> anyhow::Result<oxbow_broker::security::SaslListener> {
+    use oxbow_broker::security::{JwksValidator, SaslMechanism, TokenValidator};
+    let offered = config.sasl_mechanisms.contains(&SaslMechanism::OAuthBearer)
+        && config
+            .client_listeners
+            .iter()
+            .any(|l| l.protocol.uses_sasl());
+    let tokens = match &config.oauthbearer_jwks {
+        Some(settings) => {
+            let keys = JwksValidator::load(settings.clone()).map_err(|reason| {
+                anyhow::anyhow!("sasl.oauthbearer.jwks.endpoint.url: {reason}")
+            })?;
+            if offered {
+                tracing::info!(jwks = %settings.path.display(), "OAUTHBEARER tokens must be signed by a key of the key set");
+            }
+            TokenValidator::Jwks(keys)
+        }
+        None => {
+            if offered {
+                tracing::warn!(
+                    "OAUTHBEARER is offered with Kafka's default validator, which trusts unsecured (alg:none) tokens: for development and tests only (set sasl.oauthbearer.jwks.endpoint.url for signed tokens)"
+                );
+            }
+            TokenValidator::Unsecured
+        }
+    };
+    Ok(oxbow_broker::security::SaslListener {
+        mechanisms: config.sasl_mechanisms.clone(),
+        tokens,
+    })
+}
+
 fn bind_only(address: std::net::SocketAddr) -> std::io::Result<socket2::Socket> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(address),

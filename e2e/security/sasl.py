@@ -16,7 +16,10 @@ SASL_SSL listener:
   an unknown user, a deleted mechanism; a Metadata request before authenticating closes
   the connection; each is counted in oxbow_server_authentication_failures_total;
 - the authenticated connection is User:alice (broker log), and credentials survive a
-  broker restart (they live in the metadata log).
+  broker restart (they live in the metadata log);
+- OAUTHBEARER with RS256 tokens checked against a JWKS file (oauth_jwks.py): librdkafka and
+  the Java client authenticate, forged, unsecured, misaddressed and expired tokens are
+  refused, a rotated key set applies without a restart.
 
 Usage: sasl.py BROKER_BINARY
 """
@@ -35,6 +38,7 @@ sys.path.insert(0, HERE)
 from oxbow_e2e import Broker, free_port, wait_for  # noqa: E402
 from common import fail, log, tool, work_dir  # noqa: E402
 from tls import broker_store, make_ca  # noqa: E402
+from oauth_jwks import signed_tokens  # noqa: E402
 
 FRANZ_GO = os.path.join(HERE, "..", "peers", "franz-go", "run")
 
@@ -322,6 +326,7 @@ def main():
             fail(f"alice's SCRAM-SHA-256 credential did not survive a restart: {error}", broker)
         log("ok a deleted SCRAM-SHA-512 credential is refused at once; SCRAM-SHA-256 still works after a restart")
         mechanisms_and_reauth(work, broker, listeners, admin, sasl, sasl_ssl, sasl_port, ca)
+        signed_tokens(work, broker, listeners, sasl, roundtrip, authentication_error)
         broker.stop()
         # A failed run keeps its directory (named in the failure) to look at; a passing one
         # leaves nothing behind.

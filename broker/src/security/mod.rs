@@ -1,6 +1,7 @@
 //! Who a connection is and what it proves: TLS on `SSL` listeners (rustls, PEM stores
 //! re-read when they change), the principal a client certificate maps to, and SASL/SCRAM
-//! on `SASL_*` listeners with credentials from the metadata log.
+//! on `SASL_*` listeners with credentials from the metadata log (PLAIN checked against
+//! them), and OAUTHBEARER tokens, unsecured or signed by a key of a JWKS file ([`jwks`]).
 //!
 //! ```text
 //!   server::run ─► tls::ServerTls::accept ─► (TLS stream, Principal) ─► connection
@@ -13,6 +14,7 @@
 
 pub mod acl;
 mod authorizer;
+mod jwks;
 mod oauthbearer;
 mod plain;
 mod principal;
@@ -21,9 +23,12 @@ mod scram;
 mod tls;
 
 pub use authorizer::{Authorizer, STANDARD_AUTHORIZER};
+pub use jwks::{JwksSettings, JwksValidator};
+pub use oauthbearer::TokenValidator;
 pub use principal::{Principal, PrincipalMapper};
 pub use sasl::{
-    Admission, HandshakeRefusal, SaslAuthenticator, SaslFailure, SaslMechanism, SaslStep,
+    Admission, HandshakeRefusal, SaslAuthenticator, SaslFailure, SaslListener, SaslMechanism,
+    SaslStep,
 };
 pub use scram::{credential_from_password, credential_from_salted_password};
 pub use tls::{HandshakeError, ServerTls, TlsError};

@@ -19,8 +19,29 @@ pub struct Token {
     pub expires_ms: u64,
 }
 
+/// How tokens are validated: Kafka's default unsecured validator, or signatures checked
+/// against a key set (`sasl.oauthbearer.jwks.endpoint.url`).
+#[derive(Debug)]
+pub enum TokenValidator {
+    Unsecured,
+    Jwks(super::jwks::JwksValidator),
+}
+
+impl TokenValidator {
+    fn validate(&self, token: &str, now_ms: u64) -> Result<Token, String> {
+        match self {
+            Self::Unsecured => validate(token, now_ms),
+            Self::Jwks(keys) => keys.verify(token, now_ms),
+        }
+    }
+}
+
 /// The token of a client's initial response, validated at `now_ms`, or why it is refused.
-pub fn authenticate(message: &[u8], now_ms: u64) -> Result<Token, String> {
+pub fn authenticate(
+    message: &[u8],
+    now_ms: u64,
+    validator: &TokenValidator,
+) -> Result<Token, String> {
     let text = std::str::from_utf8(message)
         .map_err(|_| "Invalid OAUTHBEARER initial response: not UTF-8".to_string())?;
     let mut parts = text.split('\u{1}');
@@ -39,7 +60,7 @@ pub fn authenticate(message: &[u8], now_ms: u64) -> Result<Token, String> {
             );
         }
     }
-    let token = validate(
+    let token = validator.validate(
         token.ok_or("Invalid OAUTHBEARER initial response: no token")?,
         now_ms,
     )?;
@@ -130,20 +151,27 @@ mod tests {
     fn an_unexpired_unsecured_token_names_its_subject() {
         let good = token(r#"{"sub":"alice","exp":2000,"iat":1000}"#);
         assert_eq!(
-            authenticate(&message(&good), 1_500_000),
+            authenticate(&message(&good), 1_500_000, &TokenValidator::Unsecured),
             Ok(Token {
                 principal: "alice".into(),
                 expires_ms: 2_000_000
             })
         );
         let with_authzid = format!("n,a=alice,\u{1}auth=Bearer {good}\u{1}\u{1}");
-        assert!(authenticate(with_authzid.as_bytes(), 1_500_000).is_ok());
+        assert!(
+            authenticate(
+                with_authzid.as_bytes(),
+                1_500_000,
+                &TokenValidator::Unsecured
+            )
+            .is_ok()
+        );
     }
 
     #[test]
     fn expired_signed_and_malformed_tokens_are_refused() {
         let now = 1_500_000;
-        let refused = |m: &[u8]| authenticate(m, now).unwrap_err();
+        let refused = |m: &[u8]| authenticate(m, now, &TokenValidator::Unsecured).unwrap_err();
         assert!(refused(&message(&token(r#"{"sub":"alice","exp":1000}"#))).contains("expired"));
         assert!(refused(&message(&token(r#"{"exp":2000}"#))).contains("sub"));
         assert!(refused(&message(&token(r#"{"sub":"alice"}"#))).contains("exp"));

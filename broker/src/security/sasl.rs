@@ -107,10 +107,17 @@ pub enum Admission {
 /// Kafka's API key of SaslHandshake, which starts a re-authentication.
 const SASL_HANDSHAKE: i16 = 17;
 
+/// What a SASL listener offers, and how its OAUTHBEARER tokens are validated.
+#[derive(Debug)]
+pub struct SaslListener {
+    pub mechanisms: Vec<SaslMechanism>,
+    pub tokens: oauthbearer::TokenValidator,
+}
+
 /// One connection's authenticator.
 #[derive(Debug)]
 pub struct SaslAuthenticator {
-    enabled: Vec<SaslMechanism>,
+    listener: std::sync::Arc<SaslListener>,
     mechanism: Option<SaslMechanism>,
     state: State,
     /// `connections.max.reauth.ms`; zero: sessions never expire.
@@ -124,9 +131,9 @@ pub struct SaslAuthenticator {
 }
 
 impl SaslAuthenticator {
-    pub fn new(enabled: Vec<SaslMechanism>, max_reauth_ms: u64) -> Self {
+    pub fn new(listener: std::sync::Arc<SaslListener>, max_reauth_ms: u64) -> Self {
         Self {
-            enabled,
+            listener,
             mechanism: None,
             state: State::Handshake,
             max_session: Duration::from_millis(max_reauth_ms),
@@ -138,7 +145,7 @@ impl SaslAuthenticator {
 
     /// The mechanisms this listener offers, by Kafka's names.
     pub fn enabled_names(&self) -> Vec<&'static str> {
-        self.enabled.iter().map(|m| m.name()).collect()
+        self.listener.mechanisms.iter().map(|m| m.name()).collect()
     }
 
     /// A SaslHandshake v0 was answered: the exchange continues in raw frames.
@@ -191,7 +198,8 @@ impl SaslAuthenticator {
         if !matches!(self.state, State::Handshake) {
             return Err(HandshakeRefusal::IllegalState);
         }
-        let chosen = SaslMechanism::from_name(mechanism).filter(|m| self.enabled.contains(m));
+        let chosen =
+            SaslMechanism::from_name(mechanism).filter(|m| self.listener.mechanisms.contains(m));
         match chosen {
             Some(chosen) if self.previous.is_some() && self.mechanism != Some(chosen) => {
                 self.state = State::Failed;
@@ -254,7 +262,7 @@ impl SaslAuthenticator {
                     )
                 }),
             (State::SingleMessage, SaslMechanism::OAuthBearer) => {
-                oauthbearer::authenticate(bytes, now_ms)
+                oauthbearer::authenticate(bytes, now_ms, &self.listener.tokens)
                     .map(|token| {
                         token_ends_ms = Some(token.expires_ms.saturating_sub(now_ms));
                         SaslStep::Authenticated(Vec::new(), Principal::user(token.principal))
@@ -308,6 +316,16 @@ pub enum HandshakeRefusal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn authenticator(mechanisms: Vec<SaslMechanism>, reauth_ms: u64) -> SaslAuthenticator {
+        SaslAuthenticator::new(
+            std::sync::Arc::new(SaslListener {
+                mechanisms,
+                tokens: oauthbearer::TokenValidator::Unsecured,
+            }),
+            reauth_ms,
+        )
+    }
     use crate::security::scram::credential_from_password;
 
     fn scram_client_final(password: &str, server_first: &str, client_nonce_first: &str) -> Vec<u8> {
@@ -364,8 +382,7 @@ mod tests {
     }
 
     fn exchange(password: &str) -> SaslStep {
-        let mut auth =
-            SaslAuthenticator::new(vec![SaslMechanism::Scram(ScramMechanism::Sha256)], 0);
+        let mut auth = authenticator(vec![SaslMechanism::Scram(ScramMechanism::Sha256)], 0);
         auth.handshake("SCRAM-SHA-256").unwrap();
         let SaslStep::Challenge(first) = auth.authenticate(b"n,,n=alice,r=abc", 0, lookup) else {
             panic!("no server-first")
@@ -388,8 +405,7 @@ mod tests {
 
     #[test]
     fn a_final_nonce_ending_with_the_servers_is_accepted_as_kafka_accepts_it() {
-        let mut auth =
-            SaslAuthenticator::new(vec![SaslMechanism::Scram(ScramMechanism::Sha256)], 0);
+        let mut auth = authenticator(vec![SaslMechanism::Scram(ScramMechanism::Sha256)], 0);
         auth.handshake("SCRAM-SHA-256").unwrap();
         let SaslStep::Challenge(first) = auth.authenticate(b"n,,n=alice,r=abc", 0, lookup) else {
             panic!("no server-first")
@@ -415,20 +431,17 @@ mod tests {
 
     #[test]
     fn mechanisms_not_enabled_and_steps_out_of_order_are_refused() {
-        let mut auth =
-            SaslAuthenticator::new(vec![SaslMechanism::Scram(ScramMechanism::Sha512)], 0);
+        let mut auth = authenticator(vec![SaslMechanism::Scram(ScramMechanism::Sha512)], 0);
         assert_eq!(
             auth.handshake("SCRAM-SHA-256"),
             Err(HandshakeRefusal::Unsupported)
         );
-        let mut auth =
-            SaslAuthenticator::new(vec![SaslMechanism::Scram(ScramMechanism::Sha512)], 0);
+        let mut auth = authenticator(vec![SaslMechanism::Scram(ScramMechanism::Sha512)], 0);
         assert_eq!(
             auth.authenticate(b"n,,n=alice,r=abc", 0, lookup),
             SaslStep::Failed(SaslFailure::IllegalState)
         );
-        let mut auth =
-            SaslAuthenticator::new(vec![SaslMechanism::Scram(ScramMechanism::Sha512)], 0);
+        let mut auth = authenticator(vec![SaslMechanism::Scram(ScramMechanism::Sha512)], 0);
         auth.handshake("SCRAM-SHA-512").unwrap();
         assert_eq!(
             auth.handshake("SCRAM-SHA-512"),
@@ -438,7 +451,7 @@ mod tests {
     }
 
     fn plain_authenticator(reauth_ms: u64) -> SaslAuthenticator {
-        let mut auth = SaslAuthenticator::new(vec![SaslMechanism::Plain], reauth_ms);
+        let mut auth = authenticator(vec![SaslMechanism::Plain], reauth_ms);
         auth.handshake("PLAIN").unwrap();
         auth
     }
@@ -505,7 +518,7 @@ mod tests {
             "{failure}"
         );
         // Another mechanism is refused too.
-        let mut auth = SaslAuthenticator::new(
+        let mut auth = authenticator(
             vec![
                 SaslMechanism::Plain,
                 SaslMechanism::Scram(ScramMechanism::Sha256),
@@ -530,7 +543,7 @@ mod tests {
             URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#),
             URL_SAFE_NO_PAD.encode(r#"{"sub":"carol","exp":1010}"#)
         );
-        let mut auth = SaslAuthenticator::new(vec![SaslMechanism::OAuthBearer], 3_600_000);
+        let mut auth = authenticator(vec![SaslMechanism::OAuthBearer], 3_600_000);
         auth.handshake("OAUTHBEARER").unwrap();
         let message = format!("n,,\u{1}auth=Bearer {token}\u{1}\u{1}");
         let SaslStep::Authenticated(_, principal) =

@@ -38,7 +38,7 @@ pub struct ListenerSecurity {
     /// `SSL`, `SASL_SSL`: a TLS handshake first.
     pub tls: Option<Arc<ServerTls>>,
     /// `SASL_*`: these mechanisms, before any request but ApiVersions.
-    pub sasl: Option<Arc<[crate::security::SaslMechanism]>>,
+    pub sasl: Option<Arc<crate::security::SaslListener>>,
 }
 
 /// Accepts connections until `shutdown` flips, then waits for open connections to
@@ -118,9 +118,9 @@ async fn serve(
     shutdown: watch::Receiver<bool>,
 ) {
     let state = Arc::clone(state);
-    let sasl = security.sasl.as_ref().map(|mechanisms| {
+    let sasl = security.sasl.as_ref().map(|listener| {
         Box::new(SaslAuthenticator::new(
-            mechanisms.to_vec(),
+            Arc::clone(listener),
             state.config.connections_max_reauth_ms,
         ))
     });
