@@ -8,6 +8,8 @@
   `TAG-java:producer:seq:xxx…` at the same per-producer rate, their acks read from the
   process's stdout into the same arrays, so every check below covers both clients.
 - `read_back`: every partition from the start to its high watermark.
+- `security`: both take the clients' connection settings (e.g. certs.MutualTls: librdkafka
+  settings as a dict, the Java producers' as a properties file); none means PLAINTEXT.
 - `check_history`: every acknowledged record exactly once, at the offset it was acknowledged
   with; no value twice anywhere; each producer's values in sequence order per partition.
   One kind of second copy is told apart, from the batch headers in the segment files and the
@@ -83,10 +85,11 @@ class JavaProducer:
 
     def start(self):
         w = self.workload
+        config = ["--config", w.java_config] if w.java_config else []
         self.proc = subprocess.Popen(
             [JAVA_PRODUCER, "--bootstrap", w.bootstrap, "--topic", w.topic, "--tag", w.java_tag,
              "--producer", str(self.index), "--rate", f"{w.rate / (w.producers + w.java):.3f}",
-             "--partitions", str(w.partitions), "--value-bytes", str(VALUE_BYTES)],
+             "--partitions", str(w.partitions), "--value-bytes", str(VALUE_BYTES), *config],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         # The JVM's callbacks print from the client's I/O thread: a full pipe would stall the
         # producer itself, so give the readers a large one (Linux F_SETPIPE_SZ) to lag into.
@@ -243,8 +246,13 @@ class ClientLog(logging.Handler):
 
 
 class Workload:
-    def __init__(self, bootstrap, topic, tag, producers, rate, acks_all, partitions=PARTITIONS, java=0):
+    """`security`: librdkafka settings added to every client's (security.protocol, ssl.*);
+    `java_config`: a properties file of the same for the Java producers."""
+
+    def __init__(self, bootstrap, topic, tag, producers, rate, acks_all, partitions=PARTITIONS, java=0,
+                 security=None, java_config=None):
         self.bootstrap, self.topic, self.tag = bootstrap, topic, tag
+        self.security, self.java_config = dict(security or {}), java_config
         self.producers, self.rate, self.acks_all = producers, rate, acks_all
         self.partitions = partitions
         self.java_tag, self.java = f"{tag}-java", java
@@ -292,6 +300,7 @@ class Workload:
             "debug": "eos",
             "logger": self.logger,
             "error_cb": self.on_error,
+            **self.security,
         }
         if self.acks_all:
             config.update({"enable.idempotence": True, "acks": "all"})
@@ -495,13 +504,14 @@ def outage(times, started, ended):
     return max(gaps) if gaps else None
 
 
-def read_back(bootstrap, topic, partitions=PARTITIONS, deadline_s=300):
+def read_back(bootstrap, topic, partitions=PARTITIONS, deadline_s=300, security=None):
     """Every record of every partition from the start to its high watermark, as
-    {p: (high_watermark, offsets, values)}; raises RuntimeError with what is missing."""
+    {p: (high_watermark, offsets, values)}; raises RuntimeError with what is missing.
+    `security`: librdkafka connection settings (none: PLAINTEXT)."""
     from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-checker",
                          "enable.auto.commit": False, "isolation.level": "read_uncommitted",
-                         "fetch.wait.max.ms": 100, "log_level": 2})
+                         "fetch.wait.max.ms": 100, "log_level": 2, **(security or {})})
     try:
         marks = {}
         for p in range(partitions):

@@ -2,7 +2,7 @@
 """ISR replication under faults, checked from the outside (issue 12): a history checker and
 a nemesis against three real `oxbow` processes.
 
-    replication.py BINARY [--long]
+    replication.py BINARY [--long] [--tls]
 
 1. Three combined broker+controller nodes (ids 1..3), started with the plain `--override`
    flags `oxbow dev` prints, each with its own data directory. When this machine allows it
@@ -43,6 +43,15 @@ a nemesis against three real `oxbow` processes.
    serve); and, for each partition, the RecordBatch bytes below the high watermark in the
    segment files of the three replicas must be identical.
 
+--tls: the same, with every Kafka listener SSL and client certificates required (mutual
+TLS): the client listener, replication (the inter-broker listener) and the controller
+quorum. Each node's certificate names only its own address (10.231.x.N, or 127.0.0.1 on
+loopback), so clients and brokers check the address they dial; every client — the
+librdkafka producers, the Java producer (PEM stores), the admin client, the read-back
+consumer and the harness's raw Metadata requests — presents one client certificate. The
+nemesis and the checks do not change. Only the nodes' metrics/readiness HTTP listener stays
+in clear. Certificates: e2e/lib/certs.py, in the work directory.
+
 Helpers: e2e/lib/oxbow_cluster.py (the nodes, namespaces, a node's own Metadata answer) and
 e2e/cluster/history.py (the workload, the checks, segment parsing). Any violation prints a
 FAIL line and the script exits 1; the node logs' tails follow and the work directory is
@@ -62,6 +71,9 @@ import os
 import random
 import signal
 import shutil
+import socket
+import ssl
+import struct
 import statistics
 import sys
 import tempfile
@@ -72,7 +84,9 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from history import (KINDS, BatchIdentities, Workload, check_history, compare_replicas, identities,  # noqa: E402
                      outage, read_back, segment_records)
+from kafka_wire import metadata_request  # noqa: E402
 from oxbow_cluster import NODES, Cluster, Network  # noqa: E402
+from certs import MutualTls  # noqa: E402
 from oxbow_e2e import SKIP_EXIT, skip  # noqa: E402
 
 TOPIC = "history"
@@ -85,6 +99,9 @@ RECOVERY_TIMEOUT = 90.0    # a restarted node is back in every ISR it was in
 ACKS_TIMEOUT = 60.0        # every partition acknowledges again
 HOLD = 2.0                 # how long a partitioned / double-killed state is held once reached
 FAULT_KINDS = ("SIGKILL", "SIGTERM", "SIGSTOP", "2xSIGKILL", "partition")
+# --tls probes: a Kafka ApiVersions v0 request, and a frame of the controller RPC (length, kind, JSON).
+API_VERSIONS = struct.pack(">ihhih", 15, 18, 0, 7, 5) + b"probe"
+CONTROLLER_FRAME = struct.pack(">I", 3) + b"\x01{}"
 
 
 def env_int(name, default):
@@ -313,9 +330,54 @@ def describe(samples):
             f"worst {max(samples):.2f} s, best {min(samples):.2f} s")
 
 
+def security(cluster):
+    """The librdkafka clients' connection settings for the cluster (empty: PLAINTEXT)."""
+    return cluster.tls.librdkafka() if cluster.tls else {}
+
+
+def refused_without_certificate(host, port, context, frame):
+    """What a TLS client without a certificate gets on host:port when it sends `frame`:
+    "refused" (a TLS alert: TLS 1.3 reports a refused client certificate on the first read),
+    "accepted" (an answer), or what else happened."""
+    try:
+        with socket.create_connection((host, port), timeout=5) as raw:
+            with context.wrap_socket(raw, server_hostname=host) as tls:
+                tls.sendall(frame)
+                return f"accepted (answered {tls.recv(64)[:16]!r})"
+    except ssl.SSLCertVerificationError as error:  # our side refused the broker: a harness problem
+        return f"the broker's certificate was not accepted: {error}"
+    except ssl.SSLError:
+        return "refused"
+    except OSError as error:
+        return f"no TLS alert: {type(error).__name__}: {error}"
+
+
+def check_mutual_tls_only(cluster, violations):
+    """--tls: every node's client and controller port refuse a client without a certificate,
+    and its client port gives no Kafka answer in clear (the nodes' Metadata answers over TLS
+    with the client certificate, which the nemesis relies on, are the other half)."""
+    no_certificate = ssl.create_default_context(cafile=cluster.tls.ca[1])
+    for node in NODES:
+        host = cluster.net.host(node)
+        for name, port, frame in (("client", cluster.client_port(node), API_VERSIONS),
+                                  ("controller", cluster.controller_base + node - 1, CONTROLLER_FRAME)):
+            outcome = refused_without_certificate(host, port, no_certificate, frame)
+            if outcome != "refused":
+                violations.add(f"--tls: node {node}'s {name} port {host}:{port}, a TLS client without a "
+                               f"certificate: {outcome}")
+        try:
+            answer = metadata_request(host, cluster.client_port(node))
+        except (OSError, struct.error, ValueError, UnicodeDecodeError):
+            answer = None
+        if answer is not None:
+            violations.add(f"--tls: node {node}'s client port answered Metadata in clear: {answer}")
+        if cluster.metadata(node) is None:
+            violations.add(f"--tls: node {node} gives no Metadata answer over TLS with the client certificate")
+
+
 def create_topic(cluster, name, min_isr, violations):
     from confluent_kafka.admin import AdminClient, NewTopic
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2, **security(cluster)})
     topic = NewTopic(name, PARTITIONS, 3, config={"min.insync.replicas": str(min_isr)})
     admin.create_topics([topic], request_timeout=30)[name].result(timeout=60)
 
@@ -344,7 +406,7 @@ def check(workload, cluster, violations, lossy):
     """Reads the workload's topic back with a consumer (Fetch) and checks it. Returns (high
     watermarks, counts) or (None, None) when the topic could not be read."""
     try:
-        logs = read_back(cluster.bootstrap, workload.topic, PARTITIONS)
+        logs = read_back(cluster.bootstrap, workload.topic, PARTITIONS, security=security(cluster))
     except RuntimeError as error:
         violations.add(str(error))
         return None, None
@@ -396,6 +458,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("binary")
     parser.add_argument("--long", action="store_true", help=">= 100 leader kills and 100 partitions")
+    parser.add_argument("--tls", action="store_true",
+                        help="mutual TLS on every listener: clients, replication, controller quorum")
     args = parser.parse_args()
     counts = {
         "SIGKILL": env_int("KILLS", 100 if args.long else 20),
@@ -422,15 +486,19 @@ def main():
     network = Network(use_netns)
     violations = Violations()
     rng = random.Random(seed)
-    cluster = Cluster(args.binary, work, network)
+    tls = MutualTls(os.path.join(work, "tls"), {n: network.host(n) for n in NODES}) if args.tls else None
+    cluster = Cluster(args.binary, work, network, tls=tls)
+    java_config = tls.java_properties if tls else None
     nemesis = Nemesis(cluster, network, violations, rng)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     where = f"network namespaces on {network.subnet}.0/24" if use_netns else "loopback"
+    if tls:
+        where += ", mutual TLS on the client, inter-broker and controller listeners"
     log(f"replication history: seed {seed}, work dir {work}, {where}, {rate} msg/s from 2 librdkafka and "
         f"{java} Java producer(s), min.insync.replicas={min_isr}; faults {counts}; acks=1 phase: {acks1_kills} "
         f"SIGKILL")
     began = now()
-    results = {"seed": seed}
+    results = {"seed": seed, "tls": bool(tls)}
     workload = acks1 = None
     try:
         network.setup()
@@ -438,10 +506,17 @@ def main():
             cluster.start(node)
         if not wait_until(lambda: all(cluster.ready(n) for n in NODES), START_TIMEOUT):
             raise Abort(f"nodes not ready within {START_TIMEOUT:.0f} s")
+        if tls:
+            problems = len(violations.items)
+            check_mutual_tls_only(cluster, violations)
+            if len(violations.items) == problems:
+                log("ok --tls: every node's client and controller port refuse a client without a certificate; "
+                    "no Kafka answer in clear")
         create_topic(cluster, TOPIC, min_isr, violations)
         log(f"ok three nodes ready; {TOPIC}: {PARTITIONS} partitions, RF=3, min.insync.replicas={min_isr}")
 
-        workload = Workload(cluster.bootstrap, TOPIC, f"h{seed}", 2, rate, acks_all=True, java=java)
+        workload = Workload(cluster.bootstrap, TOPIC, f"h{seed}", 2, rate, acks_all=True, java=java,
+                            security=security(cluster), java_config=java_config)
         workload.start()
         if not workload.java_ready():
             violations.add(f"the Java producer is not ready: {'; '.join(workload.java_problems())}")
@@ -503,7 +578,8 @@ def main():
         # acks=1: a few leader kills; what leaders acknowledged and then lost is counted.
         if acks1_kills and all_up:
             create_topic(cluster, ACKS1_TOPIC, 1, violations)
-            acks1 = Workload(cluster.bootstrap, ACKS1_TOPIC, f"a{seed}", 1, rate, acks_all=False)
+            acks1 = Workload(cluster.bootstrap, ACKS1_TOPIC, f"a{seed}", 1, rate, acks_all=False,
+                             security=security(cluster))
             acks1.start()
             if wait_until(lambda: acks1.acks_since(0), 30):
                 try:
@@ -580,8 +656,8 @@ def main():
         for reason in skipped:
             skip(reason)
         sys.exit(SKIP_EXIT)
-    log("ok replication history: every acknowledged record read back once, at its offset, in order; "
-        "replicas byte-identical")
+    log("ok replication history" + (" (mutual TLS)" if tls else "") + ": every acknowledged record read back "
+        "once, at its offset, in order; replicas byte-identical")
 
 
 if __name__ == "__main__":

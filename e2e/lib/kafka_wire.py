@@ -6,16 +6,18 @@ import socket
 import struct
 
 
-def exchange(host, port, api_key, version, body, timeout=2.0):
+def exchange(host, port, api_key, version, body, timeout=2.0, context=None):
     """Sends one request (header v1, client id "oxbow-e2e") and returns its response body
-    after the correlation id."""
+    after the correlation id. With `context` (an ssl.SSLContext) over TLS, the broker's
+    certificate checked against `host`."""
     client_id = b"oxbow-e2e"
     request = struct.pack(">hhih", api_key, version, 1, len(client_id)) + client_id + body
-    with socket.create_connection((host, port), timeout=timeout) as s:
-        s.settimeout(timeout)
-        s.sendall(struct.pack(">i", len(request)) + request)
-        size = struct.unpack(">i", recv_exact(s, 4))[0]
-        reader = Reader(recv_exact(s, size))
+    with socket.create_connection((host, port), timeout=timeout) as raw:
+        with (context.wrap_socket(raw, server_hostname=host) if context else raw) as s:
+            s.settimeout(timeout)
+            s.sendall(struct.pack(">i", len(request)) + request)
+            size = struct.unpack(">i", recv_exact(s, 4))[0]
+            reader = Reader(recv_exact(s, size))
     if reader.i32() != 1:
         raise ValueError("the response answers another request")
     return reader
@@ -33,11 +35,11 @@ def api_keys(host, port, timeout=10.0):
     return keys
 
 
-def metadata_request(host, port):
+def metadata_request(host, port, context=None):
     """Metadata v7 of every topic: {"brokers": {id, ...}, "partitions": {(topic, p):
-    {error, leader, epoch, replicas, isr}}}."""
+    {error, leader, epoch, replicas, isr}}}. Over TLS with `context`."""
     # Body v7: all topics (null array), allow_auto_topic_creation false.
-    reader = exchange(host, port, 3, 7, struct.pack(">i?", -1, False))
+    reader = exchange(host, port, 3, 7, struct.pack(">i?", -1, False), context=context)
     reader.i32()  # throttle
     brokers = set()
     for _ in range(reader.i32()):

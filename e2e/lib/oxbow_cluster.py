@@ -123,11 +123,15 @@ class Cluster:
     across restarts, each start headed by its command line). `voters` (default: every node)
     are combined broker+controller nodes, the rest broker-only; `bases` moves the client,
     controller and metrics ports; `extra` adds `--override` settings to every node and
-    `node_extra` ({node: [...]}) to one node, after the others (a later override wins)."""
+    `node_extra` ({node: [...]}) to one node, after the others (a later override wins).
+    With `tls` (a certs.MutualTls) the client and inter-broker listener is SSL and the
+    controller listener too, client certificates required on both; the harness's own
+    Metadata requests then use the client certificate. The metrics listener stays HTTP."""
 
     def __init__(self, binary, work, network, cluster_id="replication-history", nodes=NODES, voters=None,
-                 bases=(CLIENT_BASE, CONTROLLER_BASE, METRICS_BASE), extra=(), node_extra=None):
+                 bases=(CLIENT_BASE, CONTROLLER_BASE, METRICS_BASE), extra=(), node_extra=None, tls=None):
         self.binary, self.work, self.net, self.cluster_id = binary, work, network, cluster_id
+        self.tls = tls
         self.nodes = tuple(nodes)
         self.voter_ids = tuple(voters if voters is not None else nodes)
         self.client_base, self.controller_base, self.metrics_base = bases
@@ -149,7 +153,7 @@ class Cluster:
 
     def command(self, node):
         host = self.net.host(node)
-        listeners = f"PLAINTEXT://{host}:{self.client_port(node)}"
+        listeners = f"{'SSL' if self.tls else 'PLAINTEXT'}://{host}:{self.client_port(node)}"
         if node in self.voter_ids:
             listeners += f",CONTROLLER://{host}:{self.controller_base + node - 1}"
         overrides = [
@@ -160,6 +164,7 @@ class Cluster:
             f"log.dirs={self.data_dir(node)}",
             f"metrics.listener={host}:{self.metrics_port(node)}",
             f"cluster.id={self.cluster_id}",
+            *(self.tls.broker_overrides(node) if self.tls else ()),
             *self.extra,
             *self.node_extra.get(node, ()),
         ]
@@ -238,7 +243,8 @@ class Cluster:
         if not self.alive(node) or node in self.stopped:
             return None
         try:
-            return metadata_request(self.net.host(node), self.client_port(node))
+            return metadata_request(self.net.host(node), self.client_port(node),
+                                    self.tls.context if self.tls else None)
         except (OSError, struct.error, ValueError):
             return None
 

@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
 from oxbow_e2e import Broker, free_port, wait_for  # noqa: E402
 from common import fail, log, tool, work_dir  # noqa: E402
-from tls import broker_store, make_ca  # noqa: E402
+from certs import broker_store, make_ca  # noqa: E402
 from oauth_jwks import signed_tokens  # noqa: E402
 
 FRANZ_GO = os.path.join(HERE, "..", "peers", "franz-go", "run")

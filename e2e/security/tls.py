@@ -38,52 +38,11 @@ sys.path.insert(0, HERE)
 from oxbow_e2e import Broker, free_port, wait_for  # noqa: E402
 from common import KAFKA_BIN, fail, log, work_dir  # noqa: E402
 from oxbow_cluster import Cluster, Network, NODES  # noqa: E402
+from certs import broker_store, concat, issue, make_ca  # noqa: E402
 
 # Kafka's perf tools move this many 1 KiB records over TLS: fetch responses of megabytes.
 BULK_RECORDS = 150_000
 RULES = "RULE:^CN=([^,]*),OU=apps,O=Example$/$1/,DEFAULT"
-
-
-def openssl(*args):
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
-def issue(directory, name, subject, ca, extensions=None):
-    """A PKCS#8 key and a certificate for `subject` signed by `ca` (a (key, cert) pair of
-    paths); returns (key path, certificate path)."""
-    key, csr, cert = (os.path.join(directory, f"{name}.{suffix}") for suffix in ("key", "csr", "crt"))
-    openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key)
-    openssl("req", "-new", "-key", key, "-subj", subject, "-out", csr)
-    args = ["x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial",
-            "-days", "2", "-out", cert]
-    if extensions:
-        ext = os.path.join(directory, f"{name}.ext")
-        with open(ext, "w") as f:
-            f.write(extensions)
-        args += ["-extfile", ext]
-    openssl(*args)
-    return key, cert
-
-
-def make_ca(directory, name, subject):
-    key, cert = (os.path.join(directory, f"{name}.{suffix}") for suffix in ("key", "crt"))
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", key, "-subj", subject, "-days", "2", "-out", cert)
-    return key, cert
-
-
-def concat(path, *parts):
-    with open(path, "w") as out:
-        for part in parts:
-            with open(part) as f:
-                out.write(f.read())
-    return path
-
-
-def broker_store(directory, name, ca, cn, usage="serverAuth"):
-    key, cert = issue(directory, name, f"/CN={cn}", ca,
-                      f"subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage={usage}\n")
-    return concat(os.path.join(directory, f"{name}.pem"), key, cert)
 
 
 def api_versions_request():

@@ -1,4 +1,6 @@
 import java.io.BufferedReader;
+import java.io.FileInputStream;
+import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -37,7 +39,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *       after that are failed by a forced close and counted as undelivered. Exit status 0.
  * </ul>
  *
- * <p>Usage: java HistoryProducer BOOTSTRAP TOPIC TAG PRODUCER RATE PARTITIONS [VALUE_BYTES]
+ * <p>Usage: java HistoryProducer BOOTSTRAP TOPIC TAG PRODUCER RATE PARTITIONS [VALUE_BYTES [CONFIG]]
+ *
+ * <p>CONFIG: a properties file of connection settings (security.protocol, ssl.*) applied
+ * first; the settings above still win, so both clients keep facing faults the same way.
  */
 public final class HistoryProducer {
   private static final PrintStream ACKS =
@@ -54,7 +59,7 @@ public final class HistoryProducer {
 
   public static void main(String[] args) throws Exception {
     if (args.length < 6) {
-      System.err.println("usage: HistoryProducer BOOTSTRAP TOPIC TAG PRODUCER RATE PARTITIONS [VALUE_BYTES]");
+      System.err.println("usage: HistoryProducer BOOTSTRAP TOPIC TAG PRODUCER RATE PARTITIONS [VALUE_BYTES [CONFIG]]");
       System.exit(2);
     }
     String bootstrap = args[0];
@@ -64,8 +69,14 @@ public final class HistoryProducer {
     double perSecond = Double.parseDouble(args[4]);
     int partitions = Integer.parseInt(args[5]);
     int valueBytes = args.length > 6 ? Integer.parseInt(args[6]) : 100;
+    String config = args.length > 7 && !args[7].isEmpty() ? args[7] : null;
 
     Properties props = new Properties();
+    if (config != null) {
+      try (InputStream in = new FileInputStream(config)) {
+        props.load(in);
+      }
+    }
     props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
     props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
