@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes frame and request decoding (fuzz/fuzz_targets/request_decode.rs: the broker's own
-# frame_size and parse_request, then the request decoders) with libFuzzer for
-# OXBOW_FUZZ_SECONDS (default 30). New crashes fail the suite and are left in
-# fuzz/artifacts/.
+# frame_size and parse_request, then the request decoders) and SASL tokens
+# (fuzz/fuzz_targets/sasl_tokens.rs: SCRAM, PLAIN and OAUTHBEARER, unsecured and against a
+# key set, through a connection's authenticator) with libFuzzer for OXBOW_FUZZ_SECONDS
+# (default 30) each. New crashes fail the suite and are left in fuzz/artifacts/.
 #
 # libFuzzer needs a nightly toolchain. Without one the suite runs the stable proptest
 # driver of the same decoder (broker/tests/server_request_decode.rs) for the same
@@ -35,16 +36,18 @@ cd fuzz
 fuzz="$OXBOW_CACHE/cargo-fuzz/bin/cargo-fuzz"
 [ -x "$fuzz" ] || bash ../e2e/setup.d/25-fuzz.sh
 [ -x "$fuzz" ] || { echo "fuzz: cargo-fuzz is not installed in $OXBOW_CACHE/cargo-fuzz (e2e/setup.d/25-fuzz.sh failed)"; exit 1; }
-corpus="$OXBOW_CACHE/fuzz-corpus/request_decode"
-mkdir -p "$corpus"
 # What the fuzzer learns stays in the cache for the next run.
 export PATH="$OXBOW_CACHE/cargo-fuzz/bin:$PATH"
-log="$OXBOW_CACHE/fuzz-request_decode.log"
-if ! cargo +nightly fuzz run request_decode "$corpus" -- \
-  -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 >"$log" 2>&1; then
-  tail -n 60 "$log"
-  echo "fuzz: request_decode found a crash (input in fuzz/artifacts/request_decode/)"
-  exit 1
-fi
-grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb|INFO: seed corpus)' "$log" || true
-echo "fuzz: request_decode ran ${seconds}s without a crash"
+for target in request_decode sasl_tokens; do
+  corpus="$OXBOW_CACHE/fuzz-corpus/$target"
+  mkdir -p "$corpus"
+  log="$OXBOW_CACHE/fuzz-$target.log"
+  if ! cargo +nightly fuzz run "$target" "$corpus" -- \
+    -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 >"$log" 2>&1; then
+    tail -n 60 "$log"
+    echo "fuzz: $target found a crash (input in fuzz/artifacts/$target/)"
+    exit 1
+  fi
+  grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb|INFO: seed corpus)' "$log" || true
+  echo "fuzz: $target ran ${seconds}s without a crash"
+done
