@@ -11,11 +11,13 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+mod listener_overrides;
 mod listeners;
 mod providers;
 mod ssl;
 
 use crate::storage::{LogConfig, LogConfigError};
+pub use listener_overrides::{JaasEntry, ListenerSasl};
 pub use listeners::{ClientListener, SecurityProtocol};
 pub use ssl::{ClientAuth, KeyStore, SslConfig, TlsVersion, TrustStore};
 
@@ -105,6 +107,8 @@ pub struct BrokerConfig {
     /// `sasl.oauthbearer.jwks.endpoint.url` and its checks: OAUTHBEARER tokens must be
     /// signed by a key of that set (none: Kafka's unsecured validator).
     pub oauthbearer_jwks: Option<crate::security::JwksSettings>,
+    /// `listener.name.<listener>.*` SASL settings, by upper-cased listener name.
+    pub listener_sasl: BTreeMap<String, ListenerSasl>,
     /// `authorizer.class.name` set: every request is checked against the ACLs.
     pub authorizer: Option<crate::security::Authorizer>,
     pub log_defaults: LogConfig,
@@ -157,6 +161,15 @@ pub struct ReplicationConfig {
 
 impl BrokerConfig {
     /// The inter-broker listener is `SSL`: followers fetch over TLS.
+    /// The SASL mechanisms `listener` offers: its own `listener.name.*` list, else
+    /// `sasl.enabled.mechanisms`.
+    pub fn sasl_mechanisms_for(&self, listener: &str) -> &[crate::security::SaslMechanism] {
+        self.listener_sasl
+            .get(listener)
+            .and_then(|l| l.mechanisms.as_deref())
+            .unwrap_or(&self.sasl_mechanisms)
+    }
+
     pub fn inter_broker_tls(&self) -> bool {
         self.client_listeners
             .iter()
@@ -178,6 +191,12 @@ impl BrokerConfig {
         let mut set = |key: &str, value: String, source_name: &str| -> Result<(), ConfigError> {
             if key.starts_with(providers::PROVIDER_PREFIX) {
                 provider_keys.insert(key.to_string(), value);
+                return Ok(());
+            }
+            // Per-listener keys (`listener.name.<listener>.<key>`) are checked once the
+            // listeners are known.
+            if key.starts_with(listener_overrides::PREFIX) {
+                raw.insert(key.to_string(), value);
                 return Ok(());
             }
             match raw.get_mut(key) {
@@ -395,6 +414,18 @@ impl BrokerConfig {
                 clock_skew_seconds: int("sasl.oauthbearer.clock.skew.seconds")? as u64,
             }),
         };
+        let client_names: Vec<String> = client_listeners.iter().map(|l| l.name.clone()).collect();
+        let listener_sasl = listener_overrides::parse(
+            &raw,
+            &client_names,
+            self::sasl_mechanisms,
+            oauthbearer_jwks.is_some(),
+        )
+        .map_err(|(key, reason)| ConfigError::InvalidValue {
+            value: raw.get(&key).cloned().unwrap_or_default(),
+            key,
+            reason,
+        })?;
         let inter_broker_name = match get("inter.broker.listener.name").trim() {
             "" => client_listeners.first().map(|l| l.name.clone()),
             name => Some(name.to_ascii_uppercase()),
@@ -566,6 +597,7 @@ impl BrokerConfig {
             sasl_mechanisms,
             connections_max_reauth_ms: int("connections.max.reauth.ms")? as u64,
             oauthbearer_jwks,
+            listener_sasl,
             controller_tls,
             authorizer,
             log_defaults,
@@ -1342,6 +1374,23 @@ mod tests {
         assert!(error.contains("GSSAPI"), "{error}");
         let config = load(&["sasl.enabled.mechanisms=PLAIN,OAUTHBEARER,SCRAM-SHA-256"]).unwrap();
         assert_eq!(config.sasl_mechanisms.len(), 3);
+        // Kafka's per-listener SASL keys: a listener's own mechanisms and JAAS entries.
+        let config = load(&[
+            "listeners=PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9094",
+            "ssl.keystore.location=/nonexistent.pem",
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required;",
+        ])
+        .unwrap();
+        assert_eq!(
+            config.sasl_mechanisms_for("SASL_SSL"),
+            &[crate::security::SaslMechanism::Plain]
+        );
+        assert_eq!(config.sasl_mechanisms_for("PLAINTEXT").len(), 2);
+        let error = load(&["listener.name.external.sasl.enabled.mechanisms=PLAIN"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("no listener is named EXTERNAL"), "{error}");
         // A name with no protocol is refused as Kafka refuses it.
         let error = load(&["listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094"])
             .unwrap_err()

@@ -104,7 +104,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         _ => None,
     };
     // So is the OAUTHBEARER key set.
-    let sasl_listener = Arc::new(sasl_listener(&config)?);
+    let token_validator = Arc::new(token_validator(&config)?);
     // SASL_SSL listeners ignore ssl.client.auth (KIP-684: SASL authenticates the client):
     // the same stores, no client certificate asked for.
     let sasl_tls = match &config.ssl {
@@ -301,10 +301,12 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
                         protocol if protocol.uses_tls() => tls.as_ref().map(Arc::clone),
                         _ => None,
                     },
-                    sasl: listener
-                        .protocol
-                        .uses_sasl()
-                        .then(|| Arc::clone(&sasl_listener)),
+                    sasl: listener.protocol.uses_sasl().then(|| {
+                        Arc::new(oxbow_broker::security::SaslListener {
+                            mechanisms: config.sasl_mechanisms_for(&listener.name).to_vec(),
+                            tokens: Arc::clone(&token_validator),
+                        })
+                    }),
                 };
                 listening.push((
                     Arc::<str>::from(listener.name.as_str()),
@@ -485,17 +487,36 @@ impl Sockets {
 }
 
 /// A TCP socket bound to `address` (address reuse on, as tokio's listeners), not listening.
-/// What the SASL listeners offer: the configured mechanisms and, for OAUTHBEARER, the key
-/// set that signs tokens, read now (an unreadable set refuses the start), or Kafka's
-/// unsecured validator, with a warning when a SASL listener offers it.
-fn sasl_listener(config: &BrokerConfig) -> anyhow::Result<oxbow_broker::security::SaslListener> {
+/// How OAUTHBEARER tokens are validated: against the key set, read now (an unreadable set
+/// refuses the start), or with Kafka's unsecured validator, with a warning when a SASL
+/// listener offers it. Also warns of JAAS options Oxbow does not read.
+fn token_validator(
+    config: &BrokerConfig,
+) -> anyhow::Result<oxbow_broker::security::TokenValidator> {
     use oxbow_broker::security::{JwksValidator, SaslMechanism, TokenValidator};
-    let offered = config.sasl_mechanisms.contains(&SaslMechanism::OAuthBearer)
-        && config
-            .client_listeners
-            .iter()
-            .any(|l| l.protocol.uses_sasl());
-    let tokens = match &config.oauthbearer_jwks {
+    let sasl_listeners: Vec<_> = config
+        .client_listeners
+        .iter()
+        .filter(|l| l.protocol.uses_sasl())
+        .collect();
+    for listener in &sasl_listeners {
+        let plain = config
+            .listener_sasl
+            .get(&listener.name)
+            .and_then(|l| l.jaas_for(SaslMechanism::Plain));
+        if plain.is_some_and(|jaas| jaas.options.keys().any(|k| k.starts_with("user_"))) {
+            tracing::warn!(
+                listener = %listener.name,
+                "PLAIN's JAAS user_<name> entries are not read: PLAIN passwords are checked against the users' SCRAM credentials (kafka-configs --entity-type users)"
+            );
+        }
+    }
+    let offered = sasl_listeners.iter().any(|l| {
+        config
+            .sasl_mechanisms_for(&l.name)
+            .contains(&SaslMechanism::OAuthBearer)
+    });
+    Ok(match &config.oauthbearer_jwks {
         Some(settings) => {
             let keys = JwksValidator::load(settings.clone()).map_err(|reason| {
                 anyhow::anyhow!("sasl.oauthbearer.jwks.endpoint.url: {reason}")
@@ -513,10 +534,6 @@ fn sasl_listener(config: &BrokerConfig) -> anyhow::Result<oxbow_broker::security
             }
             TokenValidator::Unsecured
         }
-    };
-    Ok(oxbow_broker::security::SaslListener {
-        mechanisms: config.sasl_mechanisms.clone(),
-        tokens,
     })
 }
 

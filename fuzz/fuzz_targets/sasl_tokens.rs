@@ -41,7 +41,10 @@ fn listener(jwks: bool) -> Arc<SaslListener> {
     } else {
         TokenValidator::Unsecured
     };
-    Arc::new(SaslListener { mechanisms, tokens })
+    Arc::new(SaslListener {
+        mechanisms,
+        tokens: Arc::new(tokens),
+    })
 }
 
 fuzz_target!(|data: &[u8]| {

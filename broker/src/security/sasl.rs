@@ -111,7 +111,8 @@ const SASL_HANDSHAKE: i16 = 17;
 #[derive(Debug)]
 pub struct SaslListener {
     pub mechanisms: Vec<SaslMechanism>,
-    pub tokens: oauthbearer::TokenValidator,
+    /// Shared by every listener (one key set, re-read once).
+    pub tokens: std::sync::Arc<oauthbearer::TokenValidator>,
 }
 
 /// One connection's authenticator.
@@ -321,7 +322,7 @@ mod tests {
         SaslAuthenticator::new(
             std::sync::Arc::new(SaslListener {
                 mechanisms,
-                tokens: oauthbearer::TokenValidator::Unsecured,
+                tokens: std::sync::Arc::new(oauthbearer::TokenValidator::Unsecured),
             }),
             reauth_ms,
         )
