@@ -99,10 +99,12 @@ impl Api for MetadataApi {
                                     .with_name(Some(TopicName(StrBytes::from_string(name))))
                                     .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED)
                             }
+                            // A topic the principal may describe reports its operations
+                            // even when it does not exist, as in Kafka.
                             Err(code) => MetadataResponseTopic::default()
                                 .with_error_code(code)
-                                .with_name(Some(TopicName(StrBytes::from_string(name))))
-                                .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED),
+                                .with_topic_authorized_operations(topic_operations(&name))
+                                .with_name(Some(TopicName(StrBytes::from_string(name)))),
                         });
                     }
                     topics

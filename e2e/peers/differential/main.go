@@ -18,7 +18,9 @@
 // create topics with invalid compression and timestamp configs, ask metadata for an
 // unknown topic, and feed a compacted topic a seeded sequence of batches (codecs, tombstones,
 // a batch whose newest record of a key is in its middle), then read it back once cleaned
-// (compaction.go).
+// (compaction.go). With -kafka-secure/-oxbow-secure, a second pair of brokers with the same
+// security settings plays the security scenario (security.go): SCRAM credentials, ACLs,
+// authentication failures, what each principal is answered, client quotas.
 package main
 
 import (
@@ -28,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -38,6 +41,8 @@ func main() {
 	compare := flag.Bool("compare", false, "compare two observation files given as arguments")
 	known := flag.String("known", "", "KNOWN-DIFFERENCES.md (default: beside this program's source)")
 	out := flag.String("out", "", "directory to write kafka.json and oxbow.json into")
+	kafkaSecure := flag.String("kafka-secure", "", "a secured Kafka for the security scenario: ADMIN_HOST:PORT,SASL_HOST:PORT")
+	oxbowSecure := flag.String("oxbow-secure", "", "a secured Oxbow for the security scenario: ADMIN_HOST:PORT,SASL_HOST:PORT")
 	flag.Parse()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -53,7 +58,7 @@ func main() {
 		}
 		err = compareFiles(flag.Arg(0), flag.Arg(1), *known)
 	case *kafka != "" && *oxbow != "":
-		err = runBoth(ctx, *kafka, *oxbow, *known, *out)
+		err = runBoth(ctx, *kafka, *oxbow, *kafkaSecure, *oxbowSecure, *known, *out)
 	default:
 		flag.Usage()
 		os.Exit(2)
@@ -74,7 +79,7 @@ func printObservations(ctx context.Context, bootstrap string) error {
 	return enc.Encode(obs)
 }
 
-func runBoth(ctx context.Context, kafka, oxbow, known, out string) error {
+func runBoth(ctx context.Context, kafka, oxbow, kafkaSecure, oxbowSecure, known, out string) error {
 	reference, err := runScenario(ctx, kafka)
 	if err != nil {
 		return fmt.Errorf("against Kafka (%s): %w", kafka, err)
@@ -82,6 +87,24 @@ func runBoth(ctx context.Context, kafka, oxbow, known, out string) error {
 	candidate, err := runScenario(ctx, oxbow)
 	if err != nil {
 		return fmt.Errorf("against Oxbow (%s): %w", oxbow, err)
+	}
+	if kafkaSecure != "" && oxbowSecure != "" {
+		for _, side := range []struct {
+			name, addresses string
+			into            Observations
+		}{{"Kafka", kafkaSecure, reference}, {"Oxbow", oxbowSecure, candidate}} {
+			admin, sasl, ok := strings.Cut(side.addresses, ",")
+			if !ok {
+				return fmt.Errorf("-%s-secure wants ADMIN,SASL addresses", strings.ToLower(side.name))
+			}
+			secured, err := runSecurityScenario(ctx, admin, sasl)
+			if err != nil {
+				return fmt.Errorf("security scenario against %s (%s): %w", side.name, side.addresses, err)
+			}
+			for k, v := range secured {
+				side.into[k] = v
+			}
+		}
 	}
 	if out != "" {
 		for name, obs := range map[string]Observations{"kafka.json": reference, "oxbow.json": candidate} {
