@@ -109,6 +109,8 @@ pub struct BrokerConfig {
     pub oauthbearer_jwks: Option<crate::security::JwksSettings>,
     /// `listener.name.<listener>.*` SASL settings, by upper-cased listener name.
     pub listener_sasl: BTreeMap<String, ListenerSasl>,
+    /// The inter-broker listener is `SASL_*`: how followers authenticate to leaders.
+    pub inter_broker_sasl: Option<InterBrokerSasl>,
     /// `authorizer.class.name` set: every request is checked against the ACLs.
     pub authorizer: Option<crate::security::Authorizer>,
     pub log_defaults: LogConfig,
@@ -160,7 +162,6 @@ pub struct ReplicationConfig {
 }
 
 impl BrokerConfig {
-    /// The inter-broker listener is `SSL`: followers fetch over TLS.
     /// The SASL mechanisms `listener` offers: its own `listener.name.*` list, else
     /// `sasl.enabled.mechanisms`.
     pub fn sasl_mechanisms_for(&self, listener: &str) -> &[crate::security::SaslMechanism] {
@@ -170,10 +171,11 @@ impl BrokerConfig {
             .unwrap_or(&self.sasl_mechanisms)
     }
 
+    /// The inter-broker listener is `SSL` or `SASL_SSL`: followers fetch over TLS.
     pub fn inter_broker_tls(&self) -> bool {
         self.client_listeners
             .iter()
-            .any(|l| l.name == self.inter_broker_listener && l.protocol == SecurityProtocol::Ssl)
+            .any(|l| l.name == self.inter_broker_listener && l.protocol.uses_tls())
     }
 
     /// Resolves the layers: defaults, then each file, then the environment, then overrides.
@@ -455,23 +457,27 @@ impl BrokerConfig {
                 ));
             }
         };
-        if is_broker && inter_broker.protocol.uses_sasl() {
-            return Err(invalid(
-                "inter.broker.listener.name",
-                &format!(
-                    "the inter-broker listener {} uses SASL, which followers do not speak yet: name a PLAINTEXT or SSL listener for replication",
-                    inter_broker.name
-                ),
-            ));
-        }
+        let inter_broker_sasl = if is_broker && inter_broker.protocol.uses_sasl() {
+            Some(
+                inter_broker_credentials(
+                    &get("sasl.mechanism.inter.broker.protocol"),
+                    &inter_broker.name,
+                    &listener_sasl,
+                    &sasl_mechanisms,
+                )
+                .map_err(|(key, reason)| invalid(&key, &reason))?,
+            )
+        } else {
+            None
+        };
         if is_broker
-            && inter_broker.protocol == SecurityProtocol::Ssl
+            && inter_broker.protocol.uses_tls()
             && ssl.as_ref().is_none_or(|ssl| ssl.truststore.is_none())
         {
             return Err(invalid(
                 "ssl.truststore.location",
                 &format!(
-                    "the inter-broker listener {} is SSL: followers verify the leaders' certificates against a trust store (ssl.truststore.location or ssl.truststore.certificates)",
+                    "the inter-broker listener {} uses TLS: followers verify the leaders' certificates against a trust store (ssl.truststore.location or ssl.truststore.certificates)",
                     inter_broker.name
                 ),
             ));
@@ -598,6 +604,7 @@ impl BrokerConfig {
             connections_max_reauth_ms: int("connections.max.reauth.ms")? as u64,
             oauthbearer_jwks,
             listener_sasl,
+            inter_broker_sasl,
             controller_tls,
             authorizer,
             log_defaults,
@@ -791,6 +798,82 @@ fn resolve_time_synonyms(
         }
     }
     Ok(())
+}
+
+/// A follower's credentials for a `SASL_*` inter-broker listener, as Kafka's brokers take
+/// them: `sasl.mechanism.inter.broker.protocol` (SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN,
+/// offered on that listener) and the `username`/`password` of
+/// `listener.name.<listener>.<mechanism>.sasl.jaas.config`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct InterBrokerSasl {
+    pub mechanism: crate::security::SaslMechanism,
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for InterBrokerSasl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterBrokerSasl")
+            .field("mechanism", &self.mechanism)
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+fn inter_broker_credentials(
+    mechanism: &str,
+    listener: &str,
+    listener_sasl: &BTreeMap<String, ListenerSasl>,
+    default_mechanisms: &[crate::security::SaslMechanism],
+) -> Result<InterBrokerSasl, (String, String)> {
+    use crate::security::SaslMechanism;
+    let key = "sasl.mechanism.inter.broker.protocol";
+    let refuse = |reason: String| (key.to_string(), reason);
+    let chosen = SaslMechanism::from_name(mechanism.trim())
+        .filter(|m| *m != SaslMechanism::OAuthBearer)
+        .ok_or_else(|| {
+            refuse(format!(
+                "the inter-broker listener {listener} uses SASL: followers authenticate with SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN, not `{mechanism}`"
+            ))
+        })?;
+    let own = listener_sasl.get(listener);
+    let offered = own
+        .and_then(|l| l.mechanisms.as_deref())
+        .unwrap_or(default_mechanisms);
+    if !offered.contains(&chosen) {
+        return Err(refuse(format!(
+            "{} is not offered on the inter-broker listener {listener}",
+            chosen.name()
+        )));
+    }
+    let jaas_key = format!(
+        "listener.name.{}.{}.sasl.jaas.config",
+        listener.to_ascii_lowercase(),
+        chosen.name().to_ascii_lowercase()
+    );
+    let jaas = own.and_then(|l| l.jaas_for(chosen)).ok_or_else(|| {
+        (
+            jaas_key.clone(),
+            "the inter-broker listener uses SASL: this JAAS entry gives the brokers' own username and password".to_string(),
+        )
+    })?;
+    let option = |name: &str| {
+        jaas.options
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .cloned()
+            .ok_or_else(|| {
+                (
+                    jaas_key.clone(),
+                    format!("the JAAS entry has no `{name}` option"),
+                )
+            })
+    };
+    Ok(InterBrokerSasl {
+        mechanism: chosen,
+        username: option("username")?,
+        password: option("password")?,
+    })
 }
 
 /// `sasl.enabled.mechanisms`: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN and OAUTHBEARER are
@@ -1364,10 +1447,45 @@ mod tests {
             SecurityProtocol::SaslPlaintext
         );
         assert_eq!(config.sasl_mechanisms.len(), 2);
+        // A SASL inter-broker listener: followers need a mechanism Oxbow speaks as a client
+        // (Kafka's default GSSAPI is refused) and their JAAS username and password.
         let error = load(&["listeners=SASL_PLAINTEXT://127.0.0.1:9093"])
             .unwrap_err()
             .to_string();
-        assert!(error.contains("inter.broker.listener.name"), "{error}");
+        assert!(
+            error.contains("sasl.mechanism.inter.broker.protocol") && error.contains("GSSAPI"),
+            "{error}"
+        );
+        let error = load(&[
+            "listeners=SASL_PLAINTEXT://127.0.0.1:9093",
+            "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"),
+            "{error}"
+        );
+        let config = load(&[
+            "listeners=SASL_PLAINTEXT://127.0.0.1:9093",
+            "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+            r#"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";"#,
+        ])
+        .unwrap();
+        let sasl = config.inter_broker_sasl.unwrap();
+        assert_eq!(
+            (sasl.username.as_str(), sasl.password.as_str()),
+            ("broker", "broker-secret")
+        );
+        assert!(!format!("{sasl:?}").contains("broker-secret"));
+        let error = load(&[
+            "listeners=SASL_PLAINTEXT://127.0.0.1:9093",
+            "sasl.enabled.mechanisms=SCRAM-SHA-256",
+            "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("not offered"), "{error}");
         let error = load(&["sasl.enabled.mechanisms=SCRAM-SHA-512,GSSAPI"])
             .unwrap_err()
             .to_string();

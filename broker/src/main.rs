@@ -221,6 +221,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     if let Some(tls) = tls.as_ref().filter(|_| config.inter_broker_tls()) {
         replicas.fetch_over_tls(Arc::clone(tls));
     }
+    if let Some(sasl) = &config.inter_broker_sasl {
+        replicas.fetch_with_sasl(Arc::new(sasl.clone()));
+    }
     // Groups follow __consumer_offsets leadership from the first image on.
     let groups = Arc::new(GroupCoordinator::for_replicas(
         config.groups.clone(),
@@ -291,6 +294,13 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         if stopped_early {
             None
         } else {
+            if let Some(sasl) = config.inter_broker_sasl.clone() {
+                tokio::spawn(ensure_inter_broker_credential(
+                    Arc::clone(&controller),
+                    sasl,
+                    shutdown_rx.clone(),
+                ));
+            }
             let mut listening = Vec::with_capacity(sockets.kafka.len());
             for (listener, socket) in config.client_listeners.iter().zip(sockets.kafka) {
                 let security = server::ListenerSecurity {
@@ -487,6 +497,61 @@ impl Sockets {
 }
 
 /// A TCP socket bound to `address` (address reuse on, as tokio's listeners), not listening.
+/// Creates the SCRAM credential the brokers authenticate to each other with when the user
+/// has none (Kafka writes it at format time with `kafka-storage --add-scram`; here the
+/// quorum, which brokers reach without SASL, takes it). A credential set since, by any
+/// broker or an admin, is left alone.
+async fn ensure_inter_broker_credential(
+    controller: Arc<Controller>,
+    sasl: oxbow_broker::config::InterBrokerSasl,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    use oxbow_broker::controller::ScramAlteration;
+    use oxbow_broker::metadata::records::ScramMechanism;
+    use oxbow_broker::security::SaslMechanism;
+    // PLAIN is checked against the SCRAM-SHA-512 credential.
+    let mechanism = match sasl.mechanism {
+        SaslMechanism::Scram(mechanism) => mechanism,
+        _ => ScramMechanism::Sha512,
+    };
+    loop {
+        if controller
+            .image()
+            .scram_credential(&sasl.username, mechanism)
+            .is_some()
+        {
+            return;
+        }
+        let salt = uuid::Uuid::new_v4().simple().to_string().into_bytes();
+        let alteration = ScramAlteration::Upsert {
+            user: sasl.username.clone(),
+            mechanism: mechanism.code(),
+            credential: oxbow_broker::security::credential_from_password(
+                mechanism,
+                &sasl.password,
+                &salt,
+                8192,
+            ),
+        };
+        match controller.alter_scram_credentials(vec![alteration]).await {
+            Ok(results) if results.iter().all(|(_, error)| error.is_none()) => {
+                tracing::info!(user = %sasl.username, mechanism = ?mechanism, "Created the inter-broker SCRAM credential (the user had none)");
+                return;
+            }
+            Ok(results) => {
+                tracing::warn!(user = %sasl.username, ?results, "Cannot create the inter-broker SCRAM credential; retrying");
+            }
+            Err(error) => {
+                tracing::warn!(user = %sasl.username, %error, "Cannot create the inter-broker SCRAM credential yet; retrying");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+            _ = shutdown.wait_for(|down| *down) => return,
+        }
+    }
+}
+
 /// How OAUTHBEARER tokens are validated: against the key set, read now (an unreadable set
 /// refuses the start), or with Kafka's unsecured validator, with a warning when a SASL
 /// listener offers it. Also warns of JAAS options Oxbow does not read.

@@ -51,6 +51,8 @@ pub enum WireError {
     },
     #[error("{address} supports no version of {} that this client speaks", api_name(*.api))]
     Unsupported { api: i16, address: String },
+    #[error("SASL authentication with {address} failed: {reason}")]
+    Authentication { address: String, reason: String },
 }
 
 /// Kafka's name of error `code` (`TOPIC_ALREADY_EXISTS`), from kafka-protocol's table of

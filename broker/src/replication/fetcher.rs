@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 
 use super::partition::{FollowerError, Partition};
 use super::throttle::Throttles;
-use crate::config::ReplicationConfig;
+use crate::config::{InterBrokerSasl, ReplicationConfig};
 use crate::metadata::records::Endpoint;
 use crate::security::ServerTls;
 use crate::storage::TopicPartition;
@@ -59,6 +59,8 @@ pub struct FetcherPool {
     shutdown: watch::Receiver<bool>,
     /// Set when the inter-broker listener is `SSL`: leaders are fetched from over TLS.
     tls: parking_lot::RwLock<Option<Arc<ServerTls>>>,
+    /// Set when the inter-broker listener is `SASL_*`: followers authenticate first.
+    sasl: parking_lot::RwLock<Option<Arc<InterBrokerSasl>>>,
 }
 
 impl FetcherPool {
@@ -77,6 +79,7 @@ impl FetcherPool {
             fetchers: Mutex::new(HashMap::new()),
             shutdown,
             tls: parking_lot::RwLock::new(None),
+            sasl: parking_lot::RwLock::new(None),
         }
     }
 
@@ -119,6 +122,7 @@ impl FetcherPool {
                         bytes_in: self.bytes_in.clone(),
                         throttles: Arc::clone(&self.throttles),
                         tls: self.tls.read().clone(),
+                        sasl: self.sasl.read().clone(),
                     };
                     let task = tokio::spawn(run(link, receiver, self.shutdown.clone()));
                     fetchers.insert(
@@ -140,6 +144,12 @@ impl FetcherPool {
         *self.tls.write() = Some(tls);
     }
 
+    /// Fetchers started from now on authenticate to the leaders' `SASL_*` inter-broker
+    /// listener; set at start-up, before the first image.
+    pub fn use_sasl(&self, sasl: Arc<InterBrokerSasl>) {
+        *self.sasl.write() = Some(sasl);
+    }
+
     pub fn stop_all(&self) {
         for (_, fetcher) in self.fetchers.lock().drain() {
             fetcher.task.abort();
@@ -157,9 +167,11 @@ struct Link {
     bytes_in: IntCounter,
     throttles: Arc<Throttles>,
     tls: Option<Arc<ServerTls>>,
+    sasl: Option<Arc<InterBrokerSasl>>,
 }
 
-/// A connection to the leader's inter-broker listener, over TLS when it is `SSL`.
+/// A connection to the leader's inter-broker listener, over TLS when it is `SSL` or
+/// `SASL_SSL`, authenticated when it is `SASL_*`.
 async fn connect(link: &Link) -> Result<PeerConnection, PeerError> {
     let address = socket_address(&link.endpoint.host, link.endpoint.port);
     let client_id = format!("oxbow-replica-{}", link.node_id);
@@ -172,12 +184,79 @@ async fn connect(link: &Link) -> Result<PeerConnection, PeerError> {
             })?,
         None => None,
     };
-    match tls {
+    let mut connection = match tls {
         Some((connector, name)) => {
             PeerConnection::connect_tls(&address, &client_id, CONNECT_TIMEOUT, &connector, name)
-                .await
+                .await?
         }
-        None => PeerConnection::connect(&address, &client_id, CONNECT_TIMEOUT).await,
+        None => PeerConnection::connect(&address, &client_id, CONNECT_TIMEOUT).await?,
+    };
+    if let Some(sasl) = &link.sasl {
+        authenticate(&mut connection, sasl).await?;
+    }
+    Ok(connection)
+}
+
+/// SaslHandshake v1 and SaslAuthenticate v1 as a Kafka client: SCRAM's two rounds (the
+/// leader's signature checked) or PLAIN's one.
+async fn authenticate(
+    connection: &mut PeerConnection,
+    sasl: &InterBrokerSasl,
+) -> Result<(), PeerError> {
+    use crate::security::{SaslMechanism, ScramClient};
+    use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+    let address = connection.address().to_string();
+    let failed = |reason: String| PeerError::Authentication {
+        address: address.clone(),
+        reason,
+    };
+    let handshake = connection
+        .call_version(
+            &SaslHandshakeRequest::default()
+                .with_mechanism(StrBytes::from_static_str(sasl.mechanism.name())),
+            1,
+            CONNECT_TIMEOUT,
+        )
+        .await?;
+    if handshake.error_code != 0 {
+        return Err(failed(format!(
+            "SaslHandshake for {} answered {}",
+            sasl.mechanism.name(),
+            oxbow_kafka_client::error_name(handshake.error_code)
+        )));
+    }
+    let mut step = async |bytes: Vec<u8>| -> Result<Vec<u8>, PeerError> {
+        let answer = connection
+            .call_version(
+                &SaslAuthenticateRequest::default().with_auth_bytes(bytes.into()),
+                1,
+                CONNECT_TIMEOUT,
+            )
+            .await?;
+        if answer.error_code != 0 {
+            return Err(failed(format!(
+                "{}: {}",
+                oxbow_kafka_client::error_name(answer.error_code),
+                answer.error_message.as_deref().unwrap_or_default()
+            )));
+        }
+        Ok(answer.auth_bytes.to_vec())
+    };
+    match sasl.mechanism {
+        SaslMechanism::Scram(mechanism) => {
+            let mut client = ScramClient::new(mechanism, &sasl.username, &sasl.password);
+            let server_first = step(client.client_first()).await?;
+            let client_final = client.client_final(&server_first).map_err(&failed)?;
+            let server_final = step(client_final).await?;
+            client.verify_server_final(&server_final).map_err(&failed)
+        }
+        SaslMechanism::Plain => {
+            let token = format!("\0{}\0{}", sasl.username, sasl.password);
+            step(token.into_bytes()).await.map(|_| ())
+        }
+        SaslMechanism::OAuthBearer => Err(failed(
+            "OAUTHBEARER is not used between brokers".to_string(),
+        )),
     }
 }
 

@@ -162,6 +162,12 @@ impl ReplicaManager {
         self.fetchers.use_tls(tls);
     }
 
+    /// Followers authenticate to the leaders from now on (the inter-broker listener is
+    /// `SASL_*`).
+    pub fn fetch_with_sasl(&self, sasl: Arc<crate::config::InterBrokerSasl>) {
+        self.fetchers.use_sasl(sasl);
+    }
+
     pub fn config(&self) -> &ReplicationConfig {
         &self.config
     }

@@ -20,6 +20,7 @@ mod plain;
 mod principal;
 mod sasl;
 mod scram;
+mod scram_client;
 mod tls;
 
 pub use authorizer::{Authorizer, STANDARD_AUTHORIZER};
@@ -31,4 +32,5 @@ pub use sasl::{
     SaslStep,
 };
 pub use scram::{credential_from_password, credential_from_salted_password};
+pub use scram_client::ScramClient;
 pub use tls::{HandshakeError, ServerTls, TlsError};
