@@ -19,7 +19,10 @@ SASL_SSL listener:
   broker restart (they live in the metadata log);
 - OAUTHBEARER with RS256 tokens checked against a JWKS file (oauth_jwks.py): librdkafka and
   the Java client authenticate, forged, unsecured, misaddressed and expired tokens are
-  refused, a rotated key set applies without a restart.
+  refused, a rotated key set applies without a restart;
+- replication over SASL_SSL with SCRAM-SHA-512 between three brokers, a leader SIGKILLed
+  under an acks=all producer, a follower with a wrong password refused
+  (inter_broker_sasl.py).
 
 Usage: sasl.py BROKER_BINARY
 """
@@ -39,6 +42,7 @@ from oxbow_e2e import Broker, free_port, wait_for  # noqa: E402
 from common import fail, log, tool, work_dir  # noqa: E402
 from certs import broker_store, make_ca  # noqa: E402
 from oauth_jwks import signed_tokens  # noqa: E402
+from inter_broker_sasl import replication_over_sasl  # noqa: E402
 
 FRANZ_GO = os.path.join(HERE, "..", "peers", "franz-go", "run")
 
@@ -328,6 +332,7 @@ def main():
         mechanisms_and_reauth(work, broker, listeners, admin, sasl, sasl_ssl, sasl_port, ca)
         signed_tokens(work, broker, listeners, sasl, roundtrip, authentication_error)
         broker.stop()
+        replication_over_sasl(binary, work, ca)
         # A failed run keeps its directory (named in the failure) to look at; a passing one
         # leaves nothing behind.
         shutil.rmtree(work, ignore_errors=True)
