@@ -126,6 +126,14 @@ pub async fn serve(
                                 tracing::debug!(%peer, %principal, "Controller connection over TLS");
                                 connection(stream, &service, shutdown).await
                             }
+                            // A peer whose call timed out drops the connection mid-handshake
+                            // (after a restart or a SIGSTOP): not a refusal.
+                            Err(crate::security::HandshakeError::Failed(error))
+                                if error.kind() == std::io::ErrorKind::UnexpectedEof =>
+                            {
+                                tracing::debug!(%peer, %error, "A controller connection closed during its TLS handshake");
+                                return;
+                            }
                             Err(error) => {
                                 tracing::warn!(%peer, %error, "Refused a controller connection: TLS handshake failed");
                                 return;
