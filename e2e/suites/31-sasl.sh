@@ -3,7 +3,8 @@
 # described with Kafka's kafka-configs, librdkafka, kafka-python and the Java console
 # consumer over SASL_PLAINTEXT and SASL_SSL, franz-go over SASL_SSL (SCRAM-SHA-512 and
 # PLAIN), wrong passwords, unknown users and requests before authenticating refused,
-# credentials kept across a restart.
+# credentials kept across a restart; PLAIN, OAUTHBEARER (unsecured and JWKS-signed tokens),
+# KIP-368 re-authentication; three brokers replicating over SASL_SSL.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
