@@ -17,7 +17,7 @@ mod providers;
 mod ssl;
 
 use crate::storage::{LogConfig, LogConfigError};
-pub use listener_overrides::{JaasEntry, ListenerSasl};
+pub use listener_overrides::{JaasEntry, ListenerSettings};
 pub use listeners::{ClientListener, SecurityProtocol};
 pub use ssl::{ClientAuth, KeyStore, SslConfig, TlsVersion, TrustStore};
 
@@ -108,9 +108,12 @@ pub struct BrokerConfig {
     /// signed by a key of that set (none: Kafka's unsecured validator).
     pub oauthbearer_jwks: Option<crate::security::JwksSettings>,
     /// `listener.name.<listener>.*` SASL settings, by upper-cased listener name.
-    pub listener_sasl: BTreeMap<String, ListenerSasl>,
+    pub listener_settings: BTreeMap<String, ListenerSettings>,
     /// The inter-broker listener is `SASL_*`: how followers authenticate to leaders.
     pub inter_broker_sasl: Option<InterBrokerSasl>,
+    /// The TLS settings of listeners with their own `listener.name.<l>.ssl.*` keys (the
+    /// broker-wide `ssl.*` fill in what they leave out), by listener name.
+    pub listener_ssl: BTreeMap<String, SslConfig>,
     /// `authorizer.class.name` set: every request is checked against the ACLs.
     pub authorizer: Option<crate::security::Authorizer>,
     pub log_defaults: LogConfig,
@@ -165,7 +168,7 @@ impl BrokerConfig {
     /// The SASL mechanisms `listener` offers: its own `listener.name.*` list, else
     /// `sasl.enabled.mechanisms`.
     pub fn sasl_mechanisms_for(&self, listener: &str) -> &[crate::security::SaslMechanism] {
-        self.listener_sasl
+        self.listener_settings
             .get(listener)
             .and_then(|l| l.mechanisms.as_deref())
             .unwrap_or(&self.sasl_mechanisms)
@@ -372,25 +375,8 @@ impl BrokerConfig {
             .first()
             .and_then(|name| protocols.get(name))
             .is_some_and(|protocol| protocol == "SSL");
-        let serves_tls = controller_tls || client_listeners.iter().any(|l| l.protocol.uses_tls());
         let sasl_mechanisms = sasl_mechanisms(&get("sasl.enabled.mechanisms"))
             .map_err(|reason| invalid("sasl.enabled.mechanisms", &reason))?;
-        let ssl = ssl::parse(&get, serves_tls).map_err(|(key, reason)| invalid(key, &reason))?;
-        if controller_tls && ssl.as_ref().is_some_and(|ssl| ssl.truststore.is_none()) {
-            return Err(invalid(
-                "ssl.truststore.location",
-                "an SSL controller listener requires client certificates (mutual TLS): set the CA certificates they chain to",
-            ));
-        }
-        let authorizer = authorizer(&get("authorizer.class.name"), &get("super.users"))
-            .map_err(|(key, reason)| invalid(key, &reason))?;
-        let authorizer = match authorizer {
-            Some(super_users) => Some(crate::security::Authorizer {
-                super_users,
-                allow_if_no_acl: boolean("allow.everyone.if.no.acl.found")?,
-            }),
-            None => None,
-        };
         let oauthbearer_jwks = match get("sasl.oauthbearer.jwks.endpoint.url").trim() {
             "" => None,
             url => Some(crate::security::JwksSettings {
@@ -417,7 +403,7 @@ impl BrokerConfig {
             }),
         };
         let client_names: Vec<String> = client_listeners.iter().map(|l| l.name.clone()).collect();
-        let listener_sasl = listener_overrides::parse(
+        let listener_settings = listener_overrides::parse(
             &raw,
             &client_names,
             self::sasl_mechanisms,
@@ -428,6 +414,57 @@ impl BrokerConfig {
             key,
             reason,
         })?;
+        // The broker-wide stores are needed unless every TLS listener has its own key store.
+        let own_store = |l: &listeners::ClientListener| {
+            listener_settings.get(&l.name).is_some_and(|s| {
+                s.ssl.contains_key("ssl.keystore.location")
+                    || s.ssl.contains_key("ssl.keystore.certificate.chain")
+            })
+        };
+        let needs_stores = controller_tls
+            || client_listeners
+                .iter()
+                .any(|l| l.protocol.uses_tls() && !own_store(l));
+        let ssl = ssl::parse(&get, needs_stores).map_err(|(key, reason)| invalid(key, &reason))?;
+        if controller_tls && ssl.as_ref().is_some_and(|ssl| ssl.truststore.is_none()) {
+            return Err(invalid(
+                "ssl.truststore.location",
+                "an SSL controller listener requires client certificates (mutual TLS): set the CA certificates they chain to",
+            ));
+        }
+        let authorizer = authorizer(&get("authorizer.class.name"), &get("super.users"))
+            .map_err(|(key, reason)| invalid(key, &reason))?;
+        let authorizer = match authorizer {
+            Some(super_users) => Some(crate::security::Authorizer {
+                super_users,
+                allow_if_no_acl: boolean("allow.everyone.if.no.acl.found")?,
+            }),
+            None => None,
+        };
+        // A TLS listener with its own `listener.name.<l>.ssl.*` keys gets its own stores.
+        let mut listener_ssl = BTreeMap::new();
+        for (name, settings) in listener_settings.iter().filter(|(_, s)| !s.ssl.is_empty()) {
+            let prefix = format!("listener.name.{}.", name.to_ascii_lowercase());
+            let serves_tls = client_listeners
+                .iter()
+                .any(|l| l.name == *name && l.protocol.uses_tls());
+            if !serves_tls {
+                let key = format!(
+                    "{prefix}{}",
+                    settings.ssl.keys().next().cloned().unwrap_or_default()
+                );
+                return Err(invalid(
+                    &key,
+                    &format!("the listener {name} does not use TLS"),
+                ));
+            }
+            let get_own = |key: &str| settings.ssl.get(key).cloned().unwrap_or_else(|| get(key));
+            let own = ssl::parse(&get_own, true)
+                .map_err(|(key, reason)| invalid(&format!("{prefix}{key}"), &reason))?;
+            if let Some(own) = own {
+                listener_ssl.insert(name.clone(), own);
+            }
+        }
         let inter_broker_name = match get("inter.broker.listener.name").trim() {
             "" => client_listeners.first().map(|l| l.name.clone()),
             name => Some(name.to_ascii_uppercase()),
@@ -462,7 +499,7 @@ impl BrokerConfig {
                 inter_broker_credentials(
                     &get("sasl.mechanism.inter.broker.protocol"),
                     &inter_broker.name,
-                    &listener_sasl,
+                    &listener_settings,
                     &sasl_mechanisms,
                 )
                 .map_err(|(key, reason)| invalid(&key, &reason))?,
@@ -470,9 +507,11 @@ impl BrokerConfig {
         } else {
             None
         };
+        // Followers use the inter-broker listener's own stores when it has them.
+        let inter_broker_ssl = listener_ssl.get(&inter_broker.name).or(ssl.as_ref());
         if is_broker
             && inter_broker.protocol.uses_tls()
-            && ssl.as_ref().is_none_or(|ssl| ssl.truststore.is_none())
+            && inter_broker_ssl.is_none_or(|ssl| ssl.truststore.is_none())
         {
             return Err(invalid(
                 "ssl.truststore.location",
@@ -603,8 +642,9 @@ impl BrokerConfig {
             sasl_mechanisms,
             connections_max_reauth_ms: int("connections.max.reauth.ms")? as u64,
             oauthbearer_jwks,
-            listener_sasl,
+            listener_settings,
             inter_broker_sasl,
+            listener_ssl,
             controller_tls,
             authorizer,
             log_defaults,
@@ -823,7 +863,7 @@ impl std::fmt::Debug for InterBrokerSasl {
 fn inter_broker_credentials(
     mechanism: &str,
     listener: &str,
-    listener_sasl: &BTreeMap<String, ListenerSasl>,
+    listener_settings: &BTreeMap<String, ListenerSettings>,
     default_mechanisms: &[crate::security::SaslMechanism],
 ) -> Result<InterBrokerSasl, (String, String)> {
     use crate::security::SaslMechanism;
@@ -836,7 +876,7 @@ fn inter_broker_credentials(
                 "the inter-broker listener {listener} uses SASL: followers authenticate with SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN, not `{mechanism}`"
             ))
         })?;
-    let own = listener_sasl.get(listener);
+    let own = listener_settings.get(listener);
     let offered = own
         .and_then(|l| l.mechanisms.as_deref())
         .unwrap_or(default_mechanisms);
@@ -1509,6 +1549,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("no listener is named EXTERNAL"), "{error}");
+        // A listener's own TLS stores; the broker-wide ones are then not needed.
+        let config = load(&[
+            "listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXTERNAL:SSL",
+            "listener.name.external.ssl.keystore.location=/external.pem",
+            "listener.name.external.ssl.truststore.location=/clients-ca.crt",
+            "listener.name.external.ssl.client.auth=required",
+        ])
+        .unwrap();
+        assert!(config.ssl.is_none());
+        let external = &config.listener_ssl["EXTERNAL"];
+        assert_eq!(external.client_auth, ClientAuth::Required);
+        assert_eq!(
+            external.keystore,
+            KeyStore::File(PathBuf::from("/external.pem"))
+        );
+        let error = load(&["listener.name.plaintext.ssl.keystore.location=/x.pem"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("does not use TLS"), "{error}");
+        let error = load(&[
+            "listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXTERNAL:SSL",
+            "listener.name.external.ssl.client.auth=required",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("ssl.keystore.location"), "{error}");
         // A name with no protocol is refused as Kafka refuses it.
         let error = load(&["listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094"])
             .unwrap_err()

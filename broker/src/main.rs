@@ -126,6 +126,26 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         }
         _ => None,
     };
+    // Listeners with their own `listener.name.<l>.ssl.*` stores (SASL_SSL ones, again,
+    // without asking for a client certificate).
+    let mut listener_tls = std::collections::BTreeMap::new();
+    for (name, ssl) in config.listener_ssl.iter().filter(|_| config.is_broker) {
+        let sasl = config.client_listeners.iter().any(|l| {
+            l.name == *name && l.protocol == oxbow_broker::config::SecurityProtocol::SaslSsl
+        });
+        let effective = oxbow_broker::config::SslConfig {
+            client_auth: if sasl {
+                oxbow_broker::config::ClientAuth::None
+            } else {
+                ssl.client_auth
+            },
+            ..ssl.clone()
+        };
+        let loaded = ServerTls::load(&effective).with_context(|| {
+            format!("cannot serve the listener {name} with its listener.name.* stores")
+        })?;
+        listener_tls.insert(name.clone(), Arc::new(loaded));
+    }
     // The quorum's mutual TLS: the same stores, a client certificate always required.
     let controller_tls = match &config.ssl {
         Some(ssl) if config.controller_tls => {
@@ -218,7 +238,10 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             .context("registering replication metrics")?,
         shutdown_rx.clone(),
     );
-    if let Some(tls) = tls.as_ref().filter(|_| config.inter_broker_tls()) {
+    let inter_broker_tls = listener_tls
+        .get(&config.inter_broker_listener)
+        .or(tls.as_ref());
+    if let Some(tls) = inter_broker_tls.filter(|_| config.inter_broker_tls()) {
         replicas.fetch_over_tls(Arc::clone(tls));
     }
     if let Some(sasl) = &config.inter_broker_sasl {
@@ -305,6 +328,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             for (listener, socket) in config.client_listeners.iter().zip(sockets.kafka) {
                 let security = server::ListenerSecurity {
                     tls: match listener.protocol {
+                        _ if listener_tls.contains_key(&listener.name) => {
+                            listener_tls.get(&listener.name).map(Arc::clone)
+                        }
                         oxbow_broker::config::SecurityProtocol::SaslSsl => {
                             sasl_tls.as_ref().or(tls.as_ref()).map(Arc::clone)
                         }
@@ -369,7 +395,11 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             "Oxbow node started"
         );
     }
-    for tls in [&tls, &sasl_tls].into_iter().flatten() {
+    for tls in [&tls, &sasl_tls]
+        .into_iter()
+        .flatten()
+        .chain(listener_tls.values())
+    {
         tokio::spawn(Arc::clone(tls).watch(shutdown_rx.clone()));
     }
     let routes = Arc::new(api::routes(config.fetch_session_slots));
@@ -566,7 +596,7 @@ fn token_validator(
         .collect();
     for listener in &sasl_listeners {
         let plain = config
-            .listener_sasl
+            .listener_settings
             .get(&listener.name)
             .and_then(|l| l.jaas_for(SaslMechanism::Plain));
         if plain.is_some_and(|jaas| jaas.options.keys().any(|k| k.starts_with("user_"))) {

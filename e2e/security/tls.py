@@ -327,6 +327,34 @@ def tls_only_cluster(binary, work, ca, client, stranger):
         return len(acked), leader, refusals
 
 
+def listener_own_stores(broker, work, ca, ssl_port):
+    """An EXTERNAL SSL listener with its own key store and no client certificates
+    (`listener.name.external.ssl.*`) beside the SSL listener's mTLS with the broker-wide
+    stores; the listener's own store is re-read when it changes too."""
+    external_port = free_port()
+    external_store = broker_store(work, "external", ca, "broker-external")
+    broker.start(f"listeners=PLAINTEXT://127.0.0.1:{broker.port},SSL://127.0.0.1:{ssl_port},"
+                 f"EXTERNAL://127.0.0.1:{external_port}",
+                 "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,EXTERNAL:SSL",
+                 "inter.broker.listener.name=PLAINTEXT",
+                 f"listener.name.external.ssl.keystore.location={external_store}",
+                 "listener.name.external.ssl.client.auth=none")
+    subjects = (server_subject(ssl_port, ca[1]), server_subject(external_port, ca[1]))
+    if subjects != ("broker-after", "broker-external"):
+        fail(f"the certificates the SSL and EXTERNAL listeners present: {subjects}", broker)
+    anonymous = api_versions_over_tls(external_port, tls_context(ca[1]))
+    refused = api_versions_over_tls(ssl_port, tls_context(ca[1]))
+    if not isinstance(anonymous, int) or isinstance(refused, int):
+        fail(f"without a client certificate: EXTERNAL answered {anonymous!r}, SSL answered {refused!r}", broker)
+    os.replace(broker_store(work, "external-rotated", ca, "broker-external-2"), external_store)
+    if not wait_for(lambda: server_subject(external_port, ca[1]) == "broker-external-2", 30,
+                    "the EXTERNAL listener's rotated certificate"):
+        fail("the EXTERNAL listener's own key store was not re-read", broker)
+    log("ok listener.name.external.ssl.*: the EXTERNAL listener presents its own certificate (CN=broker-external) "
+        "and asks for none, the SSL listener keeps the broker-wide store and mTLS; the EXTERNAL store rotated in "
+        "place is served to new connections")
+
+
 def main():
     binary = sys.argv[1]
     work = work_dir("oxbow-tls-")
@@ -408,6 +436,8 @@ def main():
             fail(f"{len(writer.failed)} deliveries failed across the rotation: {writer.failed[:3]}", broker)
         log(f"ok key store rotated in place: new connections got CN=broker-after {took:.1f} s later; the open "
             f"producer carried on, {writer.acked} records acknowledged, 0 failed")
+        broker.stop()
+        listener_own_stores(broker, work, ca, ssl_port)
         broker.stop()
         acked, killed, refusals = tls_only_cluster(binary, work, ca, client, stranger)
         log(f"ok three nodes with SSL as the only client, inter-broker and controller listener (mTLS): {acked} "

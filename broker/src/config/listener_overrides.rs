@@ -7,13 +7,21 @@
 //! listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
 //! ```
 //!
-//! The mechanisms a listener offers may differ from `sasl.enabled.mechanisms`. A JAAS entry
+//! and its own TLS stores and client authentication:
+//!
+//! ```text
+//! listener.name.external.ssl.keystore.location=/etc/oxbow/external/broker.pem
+//! listener.name.external.ssl.client.auth=none
+//! ```
+//!
+//! The mechanisms a listener offers may differ from `sasl.enabled.mechanisms`; a listener's
+//! `ssl.*` keys replace the broker-wide ones for that listener only (the others it does not
+//! set still apply). A JAAS entry
 //! must name the login module of its mechanism; Oxbow's brokers hold no passwords of their
 //! clients, so a PLAIN entry's `user_<name>` options are not read (PLAIN checks the SCRAM
 //! credentials), which start-up warns about. The OAUTHBEARER server callback handler may
 //! name Kafka's validator Oxbow runs (signed tokens with `sasl.oauthbearer.jwks.endpoint.url`,
-//! else unsecured ones). Per-listener `ssl.*` keys are refused: one key store serves every
-//! TLS listener.
+//! else unsecured ones).
 
 use std::collections::BTreeMap;
 
@@ -33,16 +41,18 @@ pub struct JaasEntry {
     pub options: BTreeMap<String, String>,
 }
 
-/// One listener's own SASL settings.
+/// One listener's own settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ListenerSasl {
+pub struct ListenerSettings {
     /// `listener.name.<l>.sasl.enabled.mechanisms`: instead of `sasl.enabled.mechanisms`.
     pub mechanisms: Option<Vec<SaslMechanism>>,
     /// `listener.name.<l>.<mechanism>.sasl.jaas.config`.
     pub jaas: Vec<(SaslMechanism, JaasEntry)>,
+    /// `listener.name.<l>.ssl.*`: this listener's values of broker `ssl.*` keys.
+    pub ssl: BTreeMap<String, String>,
 }
 
-impl ListenerSasl {
+impl ListenerSettings {
     pub fn jaas_for(&self, mechanism: SaslMechanism) -> Option<&JaasEntry> {
         self.jaas
             .iter()
@@ -58,8 +68,8 @@ pub fn parse(
     listeners: &[String],
     parse_mechanisms: impl Fn(&str) -> Result<Vec<SaslMechanism>, String>,
     signed_tokens: bool,
-) -> Result<BTreeMap<String, ListenerSasl>, (String, String)> {
-    let mut parsed: BTreeMap<String, ListenerSasl> = BTreeMap::new();
+) -> Result<BTreeMap<String, ListenerSettings>, (String, String)> {
+    let mut parsed: BTreeMap<String, ListenerSettings> = BTreeMap::new();
     for (key, value) in raw.range(PREFIX.to_string()..) {
         let Some(rest) = key.strip_prefix(PREFIX) else {
             break;
@@ -78,6 +88,15 @@ pub fn parse(
         let entry = parsed.entry(listener).or_default();
         if setting == "sasl.enabled.mechanisms" {
             entry.mechanisms = Some(parse_mechanisms(value).map_err(refuse)?);
+            continue;
+        }
+        if setting.starts_with("ssl.") {
+            if oxbow_config_keys::broker_key(setting).is_none() {
+                return Err(refuse(format!(
+                    "`{setting}` is not an ssl.* key Oxbow knows"
+                )));
+            }
+            entry.ssl.insert(setting.to_string(), value.clone());
             continue;
         }
         let Some((mechanism, mechanism_key)) = setting.split_once('.') else {
@@ -123,7 +142,7 @@ pub fn parse(
 }
 
 fn unsupported() -> String {
-    "per listener, Oxbow reads sasl.enabled.mechanisms, <mechanism>.sasl.jaas.config and oauthbearer.sasl.server.callback.handler.class; ssl.* and the other keys apply to every listener".into()
+    "per listener, Oxbow reads ssl.*, sasl.enabled.mechanisms, <mechanism>.sasl.jaas.config and oauthbearer.sasl.server.callback.handler.class; the other keys apply to every listener".into()
 }
 
 fn login_module(mechanism: SaslMechanism) -> &'static str {
@@ -207,7 +226,7 @@ mod tests {
     fn parsed(
         pairs: &[(&str, &str)],
         signed: bool,
-    ) -> Result<BTreeMap<String, ListenerSasl>, (String, String)> {
+    ) -> Result<BTreeMap<String, ListenerSettings>, (String, String)> {
         let raw: BTreeMap<String, String> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -221,7 +240,7 @@ mod tests {
     }
 
     #[test]
-    fn kafka_listener_sasl_keys_are_read() {
+    fn kafka_listener_settings_keys_are_read() {
         let listeners = parsed(
             &[
                 ("listener.name.sasl_ssl.sasl.enabled.mechanisms", "SCRAM-SHA-512,PLAIN"),
@@ -233,12 +252,14 @@ mod tests {
                     "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class",
                     SECURED_VALIDATOR,
                 ),
+                ("listener.name.sasl_ssl.ssl.client.auth", "required"),
                 ("log.dirs", "/tmp"),
             ],
             true,
         )
         .unwrap();
         let sasl = &listeners["SASL_SSL"];
+        assert_eq!(sasl.ssl["ssl.client.auth"], "required");
         assert_eq!(sasl.mechanisms.as_ref().unwrap().len(), 2);
         let jaas = sasl
             .jaas_for(SaslMechanism::from_name("SCRAM-SHA-512").unwrap())
@@ -268,12 +289,11 @@ mod tests {
             .contains("PlainLoginModule")
         );
         assert!(
-            refused(
-                "listener.name.sasl_ssl.ssl.keystore.location",
-                "/k.pem",
-                false
-            )
-            .contains("ssl.*")
+            refused("listener.name.sasl_ssl.ssl.keystore.colour", "red", false)
+                .contains("ssl.* key")
+        );
+        assert!(
+            refused("listener.name.sasl_ssl.log.retention.ms", "1", false).contains("per listener")
         );
         assert!(
             refused(

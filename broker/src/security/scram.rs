@@ -38,6 +38,11 @@ fn hashes(mechanism: ScramMechanism) -> Hashes {
     }
 }
 
+/// The mechanism's HMAC (the client side computes its proof with it).
+pub(super) fn hmac_algorithm(mechanism: ScramMechanism) -> hmac::Algorithm {
+    hashes(mechanism).hmac
+}
+
 /// The credential from the salted password Kafka's admin client sends.
 pub fn credential_from_salted_password(
     mechanism: ScramMechanism,

@@ -10,7 +10,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use ring::{digest, hmac, pbkdf2, rand::SecureRandom};
+use ring::{hmac, rand::SecureRandom};
 
 use crate::metadata::records::ScramMechanism;
 
@@ -31,11 +31,20 @@ impl ScramClient {
         // Without randomness the nonce is still unique per connection in practice; a
         // failing system RNG is not a reason to stop replicating.
         let _ = ring::rand::SystemRandom::new().fill(&mut nonce);
+        Self::with_nonce(mechanism, user, password, &BASE64.encode(nonce))
+    }
+
+    pub(crate) fn with_nonce(
+        mechanism: ScramMechanism,
+        user: &str,
+        password: &str,
+        nonce: &str,
+    ) -> Self {
         let user = user.replace('=', "=3D").replace(',', "=2C");
         Self {
             mechanism,
             password: password.to_string(),
-            client_first_bare: format!("n={user},r={}", BASE64.encode(nonce)),
+            client_first_bare: format!("n={user},r={nonce}"),
             expected_signature: None,
         }
     }
@@ -46,6 +55,16 @@ impl ScramClient {
 
     /// The client-final message for the server's first message.
     pub fn client_final(&mut self, server_first: &[u8]) -> Result<Vec<u8>, String> {
+        self.client_final_echoing(server_first, "")
+    }
+
+    /// The client-final message with `prefix` before the nonce it echoes, as librdkafka
+    /// before 2.2 writes it (its own nonce again): for the broker's tests of that quirk.
+    pub(crate) fn client_final_echoing(
+        &mut self,
+        server_first: &[u8],
+        prefix: &str,
+    ) -> Result<Vec<u8>, String> {
         let server_first = std::str::from_utf8(server_first)
             .map_err(|_| "the server-first message is not UTF-8".to_string())?;
         let attribute = |name: &str| {
@@ -70,37 +89,21 @@ impl ScramClient {
             .ok()
             .filter(|i| *i > 0)
             .ok_or("the iteration count is not a positive number")?;
-        let (algorithm, hmac_algorithm, digest_algorithm, length) = match self.mechanism {
-            ScramMechanism::Sha256 => (
-                pbkdf2::PBKDF2_HMAC_SHA256,
-                hmac::HMAC_SHA256,
-                &digest::SHA256,
-                32,
-            ),
-            ScramMechanism::Sha512 => (
-                pbkdf2::PBKDF2_HMAC_SHA512,
-                hmac::HMAC_SHA512,
-                &digest::SHA512,
-                64,
-            ),
-        };
-        let mut salted = vec![0u8; length];
-        let iterations = std::num::NonZeroU32::new(iterations).ok_or("zero iterations")?;
-        pbkdf2::derive(
-            algorithm,
-            iterations,
+        // SaltedPassword, and from it the credential the broker holds (StoredKey, ServerKey).
+        let salted =
+            super::scram::salted_password(self.mechanism, &self.password, &salt, iterations);
+        let credential = super::scram::credential_from_salted_password(
+            self.mechanism,
+            &salted,
             &salt,
-            self.password.as_bytes(),
-            &mut salted,
+            iterations,
         );
-        let salted_key = hmac::Key::new(hmac_algorithm, &salted);
-        let client_key = hmac::sign(&salted_key, b"Client Key");
-        let server_key = hmac::sign(&salted_key, b"Server Key");
-        let stored_key = digest::digest(digest_algorithm, client_key.as_ref());
-        let without_proof = format!("c=biws,r={nonce}");
+        let hmac_algorithm = super::scram::hmac_algorithm(self.mechanism);
+        let client_key = hmac::sign(&hmac::Key::new(hmac_algorithm, &salted), b"Client Key");
+        let without_proof = format!("c=biws,r={prefix}{nonce}");
         let auth_message = format!("{},{server_first},{without_proof}", self.client_first_bare);
         let signature = hmac::sign(
-            &hmac::Key::new(hmac_algorithm, stored_key.as_ref()),
+            &hmac::Key::new(hmac_algorithm, &credential.stored_key),
             auth_message.as_bytes(),
         );
         let proof: Vec<u8> = client_key
@@ -111,7 +114,7 @@ impl ScramClient {
             .collect();
         self.expected_signature = Some(
             hmac::sign(
-                &hmac::Key::new(hmac_algorithm, server_key.as_ref()),
+                &hmac::Key::new(hmac_algorithm, &credential.server_key),
                 auth_message.as_bytes(),
             )
             .as_ref()
