@@ -96,7 +96,11 @@ fn a_drain_empties_the_leaving_broker_in_one_plan_and_a_balance_refills_it() {
     cluster.wait_ready(&[1, 2, 3, 4]);
     assert_eq!(cluster.create_topic(1, TOPIC, PARTITIONS, 2), 0);
     cluster.wait_for("the topic on every broker", TIMEOUT, || {
-        (1..=4).all(|id| cluster.topic_metadata(id, TOPIC).partitions.len() == PARTITIONS as usize)
+        (1..=4).all(|id| {
+            cluster
+                .find_topic(id, TOPIC)
+                .is_some_and(|t| t.partitions.len() == PARTITIONS as usize)
+        })
     });
     let (before, _) = spread(&cluster, 1);
     assert!(before.get(&4).copied().unwrap_or(0) > 0, "{before:?}");

@@ -137,7 +137,11 @@ fn a_replication_factor_grows_and_shrinks_by_throttled_moves() {
     cluster.wait_ready(&[1, 2, 3, 4]);
     assert_eq!(cluster.create_topic(1, TOPIC, PARTITIONS, 1), 0);
     cluster.wait_for("the topic on every broker", TIMEOUT, || {
-        (1..=4).all(|id| cluster.topic_metadata(id, TOPIC).partitions.len() == PARTITIONS as usize)
+        (1..=4).all(|id| {
+            cluster
+                .find_topic(id, TOPIC)
+                .is_some_and(|t| t.partitions.len() == PARTITIONS as usize)
+        })
     });
     let first: Vec<i32> = settled_replicas(&cluster, 1, 1)
         .iter()

@@ -326,11 +326,17 @@ impl Cluster {
 
     /// `topic` in the Metadata answer of node `id` (fails when the node does not know it).
     pub fn topic_metadata(&self, id: i32, topic: &str) -> MetadataResponseTopic {
+        self.find_topic(id, topic)
+            .unwrap_or_else(|| panic!("{topic} is not in node {id}'s metadata"))
+    }
+
+    /// `topic` in the Metadata answer of node `id`, if the node knows it yet (for waits: a
+    /// topic created through one node reaches the others a moment later).
+    pub fn find_topic(&self, id: i32, topic: &str) -> Option<MetadataResponseTopic> {
         self.metadata(id)
             .topics
             .into_iter()
             .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))
-            .unwrap_or_else(|| panic!("{topic} is not in node {id}'s metadata"))
     }
 
     /// (leader, leader epoch, ISR sorted) of one partition of `topic` as node `id` sees it.
