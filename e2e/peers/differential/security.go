@@ -178,8 +178,23 @@ func runSecurityScenario(ctx context.Context, adminBootstrap, saslBootstrap stri
 		}
 	}
 	createACLs(ctx, obs, admin, valid, creations)
-	// ACLs reach every broker through the metadata log: give them a moment.
-	time.Sleep(2 * time.Second)
+	// ACLs reach the brokers through the metadata log: wait until alice's four are listed.
+	aclsOfAlice := func() bool {
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.ResourceType, req.ResourcePatternType = 1, 1
+		req.Principal = kmsg.StringPtr("User:alice")
+		req.Operation, req.PermissionType = opAny, permAny
+		resp, err := admin.seedRequest(ctx, req)
+		if err != nil {
+			return false
+		}
+		count := 0
+		for _, r := range resp.(*kmsg.DescribeACLsResponse).Resources {
+			count += len(r.ACLs)
+		}
+		return count >= 4
+	}
+	waitUntil(aclsOfAlice)
 	describe := func(resourceType int8, name *string, pattern int8, principal *string) any {
 		req := kmsg.NewPtrDescribeACLsRequest()
 		req.ResourceType = kmsg.ACLResourceType(resourceType)
@@ -432,7 +447,15 @@ func observeQuotas(ctx context.Context, obs Observations, admin, asAlice *secure
 	alter("unknown_key", user("bob"), "bytes_per_fortnight", 10)
 	alter("fractional_byte_rate", user("bob"), "producer_byte_rate", 10.5)
 	alter("request_percentage", user("bob"), "request_percentage", 50.5)
-	time.Sleep(2 * time.Second)
+	// The quota reaches the brokers through the metadata log: wait until it is described.
+	waitUntil(func() bool {
+		req := kmsg.NewPtrDescribeClientQuotasRequest()
+		c := kmsg.NewDescribeClientQuotasRequestComponent()
+		c.EntityType, c.MatchType, c.Match = "user", 0, kmsg.StringPtr("alice")
+		req.Components = append(req.Components, c)
+		resp, err := admin.seedRequest(ctx, req)
+		return err == nil && len(resp.(*kmsg.DescribeClientQuotasResponse).Entries) > 0
+	})
 
 	describe := kmsg.NewPtrDescribeClientQuotasRequest()
 	component := kmsg.NewDescribeClientQuotasRequestComponent()
@@ -537,5 +560,13 @@ func whileCoordinatorMoves(call func() any) any {
 			return code
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitUntil polls `done` every 100 ms for at most 15 s (what it waits for then shows up as a
+// difference in the observations, not as a hang).
+func waitUntil(done func() bool) {
+	for deadline := time.Now().Add(15 * time.Second); !done() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
 	}
 }
