@@ -150,6 +150,9 @@ out="$(k8s_pod_exec "$NS" kafka-client python3 "$REPO/e2e/operator/kafka_client.
 example consume-some "$BOOTSTRAP" orders lagging 50 >/dev/null || fail "the lagging group's consumer"
 example produce-until "$BOOTSTRAP" orders "$work/stop" "$work/acked" 2>"$work/producer.err" &
 producer=$!
+# A consumer that keeps reading, so the bytes-out rate of the last minute is not zero by the time
+# it is queried (ci55: the only fetches had been more than a minute before).
+example consume-follow "$BOOTSTRAP" orders readers "$work/stop" 2>"$work/consumer.err" &
 trap 'touch "$work/stop"; k8s_cleanup' EXIT
 # A Topic of a Cluster that does not exist: the operator's reconcile fails, with back-off.
 kubectl -n "$NS" apply -f - >/dev/null <<'EOF'
