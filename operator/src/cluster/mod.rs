@@ -7,6 +7,7 @@
 //! ```
 
 pub mod build;
+pub mod certificates;
 pub mod config;
 pub mod names;
 pub mod quorum;
