@@ -171,3 +171,72 @@ fn every_rendered_config_loads_in_the_broker() {
         }
     }
 }
+
+#[test]
+fn every_secured_listener_shape_loads_in_the_broker() {
+    // The security the CRD offers, rendered and loaded as the pod loads it: the broker must
+    // accept the listeners, stores and SASL keys, and serve each listener as asked.
+    use oxbow_broker::config::{ClientAuth, SecurityProtocol};
+    for (listeners, authorization, internal, external) in [
+        ("{tls: true}", "", SecurityProtocol::Ssl, None),
+        (
+            "{authentication: scram-sha-512}",
+            "",
+            SecurityProtocol::SaslPlaintext,
+            None,
+        ),
+        (
+            "{tls: true, authentication: tls, external: {type: LoadBalancer, tls: true, authentication: scram-sha-256}}",
+            "authorization: {type: simple, superUsers: ['User:admin']}",
+            SecurityProtocol::Ssl,
+            Some(SecurityProtocol::SaslSsl),
+        ),
+        (
+            "{external: {type: NodePort, nodePortBase: 31000}}",
+            "authorization: {type: simple}",
+            SecurityProtocol::Plaintext,
+            Some(SecurityProtocol::Plaintext),
+        ),
+    ] {
+        let spec: ClusterSpec = serde_yaml::from_str(&format!(
+            "replicas: 3\ncontrollerVoters: 3\nlisteners: {listeners}\n{authorization}"
+        ))
+        .unwrap();
+        let names = Names::new("events", "streams");
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("broker.yaml");
+        std::fs::write(
+            &shared,
+            config::shared_config(&spec, &names, &Default::default(), 3),
+        )
+        .unwrap();
+        let own = dir.path().join("events-0.yaml");
+        let rendered = config::broker_config(&spec, &names, 0);
+        std::fs::write(&own, &rendered).unwrap();
+        let env = [("HOST_IP".to_string(), "10.200.0.3".to_string())];
+        let loaded = BrokerConfig::load(&[shared, own], env, &[])
+            .unwrap_or_else(|e| panic!("{listeners}: {e}\n{rendered}"));
+        let protocol = |name: &str| {
+            loaded
+                .client_listeners
+                .iter()
+                .find(|l| l.name == name)
+                .map(|l| l.protocol)
+        };
+        assert_eq!(protocol("INTERNAL"), Some(internal), "{listeners}");
+        assert_eq!(protocol("EXTERNAL"), external, "{listeners}");
+        // Followers and the operator: mutual TLS with the cluster CA.
+        assert_eq!(protocol("REPLICATION"), Some(SecurityProtocol::Ssl));
+        assert_eq!(loaded.inter_broker_listener, "REPLICATION");
+        assert!(loaded.controller_tls, "{listeners}");
+        let ssl = loaded.ssl.as_ref().unwrap();
+        assert_eq!(ssl.client_auth, ClientAuth::Required);
+        if listeners.contains("authentication: tls") {
+            assert_eq!(
+                loaded.listener_ssl["INTERNAL"].client_auth,
+                ClientAuth::Required
+            );
+        }
+        assert_eq!(loaded.authorizer.is_some(), !authorization.is_empty());
+    }
+}

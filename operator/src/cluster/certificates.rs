@@ -75,6 +75,12 @@ fn validity(params: &mut CertificateParams, now: SystemTime, days: u32) {
     params.not_after = (now + DAY * days).into();
 }
 
+/// The organization in the subject of every certificate a CA signs: the brokers' and the
+/// operator's (cluster CA) never read like a User's (clients CA), whatever their CN, so no
+/// User can take the brokers' principal.
+pub const CLUSTER_ORGANIZATION: &str = "oxbow.dev cluster";
+pub const CLIENTS_ORGANIZATION: &str = "oxbow.dev clients";
+
 fn common_name(cn: &str, organization: &str) -> DistinguishedName {
     let mut name = DistinguishedName::new();
     name.push(DnType::OrganizationName, organization);
@@ -101,11 +107,13 @@ pub fn new_authority(
     })
 }
 
-/// A certificate for `cn` with subjectAltNames `sans` (DNS names or IP addresses), signed by
-/// `authority`.
+/// A certificate for `cn` in `organization` with subjectAltNames `sans` (DNS names or IP
+/// addresses), signed by `authority`.
+#[allow(clippy::too_many_arguments)]
 pub fn issue(
     authority: &KeyedCertificate,
     cn: &str,
+    organization: &str,
     sans: &[String],
     usage: Usage,
     now: SystemTime,
@@ -115,7 +123,7 @@ pub fn issue(
     let issuer = Issuer::from_ca_cert_pem(&authority.certificate_pem, ca_key)?;
     let key = KeyPair::generate()?;
     let mut params = CertificateParams::new(sans.to_vec())?;
-    params.distinguished_name = common_name(cn, "oxbow.dev");
+    params.distinguished_name = common_name(cn, organization);
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     params.extended_key_usages = match usage {
         Usage::Broker => vec![
@@ -218,7 +226,16 @@ mod tests {
         let authority = new_authority("demo cluster CA", now(), 365).unwrap();
         let names = Names::new("demo", "kafka");
         let sans = broker_sans(&names, 2, Some("203.0.113.7"));
-        let broker = issue(&authority, "demo-2", &sans, Usage::Broker, now(), 365).unwrap();
+        let broker = issue(
+            &authority,
+            "demo-broker",
+            CLUSTER_ORGANIZATION,
+            &sans,
+            Usage::Broker,
+            now(),
+            365,
+        )
+        .unwrap();
         let read = read(&broker.certificate_pem).unwrap();
         assert!(
             read.sans
@@ -266,7 +283,16 @@ mod tests {
     fn certificates_are_renewed_in_their_window_or_when_an_address_is_missing() {
         let authority = new_authority("demo cluster CA", now(), 365).unwrap();
         let sans = vec!["demo-0.demo-headless.kafka.svc".to_string()];
-        let broker = issue(&authority, "demo-0", &sans, Usage::Broker, now(), 365).unwrap();
+        let broker = issue(
+            &authority,
+            "demo-broker",
+            CLUSTER_ORGANIZATION,
+            &sans,
+            Usage::Broker,
+            now(),
+            365,
+        )
+        .unwrap();
         let pem = &broker.certificate_pem;
         assert!(!needs_renewal(pem, &sans, now(), 30));
         assert!(!needs_renewal(pem, &sans, now() + DAY * 334, 30));
@@ -279,7 +305,16 @@ mod tests {
     #[test]
     fn a_client_certificate_is_for_clients_only() {
         let authority = new_authority("demo clients CA", now(), 365).unwrap();
-        let client = issue(&authority, "alice", &[], Usage::Client, now(), 30).unwrap();
+        let client = issue(
+            &authority,
+            "alice",
+            CLIENTS_ORGANIZATION,
+            &[],
+            Usage::Client,
+            now(),
+            30,
+        )
+        .unwrap();
         let (_, pem) = x509_parser::pem::parse_x509_pem(client.certificate_pem.as_bytes()).unwrap();
         let certificate = pem.parse_x509().unwrap();
         let usage = certificate.extended_key_usage().unwrap().unwrap().value;

@@ -27,6 +27,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use oxbow_config_keys::Kind;
 
 use super::names::Names;
+use super::security;
 use crate::crd::{AdvertiseMode, ClusterSpec, ExternalType};
 
 /// Mount path of the ConfigMap in the broker container.
@@ -270,6 +271,9 @@ pub fn shared_config(
             ENV_PROVIDER_CLASS.to_string(),
         );
     }
+    if security::secured(spec) {
+        entries.extend(security::shared_entries(spec, names));
+    }
     for (key, value) in overrides {
         entries.insert(key.clone(), value.clone());
     }
@@ -283,7 +287,17 @@ pub fn is_controller(spec: &ClusterSpec, ordinal: i32) -> bool {
 
 /// The `listeners` value of a broker bound to `host`.
 pub fn listeners(spec: &ClusterSpec, host: &str, controller: bool) -> String {
-    let mut listeners = vec![format!("PLAINTEXT://{host}:{}", spec.listeners.kafka_port)];
+    let mut listeners = vec![format!(
+        "{}://{host}:{}",
+        internal_name(spec),
+        spec.listeners.kafka_port
+    )];
+    if security::secured(spec) {
+        listeners.push(format!(
+            "REPLICATION://{host}:{}",
+            spec.listeners.replication_port
+        ));
+    }
     if controller {
         listeners.push(format!(
             "CONTROLLER://{host}:{}",
@@ -315,9 +329,19 @@ pub fn broker_config(spec: &ClusterSpec, names: &Names, ordinal: i32) -> String 
         AdvertiseMode::PodIp => POD_IP.to_string(),
     };
     let mut advertised = vec![format!(
-        "PLAINTEXT://{internal_host}:{}",
+        "{}://{internal_host}:{}",
+        internal_name(spec),
         spec.listeners.kafka_port
     )];
+    if security::secured(spec) {
+        // Brokers and the operator check the name in the certificate: the stable DNS name.
+        advertised.push(format!(
+            "REPLICATION://{}:{}",
+            names.pod_dns(ordinal),
+            spec.listeners.replication_port
+        ));
+        entries.extend(security::broker_entries(names, ordinal));
+    }
     if let Some(external) = &spec.listeners.external {
         let (host, port) = match external.type_ {
             ExternalType::NodePort => (
@@ -352,13 +376,24 @@ pub fn broker_config(spec: &ClusterSpec, names: &Names, ordinal: i32) -> String 
         listeners(spec, bind_host(spec), controller),
     );
     entries.insert("advertised.listeners".to_string(), advertised.join(","));
-    if spec.listeners.external.is_some() {
+    // A secured Cluster's map is in the shared file (with every listener's protocol).
+    if spec.listeners.external.is_some() && !security::secured(spec) {
         entries.insert(
             "listener.security.protocol.map".to_string(),
             SECURITY_PROTOCOL_MAP.to_string(),
         );
     }
     render_yaml(&entries)
+}
+
+/// The internal listener's name: PLAINTEXT as before on an unsecured Cluster (no change,
+/// no roll), INTERNAL on a secured one.
+fn internal_name(spec: &ClusterSpec) -> &'static str {
+    if security::secured(spec) {
+        "INTERNAL"
+    } else {
+        "PLAINTEXT"
+    }
 }
 
 /// The pod's own address, filled in by the broker's env config provider (Kafka's

@@ -14,6 +14,7 @@ pub mod quorum;
 pub mod reconcile;
 pub mod roll;
 pub mod scale;
+pub mod security;
 pub mod settings;
 mod statefulset;
 pub mod status;

@@ -19,6 +19,8 @@ pub const DEFAULT_CONTROLLER_PORT: i32 = 9093;
 pub const DEFAULT_METRICS_PORT: i32 = 9644;
 /// Default port of the optional external listener inside the pod.
 pub const DEFAULT_EXTERNAL_PORT: i32 = 9094;
+/// Default port of the replication listener of a secured Cluster (Strimzi's too).
+pub const DEFAULT_REPLICATION_PORT: i32 = 9091;
 /// Default volume size of each broker's data claim.
 pub const DEFAULT_STORAGE_SIZE: &str = "10Gi";
 
@@ -123,9 +125,19 @@ pub struct ClusterSpec {
     #[serde(default)]
     pub rack: RackSpec,
 
-    /// Listener ports and the optional external listener.
+    /// Listener ports, their TLS and authentication, and the optional external listener.
     #[serde(default)]
     pub listeners: ListenersSpec,
+
+    /// Access control: `simple` checks every request against the ACLs (Kafka's
+    /// StandardAuthorizer); `superUsers` may do anything. Unset: no checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<AuthorizationSpec>,
+
+    /// The certificates the operator issues when a listener uses TLS (a cluster CA for the
+    /// brokers, a clients CA for `tls` Users): how long they last and when they are renewed.
+    #[serde(default)]
+    pub certificates: CertificatesSpec,
 
     /// Prometheus metrics of the brokers.
     #[serde(default)]
@@ -232,9 +244,10 @@ impl Default for RackSpec {
     }
 }
 
-/// Listener ports inside the pod, and the optional external listener.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+/// Listener ports inside the pod, their security, and the optional external listener.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.authentication) || self.authentication != 'tls' || (has(self.tls) && self.tls)").message("authentication tls needs tls: true on the internal listener"))]
 pub struct ListenersSpec {
     /// Port of the internal Kafka listener (PLAINTEXT).
     #[serde(default = "default_kafka_port")]
@@ -252,6 +265,91 @@ pub struct ListenersSpec {
     /// Optional external listener: one NodePort or LoadBalancer Service per broker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalListener>,
+    /// TLS on the internal listener, with a broker certificate from the cluster CA.
+    #[serde(default)]
+    pub tls: bool,
+    /// How clients of the internal listener authenticate.
+    #[serde(default)]
+    pub authentication: ListenerAuthentication,
+    /// Port of the replication listener: mutual TLS with the cluster CA, for the brokers
+    /// and the operator only; there when any listener uses TLS or authentication.
+    #[serde(default = "default_replication_port")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub replication_port: i32,
+}
+
+/// How the clients of a listener prove who they are.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ListenerAuthentication {
+    /// Nobody: every client is `User:ANONYMOUS`.
+    #[default]
+    #[serde(rename = "none")]
+    None,
+    /// SASL/SCRAM-SHA-512 with a User's password.
+    #[serde(rename = "scram-sha-512")]
+    ScramSha512,
+    /// SASL/SCRAM-SHA-256 with a User's password.
+    #[serde(rename = "scram-sha-256")]
+    ScramSha256,
+    /// A client certificate from the clients CA (needs `tls: true`).
+    #[serde(rename = "tls")]
+    Tls,
+}
+
+/// Access control of a Cluster.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthorizationSpec {
+    #[serde(rename = "type")]
+    pub type_: AuthorizationType,
+    /// Principals every check allows, e.g. `User:admin`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub super_users: Vec<String>,
+}
+
+/// The authorizer.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum AuthorizationType {
+    /// Kafka's StandardAuthorizer over the ACLs in the metadata log.
+    #[serde(rename = "simple")]
+    Simple,
+}
+
+/// Validity of the certificates the operator issues.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.renewBeforeDays < self.validityDays").message("renewBeforeDays must be less than validityDays"))]
+pub struct CertificatesSpec {
+    /// Days a certificate is valid.
+    #[serde(default = "default_validity_days")]
+    #[schemars(range(min = 1, max = 3650))]
+    pub validity_days: i32,
+    /// Days before the end of its validity a certificate is issued again.
+    #[serde(default = "default_renew_before_days")]
+    #[schemars(range(min = 1, max = 3649))]
+    pub renew_before_days: i32,
+}
+
+fn default_validity_days() -> i32 {
+    365
+}
+
+fn default_renew_before_days() -> i32 {
+    30
+}
+
+fn default_replication_port() -> i32 {
+    DEFAULT_REPLICATION_PORT
+}
+
+impl Default for CertificatesSpec {
+    fn default() -> Self {
+        Self {
+            validity_days: default_validity_days(),
+            renew_before_days: default_renew_before_days(),
+        }
+    }
 }
 
 /// Address a broker advertises on its internal listener.
@@ -279,6 +377,9 @@ impl Default for ListenersSpec {
             controller_port: DEFAULT_CONTROLLER_PORT,
             advertise: AdvertiseMode::default(),
             external: None,
+            tls: false,
+            authentication: ListenerAuthentication::None,
+            replication_port: DEFAULT_REPLICATION_PORT,
         }
     }
 }
@@ -288,6 +389,7 @@ impl Default for ListenersSpec {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.type != 'NodePort' || has(self.nodePortBase)").message("a NodePort external listener needs nodePortBase"))]
+#[x_kube(validation = Rule::new("!has(self.authentication) || self.authentication != 'tls' || (has(self.tls) && self.tls)").message("authentication tls needs tls: true on the external listener"))]
 pub struct ExternalListener {
     /// Service type of the per-broker Services.
     #[serde(rename = "type")]
@@ -306,6 +408,12 @@ pub struct ExternalListener {
     /// LoadBalancer without it: the per-broker Service's cluster DNS name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advertised_host: Option<String>,
+    /// TLS on the external listener (the broker certificates name the advertised address).
+    #[serde(default)]
+    pub tls: bool,
+    /// How clients of the external listener authenticate.
+    #[serde(default)]
+    pub authentication: ListenerAuthentication,
 }
 
 fn default_external_port() -> i32 {

@@ -1,0 +1,177 @@
+//! The broker keys of a secured Cluster (issue 34, point 1): a Cluster is secured when a
+//! listener uses TLS or authentication, or authorization is on. Its brokers then run
+//!
+//! ```text
+//!   INTERNAL     kafkaPort         the internal listener: PLAINTEXT, SSL, SASL_PLAINTEXT or
+//!                                  SASL_SSL from `tls` and `authentication`
+//!   EXTERNAL     external.port     likewise, from the external listener's own settings
+//!   REPLICATION  replicationPort   SSL, client certificates of the cluster CA required:
+//!                                  followers, and the operator's admin connections
+//!   CONTROLLER   controllerPort    SSL, the same mutual TLS: the quorum
+//! ```
+//!
+//! with the stores of the `certs` volume (the cluster CA, the clients CA, the broker's own
+//! key store). A client certificate's principal is its CN when the clients CA issued it
+//! (`ssl.principal.mapping.rules`), so a `tls` User `alice` is `User:alice` like a SCRAM
+//! User; a certificate of the cluster CA keeps its whole subject
+//! (`User:CN=<cluster>-broker,O=oxbow.dev cluster`), which no User can take.
+//! An unsecured Cluster renders exactly what it did before (one PLAINTEXT listener).
+
+use std::collections::BTreeMap;
+
+use super::certificates::{CLIENTS_ORGANIZATION, CLUSTER_ORGANIZATION};
+use super::names::Names;
+use crate::crd::{ClusterSpec, ListenerAuthentication};
+
+/// Mount path of the certificates volume in the broker container.
+pub const CERTS_DIR: &str = "/etc/oxbow/certs";
+/// The cluster CA's certificate in the volume.
+pub const CLUSTER_CA_FILE: &str = "cluster-ca.crt";
+/// The clients CA's certificate in the volume.
+pub const CLIENTS_CA_FILE: &str = "clients-ca.crt";
+
+const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+
+/// Whether the Cluster's brokers run with the security listeners.
+pub fn secured(spec: &ClusterSpec) -> bool {
+    let listener = |tls: bool, authentication: ListenerAuthentication| {
+        tls || authentication != ListenerAuthentication::None
+    };
+    listener(spec.listeners.tls, spec.listeners.authentication)
+        || spec
+            .listeners
+            .external
+            .as_ref()
+            .is_some_and(|e| listener(e.tls, e.authentication))
+        || spec.authorization.is_some()
+}
+
+/// The CN of every broker's certificate (one principal for all brokers).
+pub fn broker_cn(names: &Names) -> String {
+    format!("{}-broker", names.cluster)
+}
+
+/// The CN of the operator's client certificate.
+pub fn operator_cn(names: &Names) -> String {
+    format!("{}-operator", names.cluster)
+}
+
+/// The principal a certificate of the cluster CA with `cn` maps to.
+pub fn cluster_principal(cn: &str) -> String {
+    format!("User:CN={cn},O={CLUSTER_ORGANIZATION}")
+}
+
+/// A client listener of a secured Cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientListener {
+    pub name: &'static str,
+    pub tls: bool,
+    pub authentication: ListenerAuthentication,
+}
+
+impl ClientListener {
+    /// Kafka's security protocol of the listener.
+    pub fn protocol(&self) -> &'static str {
+        match (self.tls, self.authentication) {
+            (false, ListenerAuthentication::None) => "PLAINTEXT",
+            (true, ListenerAuthentication::None | ListenerAuthentication::Tls) => "SSL",
+            // Refused by the CRD (tls authentication needs TLS); TLS is the safe reading.
+            (false, ListenerAuthentication::Tls) => "SSL",
+            (false, _) => "SASL_PLAINTEXT",
+            (true, _) => "SASL_SSL",
+        }
+    }
+
+    fn mechanism(&self) -> Option<&'static str> {
+        match self.authentication {
+            ListenerAuthentication::ScramSha512 => Some("SCRAM-SHA-512"),
+            ListenerAuthentication::ScramSha256 => Some("SCRAM-SHA-256"),
+            _ => None,
+        }
+    }
+}
+
+/// INTERNAL, then EXTERNAL when there is one.
+pub fn client_listeners(spec: &ClusterSpec) -> Vec<ClientListener> {
+    let mut listeners = vec![ClientListener {
+        name: "INTERNAL",
+        tls: spec.listeners.tls,
+        authentication: spec.listeners.authentication,
+    }];
+    if let Some(external) = &spec.listeners.external {
+        listeners.push(ClientListener {
+            name: "EXTERNAL",
+            tls: external.tls,
+            authentication: external.authentication,
+        });
+    }
+    listeners
+}
+
+/// The shared keys of a secured Cluster (broker.yaml).
+pub fn shared_entries(spec: &ClusterSpec, names: &Names) -> BTreeMap<String, String> {
+    let mut entries = BTreeMap::new();
+    let mut set = |key: &str, value: String| {
+        entries.insert(key.to_string(), value);
+    };
+    let listeners = client_listeners(spec);
+    let map: Vec<String> = listeners
+        .iter()
+        .map(|l| format!("{}:{}", l.name, l.protocol()))
+        .chain(["REPLICATION:SSL".to_string(), "CONTROLLER:SSL".to_string()])
+        .collect();
+    set("listener.security.protocol.map", map.join(","));
+    set("inter.broker.listener.name", "REPLICATION".into());
+    // The broker-wide stores serve REPLICATION and CONTROLLER: mutual TLS, cluster CA.
+    set(
+        "ssl.truststore.location",
+        format!("{CERTS_DIR}/{CLUSTER_CA_FILE}"),
+    );
+    set("ssl.client.auth", "required".into());
+    set(
+        "ssl.principal.mapping.rules",
+        format!("RULE:^CN=([^,]+),O={CLIENTS_ORGANIZATION}$/$1/,DEFAULT"),
+    );
+    for listener in &listeners {
+        let prefix = format!("listener.name.{}.", listener.name.to_ascii_lowercase());
+        if listener.tls {
+            let clients = listener.authentication == ListenerAuthentication::Tls;
+            set(
+                &format!("{prefix}ssl.client.auth"),
+                if clients { "required" } else { "none" }.into(),
+            );
+            if clients {
+                set(
+                    &format!("{prefix}ssl.truststore.location"),
+                    format!("{CERTS_DIR}/{CLIENTS_CA_FILE}"),
+                );
+            }
+        }
+        if let Some(mechanism) = listener.mechanism() {
+            set(
+                &format!("{prefix}sasl.enabled.mechanisms"),
+                mechanism.into(),
+            );
+        }
+    }
+    if let Some(authorization) = &spec.authorization {
+        set("authorizer.class.name", STANDARD_AUTHORIZER.into());
+        let super_users: Vec<String> = [
+            cluster_principal(&broker_cn(names)),
+            cluster_principal(&operator_cn(names)),
+        ]
+        .into_iter()
+        .chain(authorization.super_users.iter().cloned())
+        .collect();
+        set("super.users", super_users.join(";"));
+    }
+    entries
+}
+
+/// The per-broker keys of a secured Cluster: the broker's key store.
+pub fn broker_entries(names: &Names, ordinal: i32) -> BTreeMap<String, String> {
+    BTreeMap::from([(
+        "ssl.keystore.location".to_string(),
+        format!("{CERTS_DIR}/{}.pem", names.pod(ordinal)),
+    )])
+}
