@@ -149,8 +149,11 @@ pub struct Issued {
 
 pub fn read(certificate_pem: &str) -> Result<Issued, CertificateError> {
     use x509_parser::prelude::*;
-    let (_, pem) = parse_x509_pem(certificate_pem.as_bytes())
-        .map_err(|e| CertificateError::Parse(e.to_string()))?;
+    // A key store holds the key first: the certificate is the first CERTIFICATE block.
+    let pem = Pem::iter_from_buffer(certificate_pem.as_bytes())
+        .filter_map(Result::ok)
+        .find(|pem| pem.label == "CERTIFICATE")
+        .ok_or_else(|| CertificateError::Parse("no certificate in the PEM text".into()))?;
     let certificate = pem
         .parse_x509()
         .map_err(|e| CertificateError::Parse(e.to_string()))?;

@@ -7,6 +7,7 @@
 //! ```
 
 pub mod build;
+pub mod certificate_secrets;
 pub mod certificates;
 pub mod config;
 pub mod names;

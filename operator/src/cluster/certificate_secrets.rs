@@ -1,0 +1,298 @@
+//! The Secrets of a secured Cluster's certificates, planned from what exists (pure: the
+//! reconciler reads the Secrets, plans, and applies what changed):
+//!
+//! ```text
+//!   <cluster>-cluster-ca    ca.crt, ca.key (+ ca-previous.crt while the last CA is valid)
+//!   <cluster>-clients-ca    ca.crt, ca.key
+//!   <cluster>-broker-certs  cluster-ca.crt (current + previous CA), clients-ca.crt,
+//!                           <pod>.pem per broker        mounted in every broker pod
+//!   <cluster>-operator-cert operator.pem, cluster-ca.crt    the operator's admin client
+//! ```
+//!
+//! A CA is kept while it is valid beyond the renewal window; a renewed CA keeps the last one
+//! trusted (`cluster-ca.crt` holds both) until it expires, so brokers that have not re-read
+//! their stores yet still trust each other. A broker's key store is issued again when it is
+//! missing, due for renewal, no longer names every address it must, or its CA changed.
+//! Brokers re-read their stores when the mounted files change: no restart.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use super::certificates::{self, CLUSTER_ORGANIZATION, CertificateError, KeyedCertificate, Usage};
+use super::names::Names;
+use super::security::{self, CLIENTS_CA_FILE, CLUSTER_CA_FILE};
+use crate::crd::{ClusterSpec, ExternalType};
+
+pub const CA_CERT: &str = "ca.crt";
+pub const CA_KEY: &str = "ca.key";
+pub const CA_PREVIOUS: &str = "ca-previous.crt";
+pub const OPERATOR_STORE: &str = "operator.pem";
+
+/// Names of the certificate Secrets.
+pub fn cluster_ca_secret(names: &Names) -> String {
+    format!("{}-cluster-ca", names.cluster)
+}
+pub fn clients_ca_secret(names: &Names) -> String {
+    format!("{}-clients-ca", names.cluster)
+}
+pub fn broker_certs_secret(names: &Names) -> String {
+    format!("{}-broker-certs", names.cluster)
+}
+pub fn operator_cert_secret(names: &Names) -> String {
+    format!("{}-operator-cert", names.cluster)
+}
+
+/// The string data of the four Secrets (empty when a Secret does not exist). Its `Debug`
+/// names the entries only: the values hold private keys.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct CertificateSecrets {
+    pub cluster_ca: BTreeMap<String, String>,
+    pub clients_ca: BTreeMap<String, String>,
+    pub broker_certs: BTreeMap<String, String>,
+    pub operator_cert: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for CertificateSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys = |data: &BTreeMap<String, String>| data.keys().cloned().collect::<Vec<_>>();
+        f.debug_struct("CertificateSecrets")
+            .field("cluster_ca", &keys(&self.cluster_ca))
+            .field("clients_ca", &keys(&self.clients_ca))
+            .field("broker_certs", &keys(&self.broker_certs))
+            .field("operator_cert", &keys(&self.operator_cert))
+            .finish()
+    }
+}
+
+/// What a plan did, for events and logs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Issued {
+    pub authorities: Vec<&'static str>,
+    pub certificates: Vec<String>,
+}
+
+/// The addresses broker `ordinal`'s certificate must name.
+pub fn broker_sans(spec: &ClusterSpec, names: &Names, ordinal: i32) -> Vec<String> {
+    let external = spec.listeners.external.as_ref().and_then(|e| {
+        match (&e.advertised_host, e.type_) {
+            (Some(host), _) => Some(host.clone()),
+            (None, ExternalType::LoadBalancer) => Some(names.external_service_dns(ordinal)),
+            // A node's address is only known where the pod runs: the CRD refuses TLS on a
+            // NodePort listener without advertisedHost.
+            (None, ExternalType::NodePort) => None,
+        }
+    });
+    certificates::broker_sans(names, ordinal, external.as_deref())
+}
+
+/// The Secrets' contents for `spec` at `now`, from what exists.
+pub fn plan(
+    spec: &ClusterSpec,
+    names: &Names,
+    existing: &CertificateSecrets,
+    now: SystemTime,
+) -> Result<(CertificateSecrets, Issued), CertificateError> {
+    let validity = u32::try_from(spec.certificates.validity_days).unwrap_or(365);
+    let renew_before = u32::try_from(spec.certificates.renew_before_days).unwrap_or(30);
+    let mut issued = Issued::default();
+    let mut authority = |existing: &BTreeMap<String, String>,
+                         what: &'static str,
+                         cn: String|
+     -> Result<(BTreeMap<String, String>, bool), CertificateError> {
+        let current = existing.get(CA_CERT).zip(existing.get(CA_KEY));
+        if let Some((cert, _)) = current
+            && !certificates::needs_renewal(cert, &[], now, renew_before)
+        {
+            return Ok((existing.clone(), false));
+        }
+        issued.authorities.push(what);
+        let fresh = certificates::new_authority(&cn, now, validity)?;
+        let mut data = BTreeMap::from([
+            (CA_CERT.to_string(), fresh.certificate_pem),
+            (CA_KEY.to_string(), fresh.key_pem),
+        ]);
+        // The CA being replaced stays trusted while it is valid.
+        if let Some((cert, _)) = current
+            && certificates::read(cert).is_ok_and(|c| c.not_after > now)
+        {
+            data.insert(CA_PREVIOUS.to_string(), cert.clone());
+        }
+        Ok((data, true))
+    };
+    let (cluster_ca, cluster_ca_renewed) = authority(
+        &existing.cluster_ca,
+        "cluster CA",
+        format!("{} cluster CA", names.cluster),
+    )?;
+    let (clients_ca, _) = authority(
+        &existing.clients_ca,
+        "clients CA",
+        format!("{} clients CA", names.cluster),
+    )?;
+    let signer = KeyedCertificate {
+        certificate_pem: cluster_ca[CA_CERT].clone(),
+        key_pem: cluster_ca[CA_KEY].clone(),
+    };
+    let trusted = format!(
+        "{}{}",
+        cluster_ca[CA_CERT],
+        cluster_ca.get(CA_PREVIOUS).map_or("", String::as_str)
+    );
+
+    let mut broker_certs = BTreeMap::from([
+        (CLUSTER_CA_FILE.to_string(), trusted.clone()),
+        (CLIENTS_CA_FILE.to_string(), clients_ca[CA_CERT].clone()),
+    ]);
+    for ordinal in 0..spec.replicas {
+        let file = format!("{}.pem", names.pod(ordinal));
+        let sans = broker_sans(spec, names, ordinal);
+        let keep = existing.broker_certs.get(&file).filter(|store| {
+            !cluster_ca_renewed && !certificates::needs_renewal(store, &sans, now, renew_before)
+        });
+        let store = match keep {
+            Some(store) => store.clone(),
+            None => {
+                issued.certificates.push(names.pod(ordinal));
+                certificates::issue(
+                    &signer,
+                    &security::broker_cn(names),
+                    CLUSTER_ORGANIZATION,
+                    &sans,
+                    Usage::Broker,
+                    now,
+                    validity,
+                )?
+                .key_store()
+            }
+        };
+        broker_certs.insert(file, store);
+    }
+
+    let keep = existing.operator_cert.get(OPERATOR_STORE).filter(|store| {
+        !cluster_ca_renewed && !certificates::needs_renewal(store, &[], now, renew_before)
+    });
+    let operator_store = match keep {
+        Some(store) => store.clone(),
+        None => {
+            issued.certificates.push(security::operator_cn(names));
+            certificates::issue(
+                &signer,
+                &security::operator_cn(names),
+                CLUSTER_ORGANIZATION,
+                &[],
+                Usage::Client,
+                now,
+                validity,
+            )?
+            .key_store()
+        }
+    };
+    let operator_cert = BTreeMap::from([
+        (OPERATOR_STORE.to_string(), operator_store),
+        (CLUSTER_CA_FILE.to_string(), trusted),
+    ]);
+    Ok((
+        CertificateSecrets {
+            cluster_ca,
+            clients_ca,
+            broker_certs,
+            operator_cert,
+        },
+        issued,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const DAY: Duration = Duration::from_secs(86_400);
+
+    fn spec(replicas: i32, external: &str) -> ClusterSpec {
+        serde_yaml::from_str(&format!(
+            "replicas: {replicas}\nlisteners: {{tls: true{external}}}"
+        ))
+        .unwrap()
+    }
+
+    fn now() -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+    }
+
+    #[test]
+    fn a_new_cluster_gets_both_authorities_and_a_store_per_broker() {
+        let names = Names::new("demo", "kafka");
+        let (secrets, issued) = plan(&spec(3, ""), &names, &Default::default(), now()).unwrap();
+        assert_eq!(issued.authorities, vec!["cluster CA", "clients CA"]);
+        assert_eq!(issued.certificates.len(), 4, "{issued:?}");
+        for pod in ["demo-0", "demo-1", "demo-2"] {
+            let store = &secrets.broker_certs[&format!("{pod}.pem")];
+            let names_in = certificates::read(store).unwrap().sans;
+            assert!(
+                names_in.contains(&format!("{pod}.demo-headless.kafka.svc")),
+                "{names_in:?}"
+            );
+        }
+        assert!(secrets.broker_certs.contains_key(CLIENTS_CA_FILE));
+        // The brokers never get a CA's key.
+        assert!(
+            secrets
+                .broker_certs
+                .values()
+                .all(|v| !v.contains(&secrets.cluster_ca[CA_KEY]))
+        );
+        assert!(secrets.operator_cert.contains_key(OPERATOR_STORE));
+    }
+
+    #[test]
+    fn nothing_is_issued_again_until_it_is_due_and_a_scale_out_adds_one_store() {
+        let names = Names::new("demo", "kafka");
+        let (first, _) = plan(&spec(3, ""), &names, &Default::default(), now()).unwrap();
+        let (same, issued) = plan(&spec(3, ""), &names, &first, now() + DAY * 100).unwrap();
+        assert_eq!(same, first);
+        assert_eq!(issued, Issued::default());
+        let (grown, issued) = plan(&spec(4, ""), &names, &first, now() + DAY).unwrap();
+        assert_eq!(issued.certificates, vec!["demo-3".to_string()]);
+        assert_eq!(
+            grown.broker_certs["demo-0.pem"],
+            first.broker_certs["demo-0.pem"]
+        );
+        // An external address the certificates do not name yet: every broker's again.
+        let (external, issued) = plan(
+            &spec(
+                3,
+                ", external: {type: LoadBalancer, tls: true, advertisedHost: kafka.example.com}",
+            ),
+            &names,
+            &first,
+            now() + DAY,
+        )
+        .unwrap();
+        assert_eq!(issued.certificates.len(), 3, "{issued:?}");
+        let sans = certificates::read(&external.broker_certs["demo-1.pem"])
+            .unwrap()
+            .sans;
+        assert!(sans.contains(&"kafka.example.com".to_string()));
+    }
+
+    #[test]
+    fn renewal_reissues_in_the_window_and_a_new_ca_keeps_the_last_one_trusted() {
+        let names = Names::new("demo", "kafka");
+        let (first, _) = plan(&spec(2, ""), &names, &Default::default(), now()).unwrap();
+        // 340 days on: inside the 30-day window of everything issued on day 0.
+        let later = now() + DAY * 340;
+        let (renewed, issued) = plan(&spec(2, ""), &names, &first, later).unwrap();
+        assert_eq!(issued.authorities, vec!["cluster CA", "clients CA"]);
+        assert_eq!(issued.certificates.len(), 3);
+        assert_ne!(renewed.cluster_ca[CA_CERT], first.cluster_ca[CA_CERT]);
+        assert_eq!(renewed.cluster_ca[CA_PREVIOUS], first.cluster_ca[CA_CERT]);
+        let trusted = &renewed.broker_certs[CLUSTER_CA_FILE];
+        assert!(trusted.contains(&renewed.cluster_ca[CA_CERT]));
+        assert!(trusted.contains(&first.cluster_ca[CA_CERT]));
+        let until = certificates::read(&renewed.broker_certs["demo-0.pem"])
+            .unwrap()
+            .not_after;
+        assert_eq!(until, later + DAY * 365);
+    }
+}
