@@ -18,8 +18,12 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
 use super::certificates::{self, CLUSTER_ORGANIZATION, CertificateError, KeyedCertificate, Usage};
-use super::names::Names;
+use super::names::{Names, meta};
 use super::security::{self, CLIENTS_CA_FILE, CLUSTER_CA_FILE};
 use crate::crd::{ClusterSpec, ExternalType};
 
@@ -61,6 +65,59 @@ impl std::fmt::Debug for CertificateSecrets {
             .field("broker_certs", &keys(&self.broker_certs))
             .field("operator_cert", &keys(&self.operator_cert))
             .finish()
+    }
+}
+
+impl CertificateSecrets {
+    /// (Secret name, its data) of each of the four.
+    pub fn named(&self, names: &Names) -> [(String, &BTreeMap<String, String>); 4] {
+        [
+            (cluster_ca_secret(names), &self.cluster_ca),
+            (clients_ca_secret(names), &self.clients_ca),
+            (broker_certs_secret(names), &self.broker_certs),
+            (operator_cert_secret(names), &self.operator_cert),
+        ]
+    }
+
+    /// The slot of the Secret called `name`.
+    pub fn slot(&mut self, names: &Names, name: &str) -> Option<&mut BTreeMap<String, String>> {
+        match name {
+            n if n == cluster_ca_secret(names) => Some(&mut self.cluster_ca),
+            n if n == clients_ca_secret(names) => Some(&mut self.clients_ca),
+            n if n == broker_certs_secret(names) => Some(&mut self.broker_certs),
+            n if n == operator_cert_secret(names) => Some(&mut self.operator_cert),
+            _ => None,
+        }
+    }
+}
+
+/// A Secret's data as text (entries that are not UTF-8 are left out: the plan then issues
+/// them again).
+pub fn text_data(secret: &Secret) -> BTreeMap<String, String> {
+    secret
+        .data
+        .iter()
+        .flatten()
+        .filter_map(|(key, value)| Some((key.clone(), String::from_utf8(value.0.clone()).ok()?)))
+        .collect()
+}
+
+/// The Secret `name` holding `data`, owned by the Cluster.
+pub fn secret(
+    names: &Names,
+    owner: &OwnerReference,
+    name: String,
+    data: &BTreeMap<String, String>,
+) -> Secret {
+    Secret {
+        metadata: meta(names, name, owner),
+        type_: Some("Opaque".to_string()),
+        data: Some(
+            data.iter()
+                .map(|(k, v)| (k.clone(), ByteString(v.clone().into_bytes())))
+                .collect(),
+        ),
+        ..Secret::default()
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -16,9 +16,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::build::{self, BuildError, Desired, service_monitor_resource};
+use super::certificate_secrets::{self, CertificateSecrets};
 use super::names::{FIELD_MANAGER, Names};
 use super::roll;
 use super::scale;
+use super::security;
 use super::status::{self, Observed};
 use crate::context::Context;
 use crate::crd::{Cluster, ClusterStatus, QuorumStatus};
@@ -182,6 +184,9 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
             desired = kept;
             keep_claim_size(&mut desired.stateful_set, previous.as_ref());
         }
+    }
+    if security::secured(&cluster.spec) {
+        apply_certificates(cluster, ctx, &names, &reference).await?;
     }
     let monitor_error = apply_all(&desired, ctx, &namespace).await?;
     delete_orphans(&desired, ctx, &names).await?;
@@ -476,6 +481,74 @@ async fn restart(
         format!("Restarted {pod} to apply a new configuration"),
     )
     .await;
+    Ok(())
+}
+
+/// The certificate Secrets of a secured Cluster: read, planned (issued or renewed where
+/// due) and applied before the StatefulSet that mounts them. A certificate that cannot be
+/// made is a warning event; the brokers keep what they have.
+async fn apply_certificates(
+    cluster: &Cluster,
+    ctx: &Context,
+    names: &Names,
+    reference: &k8s_openapi::api::core::v1::ObjectReference,
+) -> Result<(), Error> {
+    let Some(owner) = cluster.controller_owner_ref(&()) else {
+        return Ok(());
+    };
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &names.namespace);
+    let mut existing = CertificateSecrets::default();
+    for (name, _) in CertificateSecrets::default().named(names) {
+        let found = secrets
+            .get_opt(&name)
+            .await
+            .map_err(|source| Error::Fetch {
+                what: "Secret",
+                source,
+            })?;
+        if let (Some(found), Some(slot)) = (found, existing.slot(names, &name)) {
+            *slot = certificate_secrets::text_data(&found);
+        }
+    }
+    let (planned, issued) = match certificate_secrets::plan(
+        &cluster.spec,
+        names,
+        &existing,
+        std::time::SystemTime::now(),
+    ) {
+        Ok(planned) => planned,
+        Err(error) => {
+            ctx.event(
+                reference,
+                true,
+                "CertificateFailed",
+                "Issue",
+                error.to_string(),
+            )
+            .await;
+            return Ok(());
+        }
+    };
+    for (name, data) in planned.named(names) {
+        let secret = certificate_secrets::secret(names, &owner, name, data);
+        apply_object(&secrets, "Secret", &secret).await?;
+    }
+    if !issued.authorities.is_empty() || !issued.certificates.is_empty() {
+        let what: Vec<String> = issued
+            .authorities
+            .iter()
+            .map(|a| a.to_string())
+            .chain(issued.certificates.iter().cloned())
+            .collect();
+        ctx.event(
+            reference,
+            false,
+            "CertificatesIssued",
+            "Issue",
+            format!("issued: {}", what.join(", ")),
+        )
+        .await;
+    }
     Ok(())
 }
 

@@ -23,8 +23,9 @@ use super::certificates::{CLIENTS_ORGANIZATION, CLUSTER_ORGANIZATION};
 use super::names::Names;
 use crate::crd::{ClusterSpec, ListenerAuthentication};
 
-/// Mount path of the certificates volume in the broker container.
-pub const CERTS_DIR: &str = "/etc/oxbow/certs";
+/// Mount path of the certificates volume in the broker container (beside the config
+/// volume, not inside it: a mount point inside a read-only ConfigMap volume cannot be made).
+pub const CERTS_DIR: &str = "/etc/oxbow-certs";
 /// The cluster CA's certificate in the volume.
 pub const CLUSTER_CA_FILE: &str = "cluster-ca.crt";
 /// The clients CA's certificate in the volume.

@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::{
     Affinity, Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
     EnvVar, EnvVarSource, HTTPGetAction, ObjectFieldSelector, PersistentVolumeClaim,
     PersistentVolumeClaimSpec, PodAffinityTerm, PodAntiAffinity, PodSecurityContext, PodSpec,
-    PodTemplateSpec, Probe, SecurityContext, TopologySpreadConstraint, Volume, VolumeMount,
-    VolumeResourceRequirements, WeightedPodAffinityTerm,
+    PodTemplateSpec, Probe, SecretVolumeSource, SecurityContext, TopologySpreadConstraint, Volume,
+    VolumeMount, VolumeResourceRequirements, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
@@ -21,6 +21,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::config::{self, CONFIG_DIR, DATA_MOUNT, RACK_DIR, RACK_FILE, SHARED_CONFIG_FILE};
 use super::names::{Names, meta};
 use super::settings::BuildSettings;
+use super::{certificate_secrets, security};
 use crate::crd::Cluster;
 
 /// Pod template annotation holding the hash of the shared config: a change rolls brokers.
@@ -83,6 +84,9 @@ fn broker_container(cluster: &Cluster, settings: &BuildSettings) -> Container {
         format!("{CONFIG_DIR}/$(POD_NAME).yaml"),
     ];
     let mut mounts = vec![mount("data", DATA_MOUNT), mount("config", CONFIG_DIR)];
+    if security::secured(spec) {
+        mounts.push(mount("certs", security::CERTS_DIR));
+    }
     if spec.rack.enabled {
         args.extend(["--config".to_string(), format!("{RACK_DIR}/{RACK_FILE}")]);
         mounts.push(mount("rack", RACK_DIR));
@@ -92,6 +96,12 @@ fn broker_container(cluster: &Cluster, settings: &BuildSettings) -> Container {
         container_port("controller", spec.listeners.controller_port),
         container_port("metrics", spec.metrics.port),
     ];
+    if security::secured(spec) {
+        ports.push(container_port(
+            "replication",
+            spec.listeners.replication_port,
+        ));
+    }
     if let Some(external) = &spec.listeners.external {
         ports.push(container_port("external", external.port));
     }
@@ -212,6 +222,19 @@ pub(super) fn stateful_set(
         }),
         ..Volume::default()
     }];
+    if security::secured(spec) {
+        // The brokers' key stores and the CAs' certificates (never a CA key); the kubelet
+        // updates the files in place when the Secret changes, and the brokers re-read them.
+        volumes.push(Volume {
+            name: "certs".to_string(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(certificate_secrets::broker_certs_secret(names)),
+                default_mode: Some(0o440),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
     let mut init_containers = Vec::new();
     let mut constraints = vec![spread(names, "kubernetes.io/hostname")];
     if spec.rack.enabled {

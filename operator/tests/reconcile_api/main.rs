@@ -381,6 +381,70 @@ async fn reconcile_waits_to_roll_while_partitions_are_under_replicated() {
     cleanup(&bed).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Kubernetes API server (KUBECONFIG); run by e2e/suites/75-operator-reconcile.sh"]
+async fn reconcile_secured_cluster_issues_and_mounts_certificates() {
+    use k8s_openapi::api::core::v1::Secret;
+    use oxbow_operator::cluster::{certificate_secrets, certificates, names::Names};
+    let fake = FakeKafka::start(&[(0, "zone-a"), (1, "zone-b"), (2, "zone-c")]).await;
+    let bed = setup("oxbow-reconcile-secured", fake).await;
+    bed.create_cluster().await;
+    bed.patch_cluster(json!({ "spec": { "listeners": {
+        "tls": true, "authentication": "scram-sha-512",
+    }, "authorization": { "type": "simple", "superUsers": ["User:admin"] } } }))
+        .await;
+    bed.reconcile_cluster().await;
+    bed.reconcile_cluster().await;
+    let names = Names::new(CLUSTER, &bed.namespace);
+    let broker_certs: Secret = bed
+        .owned(&certificate_secrets::broker_certs_secret(&names))
+        .await;
+    let data = certificate_secrets::text_data(&broker_certs);
+    for ordinal in 0..3 {
+        let store = &data[&format!("{}.pem", names.pod(ordinal))];
+        let sans = certificates::read(store).unwrap().sans;
+        assert!(sans.contains(&names.pod_dns(ordinal)), "{sans:?}");
+    }
+    let cluster_ca: Secret = bed
+        .owned(&certificate_secrets::cluster_ca_secret(&names))
+        .await;
+    let ca_key = &certificate_secrets::text_data(&cluster_ca)[certificate_secrets::CA_KEY];
+    assert!(
+        data.values().all(|v| !v.contains(ca_key.as_str())),
+        "no CA key reaches the brokers"
+    );
+    let _: Secret = bed
+        .owned(&certificate_secrets::clients_ca_secret(&names))
+        .await;
+    let _: Secret = bed
+        .owned(&certificate_secrets::operator_cert_secret(&names))
+        .await;
+    // The pods mount the brokers' Secret and the broker files configure the listeners.
+    let stateful_set: StatefulSet = bed.owned(CLUSTER).await;
+    let pod = stateful_set.spec.unwrap().template.spec.unwrap();
+    assert!(
+        pod.volumes.unwrap().iter().any(|v| v
+            .secret
+            .as_ref()
+            .is_some_and(|s| s.secret_name.as_deref()
+                == Some(certificate_secrets::broker_certs_secret(&names).as_str()))),
+        "no certs volume"
+    );
+    assert_eq!(bed.events("CertificatesIssued").await, 1, "one issue event");
+    // Nothing is issued again while nothing is due.
+    let before = certificate_secrets::text_data(&broker_certs);
+    bed.reconcile_cluster().await;
+    let again: Secret = bed
+        .owned(&certificate_secrets::broker_certs_secret(&names))
+        .await;
+    assert_eq!(certificate_secrets::text_data(&again), before);
+    assert_eq!(
+        again.metadata.resource_version,
+        broker_certs.metadata.resource_version
+    );
+    cleanup(&bed).await;
+}
+
 /// Deletes the scenario's namespace and rack binding (the testbed goes anyway; an
 /// external cluster keeps nothing).
 async fn cleanup(bed: &Bed) {
