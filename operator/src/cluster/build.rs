@@ -79,6 +79,7 @@ pub fn build(cluster: &Cluster, settings: &BuildSettings) -> Result<Desired, Bui
                 .join("; "),
         )
     })?;
+    super::security::validate(&cluster.spec).map_err(BuildError::InvalidConfig)?;
     let config_map = config_map(cluster, &names, &owner, &overrides);
     let config_hash = config_map
         .data

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use super::certificates::{CLIENTS_ORGANIZATION, CLUSTER_ORGANIZATION};
 use super::names::Names;
-use crate::crd::{ClusterSpec, ListenerAuthentication};
+use crate::crd::{AdvertiseMode, ClusterSpec, ExternalType, ListenerAuthentication};
 
 /// Mount path of the certificates volume in the broker container (beside the config
 /// volume, not inside it: a mount point inside a read-only ConfigMap volume cannot be made).
@@ -175,4 +175,90 @@ pub fn broker_entries(names: &Names, ordinal: i32) -> BTreeMap<String, String> {
         "ssl.keystore.location".to_string(),
         format!("{CERTS_DIR}/{}.pem", names.pod(ordinal)),
     )])
+}
+
+/// What a secured spec cannot have, said in a sentence (the `InvalidConfig` condition):
+/// the brokers' certificates name DNS names, so a TLS listener must be reached by one.
+pub fn validate(spec: &ClusterSpec) -> Result<(), String> {
+    if !secured(spec) {
+        return Ok(());
+    }
+    if spec.listeners.advertise == AdvertiseMode::PodIp {
+        return Err("a secured Cluster advertises its brokers' DNS names (their certificates name them): listeners.advertise PodIP is not available with TLS, authentication or authorization".into());
+    }
+    if let Some(external) = &spec.listeners.external
+        && external.tls
+        && external.type_ == ExternalType::NodePort
+        && external.advertised_host.is_none()
+    {
+        return Err("a TLS NodePort listener needs listeners.external.advertisedHost: the brokers' certificates must name the address clients dial, and a node's address is not known in advance".into());
+    }
+    let ports = [
+        ("kafkaPort", spec.listeners.kafka_port),
+        ("controllerPort", spec.listeners.controller_port),
+        ("metrics.port", spec.metrics.port),
+    ];
+    if let Some((name, _)) = ports
+        .iter()
+        .find(|(_, port)| *port == spec.listeners.replication_port)
+    {
+        return Err(format!(
+            "listeners.replicationPort {} is also {name}",
+            spec.listeners.replication_port
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(listeners: &str) -> ClusterSpec {
+        serde_yaml::from_str(&format!("replicas: 3\nlisteners: {listeners}")).unwrap()
+    }
+
+    #[test]
+    fn secured_specs_that_certificates_cannot_cover_are_refused() {
+        assert!(
+            validate(&spec("{advertise: PodIP}")).is_ok(),
+            "unsecured: as before"
+        );
+        assert!(
+            validate(&spec("{tls: true, advertise: PodIP}"))
+                .unwrap_err()
+                .contains("PodIP")
+        );
+        assert!(
+            validate(&spec(
+                "{external: {type: NodePort, nodePortBase: 31000, tls: true}}"
+            ))
+            .unwrap_err()
+            .contains("advertisedHost")
+        );
+        assert!(
+            validate(&spec(
+                "{external: {type: NodePort, nodePortBase: 31000, tls: true, advertisedHost: k.example.com}}"
+            ))
+            .is_ok()
+        );
+        assert!(
+            validate(&spec("{tls: true, replicationPort: 9092}"))
+                .unwrap_err()
+                .contains("kafkaPort")
+        );
+    }
+
+    #[test]
+    fn an_unsecured_cluster_is_not_secured_and_any_security_setting_secures_it() {
+        assert!(!secured(&spec("{}")));
+        assert!(secured(&spec("{tls: true}")));
+        assert!(secured(&spec("{authentication: scram-sha-256}")));
+        assert!(secured(&spec(
+            "{external: {type: LoadBalancer, authentication: scram-sha-512}}"
+        )));
+        let authorized: ClusterSpec =
+            serde_yaml::from_str("replicas: 1\nauthorization: {type: simple}").unwrap();
+        assert!(secured(&authorized));
+    }
 }
