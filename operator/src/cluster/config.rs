@@ -60,6 +60,17 @@ pub const MANAGED_KEYS: &[&str] = &[
     "broker.rack",
     "metrics.listener",
     "config.providers",
+    // The security the spec declares (listeners' tls/authentication, authorization,
+    // certificates), rendered by cluster/security.rs.
+    "ssl.keystore.location",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
+    "ssl.truststore.location",
+    "ssl.truststore.certificates",
+    "ssl.client.auth",
+    "ssl.principal.mapping.rules",
+    "authorizer.class.name",
+    "super.users",
 ];
 
 /// Which keys a spec's config map may hold: the catalog's (crate `oxbow-config-keys`, the

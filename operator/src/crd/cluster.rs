@@ -100,8 +100,8 @@ pub struct ClusterSpec {
     /// keys the operator manages (node.id, listeners, ...) are refused.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[x_kube(validation = Rule::new(
-        "!('node.id' in self) && !('broker.id' in self) && !('process.roles' in self) && !('controller.quorum.voters' in self) && !('controller.quorum.bootstrap.servers' in self) && !('listeners' in self) && !('advertised.listeners' in self) && !('controller.listener.names' in self) && !('inter.broker.listener.name' in self) && !('listener.security.protocol.map' in self) && !('log.dirs' in self) && !('log.dir' in self) && !('broker.rack' in self) && !('metrics.listener' in self)"
-    ).message("this key is managed by the operator and cannot be overridden"))]
+        "!('node.id' in self) && !('broker.id' in self) && !('process.roles' in self) && !('controller.quorum.voters' in self) && !('controller.quorum.bootstrap.servers' in self) && !('listeners' in self) && !('advertised.listeners' in self) && !('controller.listener.names' in self) && !('inter.broker.listener.name' in self) && !('listener.security.protocol.map' in self) && !('log.dirs' in self) && !('log.dir' in self) && !('broker.rack' in self) && !('metrics.listener' in self) && !('ssl.keystore.location' in self) && !('ssl.keystore.certificate.chain' in self) && !('ssl.keystore.key' in self) && !('ssl.truststore.location' in self) && !('ssl.truststore.certificates' in self) && !('ssl.client.auth' in self) && !('ssl.principal.mapping.rules' in self) && !('authorizer.class.name' in self) && !('super.users' in self)"
+    ).message("this key is managed by the operator and cannot be overridden (security: listeners.tls/authentication, authorization)"))]
     #[schemars(extend("maxProperties" = 256))]
     pub config: BTreeMap<String, IntOrString>,
 
