@@ -31,6 +31,7 @@ mod quorum;
 pub use pool::AdminPool;
 pub use quorum::QuorumState;
 mod throttle;
+pub mod tls;
 pub use moves::{Partitions, Reassigning, ReplicaSizes};
 pub use throttle::{THROTTLED_REPLICAS_KEYS, is_move_throttle};
 
@@ -152,10 +153,16 @@ impl AdminClient {
     }
 
     /// [`Self::connect`], giving up on the TCP connection after `timeout`.
+    /// A secured Cluster's broker (see [`tls`]) is reached over mutual TLS.
     pub async fn connect_within(address: &str, timeout: Duration) -> Result<Self, AdminError> {
-        let mut connection = Connection::connect(address, "oxbow-operator", timeout)
-            .await?
-            .with_max_response(MAX_RESPONSE_BYTES);
+        let connection = match tls::lookup(address) {
+            Some((tls, server_name)) => {
+                tls.connect(address, &server_name, "oxbow-operator", timeout)
+                    .await?
+            }
+            None => Connection::connect(address, "oxbow-operator", timeout).await?,
+        };
+        let mut connection = connection.with_max_response(MAX_RESPONSE_BYTES);
         connection
             .negotiate(
                 ("oxbow-operator", env!("CARGO_PKG_VERSION")),

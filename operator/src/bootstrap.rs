@@ -1,13 +1,14 @@
 //! How the operator reaches a Cluster's brokers for Kafka admin requests.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
-use crate::admin::{AdminClient, AdminError};
+use crate::admin::{AdminClient, AdminError, tls};
 use crate::cluster::names::Names;
 use crate::context::Context;
 use crate::crd::Cluster;
@@ -32,7 +33,18 @@ pub async fn addresses(ctx: &Context, cluster: &Cluster, namespace: &str) -> Vec
 pub async fn reach(ctx: &Context, cluster: &Cluster, namespace: &str) -> Reach {
     let name = cluster.name_any();
     let names = Names::new(&name, namespace);
-    let port = cluster.spec.listeners.kafka_port;
+    // A secured Cluster is administered over its replication listener (mutual TLS).
+    let secured = crate::cluster::security::secured(&cluster.spec);
+    let port = if secured {
+        cluster.spec.listeners.replication_port
+    } else {
+        cluster.spec.listeners.kafka_port
+    };
+    let tls = if secured {
+        cluster_tls(ctx, &names).await
+    } else {
+        None
+    };
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let brokers: BTreeMap<i32, String> = match pods
         .list(&ListParams::default().labels(&names.selector_string()))
@@ -45,7 +57,12 @@ pub async fn reach(ctx: &Context, cluster: &Cluster, namespace: &str) -> Reach {
             .filter_map(|p| {
                 let ordinal = p.name_any().rsplit_once('-')?.1.parse::<i32>().ok()?;
                 let ip = p.status.as_ref()?.pod_ip.clone()?;
-                Some((ordinal, format!("{ip}:{port}")))
+                let address = format!("{ip}:{port}");
+                match &tls {
+                    Some(tls) => tls::route(&address, Arc::clone(tls), names.pod_dns(ordinal)),
+                    None => tls::forget(&address),
+                }
+                Some((ordinal, address))
             })
             .collect(),
         Err(error) => {
@@ -60,14 +77,61 @@ pub async fn reach(ctx: &Context, cluster: &Cluster, namespace: &str) -> Reach {
             any: vec![address.clone()],
             brokers: BTreeMap::new(),
         },
-        None => Reach {
-            any: brokers
-                .values()
-                .cloned()
-                .chain(std::iter::once(names.bootstrap(port)))
-                .collect(),
-            brokers,
-        },
+        None => {
+            let bootstrap = names.bootstrap(port);
+            if let Some(tls) = &tls {
+                let service = format!("{}.{}.svc", names.bootstrap_service(), names.namespace);
+                tls::route(&bootstrap, Arc::clone(tls), service);
+            }
+            Reach {
+                any: brokers
+                    .values()
+                    .cloned()
+                    .chain(std::iter::once(bootstrap))
+                    .collect(),
+                brokers,
+            }
+        }
+    }
+}
+
+/// The operator's TLS client side of a secured Cluster: cached, else read from its
+/// `-operator-cert` Secret (none yet: the first reconcile has not issued it).
+async fn cluster_tls(ctx: &Context, names: &Names) -> Option<Arc<tls::ClusterTls>> {
+    let key = format!("{}/{}", names.namespace, names.cluster);
+    if let Some(cached) = lock(&ctx.cluster_tls).get(&key) {
+        return Some(Arc::clone(cached));
+    }
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &names.namespace);
+    let name = crate::cluster::certificate_secrets::operator_cert_secret(names);
+    let secret = secrets.get_opt(&name).await.ok().flatten()?;
+    let data = crate::cluster::certificate_secrets::text_data(&secret);
+    remember_cluster_tls(ctx, names, &data)
+}
+
+/// Keeps the TLS client side made from an `-operator-cert` Secret's data (the reconciler
+/// calls it whenever it applies that Secret, so a renewed certificate is used at once).
+pub fn remember_cluster_tls(
+    ctx: &Context,
+    names: &Names,
+    data: &BTreeMap<String, String>,
+) -> Option<Arc<tls::ClusterTls>> {
+    use crate::cluster::certificate_secrets::OPERATOR_STORE;
+    use crate::cluster::security::CLUSTER_CA_FILE;
+    let made = tls::ClusterTls::from_pem(data.get(CLUSTER_CA_FILE)?, data.get(OPERATOR_STORE)?);
+    match made {
+        Ok(made) => {
+            let made = Arc::new(made);
+            lock(&ctx.cluster_tls).insert(
+                format!("{}/{}", names.namespace, names.cluster),
+                Arc::clone(&made),
+            );
+            Some(made)
+        }
+        Err(reason) => {
+            tracing::warn!(cluster = %names.cluster, %reason, "The operator's certificate cannot be used");
+            None
+        }
     }
 }
 

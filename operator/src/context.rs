@@ -30,6 +30,9 @@ pub struct Context {
     pub admin_pool: AdminPool,
     /// Recently listed broker addresses by `namespace/cluster` (see `bootstrap::reach_cached`).
     pub(crate) reach_cache: Mutex<BTreeMap<String, (Instant, Reach)>>,
+    /// The operator's TLS client side of each secured Cluster, by `namespace/cluster`
+    /// (from its `-operator-cert` Secret; see `admin::tls`).
+    pub(crate) cluster_tls: Mutex<BTreeMap<String, std::sync::Arc<crate::admin::tls::ClusterTls>>>,
     /// The controllers' caches of Clusters and Topics, once they run: a Topic reconcile
     /// reads its Cluster there instead of asking the API server each time.
     clusters: OnceLock<Store<Cluster>>,
@@ -70,6 +73,7 @@ impl Context {
             failures: Mutex::new(BTreeMap::new()),
             admin_pool: AdminPool::default(),
             reach_cache: Mutex::new(BTreeMap::new()),
+            cluster_tls: Mutex::new(BTreeMap::new()),
             clusters: OnceLock::new(),
             topics: OnceLock::new(),
         }

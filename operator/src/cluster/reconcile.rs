@@ -533,6 +533,7 @@ async fn apply_certificates(
         let secret = certificate_secrets::secret(names, &owner, name, data);
         apply_object(&secrets, "Secret", &secret).await?;
     }
+    crate::bootstrap::remember_cluster_tls(ctx, names, &planned.operator_cert);
     if !issued.authorities.is_empty() || !issued.certificates.is_empty() {
         let what: Vec<String> = issued
             .authorities
