@@ -27,7 +27,7 @@ cargo test --locked -p oxbow-operator --test reconcile_api --no-run
 
 k8s_cluster_up
 # The tests create (and delete) these; listed so that an external cluster keeps none.
-K8S_NAMESPACES+=(oxbow-reconcile-healthy oxbow-reconcile-under-replicated)
+K8S_NAMESPACES+=(oxbow-reconcile-healthy oxbow-reconcile-under-replicated oxbow-reconcile-secured)
 t0=$SECONDS
 cargo test --locked -p oxbow-operator --test reconcile_api -- --ignored --test-threads 2
-echo "ok operator-reconcile: reconcile() against the API server, both scenarios, in $((SECONDS - t0)) s"
+echo "ok operator-reconcile: reconcile() against the API server, every scenario, in $((SECONDS - t0)) s"
