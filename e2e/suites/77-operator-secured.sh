@@ -63,7 +63,19 @@ for secret in secure-cluster-ca secure-clients-ca secure-broker-certs secure-ope
 done
 keys="$(kubectl -n "$NS" get secret secure-broker-certs -o jsonpath='{.data}' | python3 -c 'import json,sys; print(" ".join(sorted(json.load(sys.stdin))))')"
 [ "$keys" = "clients-ca.crt cluster-ca.crt secure-0.pem secure-1.pem secure-2.pem" ] || fail "secure-broker-certs holds: $keys"
-ok "Cluster Ready through the operator's mutual TLS; CAs and key stores issued: secure-broker-certs = $keys"
+ok "Cluster Ready; CAs and key stores issued: secure-broker-certs = $keys"
+# The operator's own admin requests go over REPLICATION with its certificate: the quorum it
+# reads (DescribeQuorum) and a Topic it creates (CreateTopics) show that they got through.
+voters() { [ "$(kubectl -n "$NS" get cluster secure -o jsonpath='{.status.quorum.voters}')" = "[0,1,2]" ]; }
+until_true 120 voters || fail "status.quorum.voters: $(kubectl -n "$NS" get cluster secure -o jsonpath='{.status.quorum}')"
+kubectl -n "$NS" apply -f - >/dev/null <<'YAML' || fail "kubectl apply the Topic"
+apiVersion: oxbow.dev/v1alpha1
+kind: Topic
+metadata: {name: secured}
+spec: {cluster: secure, partitions: 3, replicationFactor: 3}
+YAML
+kubectl -n "$NS" wait --for=condition=Ready topic/secured --timeout=120s >/dev/null || fail "Topic secured Ready"
+ok "the operator's admin requests over mutual TLS: status.quorum.voters [0,1,2] (DescribeQuorum), Topic secured created (3 partitions, RF 3)"
 
 work="$OXBOW_K8S_STATE/secured"
 mkdir -p "$work"
