@@ -6,7 +6,8 @@
 # mutual TLS, the operator administers them over REPLICATION with its own certificate (the
 # Cluster gets Ready only through it) -> kcat in a pod over TLS (the cluster CA from the
 # brokers' Secret, the bootstrap Service's DNS name checked) produces with acks=all and
-# consumes -> a plaintext client on the same port gets no Kafka answer.
+# consumes -> a plaintext client on the same port gets no Kafka answer -> a Cluster asking for
+# listener authentication is refused with the reason (no User resource yet).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
@@ -95,4 +96,9 @@ if in_pod kcat -L -b "$BOOTSTRAP" -m 5 >"$work/plain.out" 2>&1; then
   fail "a plaintext client got metadata from the TLS listener: $(head -c 300 "$work/plain.out")"
 fi
 ok "a plaintext client gets no Kafka answer from the TLS listener"
+kubectl -n "$NS" patch cluster secure --type merge -p '{"spec":{"listeners":{"authentication":"scram-sha-512"}}}' >/dev/null \
+  || fail "patch listeners.authentication"
+refused() { kubectl -n "$NS" get cluster secure -o jsonpath='{.status.conditions[?(@.reason=="InvalidConfig")].message}' | grep -q "User resources"; }
+until_true 60 refused || fail "listener authentication not refused: $(kubectl -n "$NS" get cluster secure -o jsonpath='{.status.conditions}')"
+ok "listener authentication refused until the User resource: $(kubectl -n "$NS" get cluster secure -o jsonpath='{.status.conditions[?(@.reason=="InvalidConfig")].message}' | cut -c1-120)"
 echo "operator-secured: $passed passed, 0 failed"

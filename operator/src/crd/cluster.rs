@@ -130,7 +130,8 @@ pub struct ClusterSpec {
     pub listeners: ListenersSpec,
 
     /// Access control: `simple` checks every request against the ACLs (Kafka's
-    /// StandardAuthorizer); `superUsers` may do anything. Unset: no checks.
+    /// StandardAuthorizer); `superUsers` may do anything. Unset: no checks. Refused until the
+    /// User resource (which carries the ACLs) is managed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization: Option<AuthorizationSpec>,
 
@@ -268,7 +269,9 @@ pub struct ListenersSpec {
     /// TLS on the internal listener, with a broker certificate from the cluster CA.
     #[serde(default)]
     pub tls: bool,
-    /// How clients of the internal listener authenticate.
+    /// How clients of the internal listener authenticate. Anything but `none` needs User
+    /// resources, which this version does not manage yet: refused (an `InvalidConfig`
+    /// condition says so).
     #[serde(default)]
     pub authentication: ListenerAuthentication,
     /// Port of the replication listener: mutual TLS with the cluster CA, for the brokers
@@ -411,7 +414,8 @@ pub struct ExternalListener {
     /// TLS on the external listener (the broker certificates name the advertised address).
     #[serde(default)]
     pub tls: bool,
-    /// How clients of the external listener authenticate.
+    /// How clients of the external listener authenticate (anything but `none`: refused
+    /// until the User resource, like the internal listener's).
     #[serde(default)]
     pub authentication: ListenerAuthentication,
 }

@@ -389,9 +389,7 @@ async fn reconcile_secured_cluster_issues_and_mounts_certificates() {
     let fake = FakeKafka::start(&[(0, "zone-a"), (1, "zone-b"), (2, "zone-c")]).await;
     let bed = setup("oxbow-reconcile-secured", fake).await;
     bed.create_cluster().await;
-    bed.patch_cluster(json!({ "spec": { "listeners": {
-        "tls": true, "authentication": "scram-sha-512",
-    }, "authorization": { "type": "simple", "superUsers": ["User:admin"] } } }))
+    bed.patch_cluster(json!({ "spec": { "listeners": { "tls": true } } }))
         .await;
     bed.reconcile_cluster().await;
     bed.reconcile_cluster().await;
