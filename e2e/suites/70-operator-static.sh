@@ -42,6 +42,7 @@ all_on=(--set cluster.enabled=true --set metrics.serviceMonitor.enabled=true
         --set metrics.podMonitor.enabled=true --set metrics.dashboard.enabled=true
         --set metrics.prometheusRule.enabled=true
         --set 'topics[0].name=orders' --set 'topics[0].spec.partitions=3'
+        --set 'users[0].name=orders-producer' --set 'users[0].spec.authentication.type=scram-sha-512'
         --set operator.replicas=2 --set 'operator.bootstrapOverrides[0]=ns/events=127.0.0.1:9092')
 check "helm lint --strict (defaults)" helm lint --strict charts/oxbow
 check "helm lint --strict (everything on)" helm lint --strict charts/oxbow "${all_on[@]}"
@@ -57,9 +58,9 @@ keep = [d for d in docs if not d["apiVersion"].startswith(("monitoring.coreos.co
 yaml.safe_dump_all(keep, open(sys.argv[2], "w"))
 PY
 check "chart objects: kubernetes-validate --strict" kubernetes-validate --strict --quiet "$work/chart-builtin.yaml"
-check "chart Cluster/Topic: validate_cr.py" python3 "$VALIDATE_CR" crds/oxbow.dev.yaml "$work/chart.yaml"
+check "chart Cluster/Topic/User: validate_cr.py" python3 "$VALIDATE_CR" crds/oxbow.dev.yaml "$work/chart.yaml"
 check "chart CRDs = crds/" cmp crds/oxbow.dev.yaml charts/oxbow/crds/oxbow.dev.yaml
-check "manifests: validate_cr.py" python3 "$VALIDATE_CR" crds/oxbow.dev.yaml manifests/cluster.yaml manifests/topic.yaml
+check "manifests: validate_cr.py" python3 "$VALIDATE_CR" crds/oxbow.dev.yaml manifests/cluster.yaml manifests/topic.yaml manifests/cluster-secured.yaml manifests/users.yaml manifests/cluster-external.yaml
 check "manifests/install.yaml: kubernetes-validate --strict" kubernetes-validate --strict --quiet manifests/install.yaml
 bash manifests/generate.sh "$work/install.yaml"
 check "manifests/install.yaml is current (manifests/generate.sh)" diff -u manifests/install.yaml "$work/install.yaml"

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# A secured Cluster on the e2e Kubernetes testbed (issue 34; real control plane, pod network,
-# CoreDNS, the pod runner running the chart's images): `listeners.tls: true` ->
-# the operator issues the cluster and clients CAs and a key store per broker (Secrets), the
-# pods mount them, the brokers serve INTERNAL over TLS and REPLICATION and CONTROLLER over
-# mutual TLS, the operator administers them over REPLICATION with its own certificate (the
-# Cluster gets Ready only through it) -> kcat in a pod over TLS (the cluster CA from the
-# brokers' Secret, the bootstrap Service's DNS name checked) produces with acks=all and
-# consumes -> a plaintext client on the same port gets no Kafka answer -> a Cluster asking for
-# listener authentication is refused with the reason (no User resource yet).
+# The secured example on the e2e Kubernetes testbed (issue 34; real control plane, pod network,
+# CoreDNS, the pod runner running the chart's images): manifests/cluster-secured.yaml and
+# manifests/users.yaml applied as written -> the operator issues the cluster and clients CAs
+# and a key store per broker (Secrets), the brokers serve INTERNAL as SASL_SSL (SCRAM-SHA-512)
+# under the StandardAuthorizer and REPLICATION and CONTROLLER over mutual TLS, the operator
+# administers them over REPLICATION with its own certificate -> each User gets a Secret with
+# its password, JAAS line and the cluster CA; librdkafka clients in a pod with those Secrets:
+# the producer writes but cannot read, the consumer reads in its group only, a client without
+# credentials or with a wrong password is refused, a plaintext client gets no Kafka answer ->
+# a User's Secret deleted by hand comes back with a new password that works -> bad Users
+# (an unknown ACL operation, a password Secret that does not exist) get conditions that say
+# why and nothing in the cluster -> a deleted User's next login is refused.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
@@ -15,21 +18,22 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
 . e2e/k8s/lib.sh
 . e2e/lib/suite.sh
 NS=default
-BOOTSTRAP=secure-bootstrap.default.svc:9092
+BOOTSTRAP=ledger-bootstrap.default.svc:9092
 
 passed=0
 ok() { passed=$((passed + 1)); echo "ok $passed - $*"; }
 fail() {
   echo "not ok - $*" >&2
   {
-    kubectl get clusters,sts,pods,secrets -A -o wide
-    kubectl -n "$NS" get cluster secure -o yaml | sed -n '/^status:/,$p'
+    kubectl get clusters,users,sts,pods,secrets -A -o wide
+    kubectl -n "$NS" get cluster ledger -o yaml | sed -n '/^status:/,$p'
+    kubectl -n "$NS" get users -o yaml | grep -A12 '^  status:'
     for log in "$OXBOW_K8S_STATE"/pods/*/*.log; do echo "== $log"; tail -n 25 "$log"; done
   } >&2 2>/dev/null || true
   echo "operator-secured: $passed passed, 1 failed"
   exit 1
 }
-k8s_local || suite_skip "kcat from a client pod with the host's kcat: OXBOW_K8S_EXTERNAL=1 needs a client image"
+k8s_local || suite_skip "librdkafka clients run from the host in a pod's network: OXBOW_K8S_EXTERNAL=1 needs a client image"
 
 k8s_images
 k8s_cluster_up
@@ -48,57 +52,122 @@ YAML
 in_pod() { k8s_pod_exec "$NS" kafka-client "$@"; }
 
 helm install oxbow charts/oxbow --wait --timeout 120s >/dev/null || fail "helm install oxbow charts/oxbow"
-kubectl -n "$NS" apply -f - >/dev/null <<'YAML' || fail "kubectl apply the secured Cluster"
-apiVersion: oxbow.dev/v1alpha1
-kind: Cluster
-metadata: {name: secure}
-spec:
-  replicas: 3
-  controllerVoters: 3
-  storage: {size: 1Gi}
-  listeners: {tls: true}
-YAML
-kubectl -n "$NS" wait --for=condition=Ready cluster/secure --timeout=300s >/dev/null || fail "Cluster secure Ready"
-for secret in secure-cluster-ca secure-clients-ca secure-broker-certs secure-operator-cert; do
+kubectl apply -f manifests/cluster-secured.yaml >/dev/null || fail "kubectl apply -f manifests/cluster-secured.yaml"
+kubectl apply -f manifests/users.yaml >/dev/null || fail "kubectl apply -f manifests/users.yaml"
+kubectl -n "$NS" wait --for=condition=Ready cluster/ledger --timeout=300s >/dev/null || fail "Cluster ledger Ready"
+for secret in ledger-cluster-ca ledger-clients-ca ledger-broker-certs ledger-operator-cert; do
   kubectl -n "$NS" get secret "$secret" >/dev/null || fail "Secret $secret"
 done
-keys="$(kubectl -n "$NS" get secret secure-broker-certs -o jsonpath='{.data}' | python3 -c 'import json,sys; print(" ".join(sorted(json.load(sys.stdin))))')"
-[ "$keys" = "clients-ca.crt cluster-ca.crt secure-0.pem secure-1.pem secure-2.pem" ] || fail "secure-broker-certs holds: $keys"
-ok "Cluster Ready; CAs and key stores issued: secure-broker-certs = $keys"
+keys_of() { kubectl -n "$NS" get secret "$1" -o jsonpath='{.data}' | python3 -c 'import json,sys; print(" ".join(sorted(json.load(sys.stdin))))'; }
+keys="$(keys_of ledger-broker-certs)"
+[ "$keys" = "clients-ca.crt cluster-ca.crt ledger-0.pem ledger-1.pem ledger-2.pem" ] || fail "ledger-broker-certs holds: $keys"
+ok "Cluster ledger Ready; CAs and key stores issued: ledger-broker-certs = $keys"
 # The operator's own admin requests go over REPLICATION with its certificate: the quorum it
-# reads (DescribeQuorum) and a Topic it creates (CreateTopics) show that they got through.
-voters() { [ "$(kubectl -n "$NS" get cluster secure -o jsonpath='{.status.quorum.voters}')" = "[0,1,2]" ]; }
-until_true 120 voters || fail "status.quorum.voters: $(kubectl -n "$NS" get cluster secure -o jsonpath='{.status.quorum}')"
-kubectl -n "$NS" apply -f - >/dev/null <<'YAML' || fail "kubectl apply the Topic"
-apiVersion: oxbow.dev/v1alpha1
-kind: Topic
-metadata: {name: secured}
-spec: {cluster: secure, partitions: 3, replicationFactor: 3}
-YAML
-kubectl -n "$NS" wait --for=condition=Ready topic/secured --timeout=120s >/dev/null || fail "Topic secured Ready"
-ok "the operator's admin requests over mutual TLS: status.quorum.voters [0,1,2] (DescribeQuorum), Topic secured created (3 partitions, RF 3)"
+# reads (DescribeQuorum) and the Topic it creates (CreateTopics) show that they got through.
+voters() { [ "$(kubectl -n "$NS" get cluster ledger -o jsonpath='{.status.quorum.voters}')" = "[0,1,2]" ]; }
+until_true 120 voters || fail "status.quorum.voters: $(kubectl -n "$NS" get cluster ledger -o jsonpath='{.status.quorum}')"
+kubectl -n "$NS" wait --for=condition=Ready topic/payments --timeout=120s >/dev/null || fail "Topic payments Ready"
+ok "the operator's admin requests over mutual TLS: status.quorum.voters [0,1,2] (DescribeQuorum), Topic payments created"
+
+kubectl -n "$NS" wait --for=condition=Ready user/payments-producer user/payments-consumer --timeout=120s >/dev/null \
+  || fail "Users Ready"
+for user in payments-producer payments-consumer; do
+  keys="$(keys_of "$user")"
+  [ "$keys" = "ca.crt password sasl.jaas.config sasl.mechanism username" ] || fail "Secret $user holds: $keys"
+  principal="$(kubectl -n "$NS" get user "$user" -o jsonpath='{.status.principal} {.status.secret}')"
+  [ "$principal" = "User:$user $user" ] || fail "User $user status principal/secret: $principal"
+done
+ok "Users Ready, status User:<name> and the Secret; each Secret holds: $keys"
 
 work="$OXBOW_K8S_STATE/secured"
 mkdir -p "$work"
-kubectl -n "$NS" get secret secure-broker-certs -o jsonpath='{.data.cluster-ca\.crt}' | base64 -d >"$work/ca.crt"
+secret_key() { kubectl -n "$NS" get secret "$1" -o jsonpath="{.data.${2//./\\.}}" | base64 -d; }
+secret_key payments-producer ca.crt >"$work/ca.crt"
 kubectl -n "$NS" wait --for=condition=Ready pod/kafka-client --timeout=60s >/dev/null || fail "client pod Ready"
-tls=(-X security.protocol=SSL -X "ssl.ca.location=$work/ca.crt")
-marker="tls-$(date +%s%N)"
-first_ack() { echo "$marker-first" | in_pod kcat -P -b "$BOOTSTRAP" "${tls[@]}" -t secured -X acks=all -X message.timeout.ms=5000 2>/dev/null; }
-until_true 180 first_ack || fail "no acks=all record acknowledged over TLS through $BOOTSTRAP"
-seq 1 200 | sed "s/^/$marker-/" | in_pod kcat -P -b "$BOOTSTRAP" "${tls[@]}" -t secured -X acks=all -X message.timeout.ms=30000 \
-  || fail "kcat produce over TLS"
-got="$(in_pod kcat -C -b "$BOOTSTRAP" "${tls[@]}" -t secured -o beginning -e -q 2>/dev/null | grep -c "^$marker-[0-9]")" || true
-[ "$got" = 200 ] || fail "kcat consumed $got of 200 records over TLS"
-ok "kcat in a pod over TLS via $BOOTSTRAP (cluster CA, the Service's name checked): 200 records produced with acks=all, 200 consumed"
+creds() { local user="$1"; shift; echo scram SCRAM-SHA-512 "$user" "$(secret_key "$user" password)" "$work/ca.crt"; }
+client() { in_pod python3 e2e/operator/secured_client.py "$@"; }
+field() { python3 -c 'import json,sys; r=json.loads(sys.stdin.read().strip().splitlines()[-1]); v=r[sys.argv[1]]; print(" ".join(v) if isinstance(v, list) else v)' "$1"; }
 
+# The brokers learn a credential and ACLs from the metadata log a moment after the operator
+# wrote them: the first write is retried until it is acknowledged.
+first_write() { client produce "$BOOTSTRAP" payments 1 $(creds payments-producer) >"$work/first.json" && [ "$(field ok <"$work/first.json")" = True ]; }
+until_true 120 first_write || fail "payments-producer never wrote: $(cat "$work/first.json")"
+out="$(client produce "$BOOTSTRAP" payments 200 $(creds payments-producer))"
+[ "$(field ok <<<"$out")" = True ] || fail "payments-producer produce: $out"
+ok "payments-producer (SCRAM-SHA-512 over TLS, its Secret's password and CA) wrote 200 records with acks=all"
+out="$(client consume "$BOOTSTRAP" payments payments-audit 1 $(creds payments-producer))"
+[ "$(field ok <<<"$out")" = False ] && grep -Eq 'GROUP_AUTHORIZATION_FAILED|TOPIC_AUTHORIZATION_FAILED' <<<"$out" \
+  || fail "payments-producer read: $out"
+ok "payments-producer cannot read: $(field errors <<<"$out")"
+out="$(client consume "$BOOTSTRAP" payments payments-audit 201 $(creds payments-consumer))"
+[ "$(field ok <<<"$out")" = True ] || fail "payments-consumer in group payments-audit: $out"
+ok "payments-consumer read $(field count <<<"$out") records in group payments-audit and committed"
+out="$(client consume "$BOOTSTRAP" payments another-group 1 $(creds payments-consumer))"
+[ "$(field ok <<<"$out")" = False ] && grep -q GROUP_AUTHORIZATION_FAILED <<<"$out" || fail "payments-consumer in another group: $out"
+out2="$(client produce "$BOOTSTRAP" payments 1 $(creds payments-consumer))"
+[ "$(field ok <<<"$out2")" = False ] && grep -q TOPIC_AUTHORIZATION_FAILED <<<"$out2" || fail "payments-consumer write: $out2"
+ok "payments-consumer is refused another group ($(field errors <<<"$out")) and writing ($(field errors <<<"$out2"))"
+out="$(client produce "$BOOTSTRAP" payments 1 none "$work/ca.crt")"
+[ "$(field ok <<<"$out")" = False ] && [ "$(field count <<<"$out")" = 0 ] || fail "a client without credentials: $out"
+out2="$(client produce "$BOOTSTRAP" payments 1 scram SCRAM-SHA-512 payments-producer not-the-password "$work/ca.crt")"
+[ "$(field ok <<<"$out2")" = False ] && grep -q AUTHENTICATION <<<"$out2" || fail "a wrong password: $out2"
+ok "refused: a client without credentials (nothing acknowledged), a wrong password ($(field errors <<<"$out2"))"
 if in_pod kcat -L -b "$BOOTSTRAP" -m 5 >"$work/plain.out" 2>&1; then
   fail "a plaintext client got metadata from the TLS listener: $(head -c 300 "$work/plain.out")"
 fi
 ok "a plaintext client gets no Kafka answer from the TLS listener"
-kubectl -n "$NS" patch cluster secure --type merge -p '{"spec":{"listeners":{"authentication":"scram-sha-512"}}}' >/dev/null \
-  || fail "patch listeners.authentication"
-refused() { kubectl -n "$NS" get cluster secure -o jsonpath='{.status.conditions[?(@.reason=="InvalidConfig")].message}' | grep -q "User resources"; }
-until_true 60 refused || fail "listener authentication not refused: $(kubectl -n "$NS" get cluster secure -o jsonpath='{.status.conditions}')"
-ok "listener authentication refused until the User resource: $(kubectl -n "$NS" get cluster secure -o jsonpath='{.status.conditions[?(@.reason=="InvalidConfig")].message}' | cut -c1-120)"
+
+# Drift: the producer's Secret deleted by hand is written again (a new password, set in the
+# cluster too), and the old password stops working.
+old="$(secret_key payments-producer password)"
+kubectl -n "$NS" delete secret payments-producer >/dev/null
+new_password() { p="$(secret_key payments-producer password 2>/dev/null)" && [ -n "$p" ] && [ "$p" != "$old" ]; }
+until_true 60 new_password || fail "Secret payments-producer not written again"
+until_true 60 first_write || fail "the new password of payments-producer never worked: $(cat "$work/first.json")"
+out="$(client produce "$BOOTSTRAP" payments 1 scram SCRAM-SHA-512 payments-producer "$old" "$work/ca.crt")"
+grep -q AUTHENTICATION <<<"$out" || fail "the old password still works: $out"
+ok "a deleted User Secret comes back with a new password that works; the old one is refused"
+
+# Bad Users: conditions that say why, and nothing written.
+kubectl -n "$NS" apply -f - >/dev/null <<'YAML' || fail "kubectl apply the bad Users"
+apiVersion: oxbow.dev/v1alpha1
+kind: User
+metadata: {name: bad-operation}
+spec:
+  cluster: ledger
+  authentication: {type: scram-sha-512}
+  authorization:
+    acls:
+      - resource: {type: topic, name: payments}
+        operations: [Read, Frobnicate]
+---
+apiVersion: oxbow.dev/v1alpha1
+kind: User
+metadata: {name: bad-password}
+spec:
+  cluster: ledger
+  authentication:
+    type: scram-sha-512
+    password: {valueFrom: {secretKeyRef: {name: no-such-secret, key: password}}}
+YAML
+reason_of() { kubectl -n "$NS" get user "$1" -o jsonpath='{.status.conditions[?(@.type=="Degraded")].reason}: {.status.conditions[?(@.type=="Degraded")].message}'; }
+degraded_with() { reason_of "$1" | grep -q "^$2: .*$3"; }
+until_true 60 degraded_with bad-operation InvalidAcl 'unknown operation "Frobnicate"' || fail "bad-operation: $(reason_of bad-operation)"
+until_true 60 degraded_with bad-password PasswordSecretNotFound no-such-secret || fail "bad-password: $(reason_of bad-password)"
+for user in bad-operation bad-password; do
+  if kubectl -n "$NS" get secret "$user" >/dev/null 2>&1; then fail "Secret $user written for a refused User"; fi
+done
+ok "refused Users, nothing written: $(reason_of bad-operation | cut -c1-90); $(reason_of bad-password)"
+
+# A deleted User: its credential leaves the cluster (the next login is refused), its Secret goes.
+kubectl -n "$NS" get secret payments-consumer -o jsonpath='{.data.password}' | base64 -d >"$work/consumer.password"
+kubectl -n "$NS" delete user payments-consumer --timeout=60s >/dev/null || fail "kubectl delete user payments-consumer"
+refused_login() {
+  client consume "$BOOTSTRAP" payments payments-audit 1 scram SCRAM-SHA-512 payments-consumer "$(cat "$work/consumer.password")" "$work/ca.crt" >"$work/deleted.json" || true
+  grep -q AUTHENTICATION "$work/deleted.json"
+}
+until_true 60 refused_login || fail "deleted payments-consumer still logs in: $(cat "$work/deleted.json")"
+gone() { ! kubectl -n "$NS" get secret payments-consumer >/dev/null 2>&1; }
+until_true 60 gone || fail "Secret payments-consumer outlived its User"
+ok "User payments-consumer deleted: its next login is refused ($(field errors <"$work/deleted.json")), its Secret is gone"
 echo "operator-secured: $passed passed, 0 failed"

@@ -32,6 +32,7 @@ pub use pool::AdminPool;
 pub use quorum::QuorumState;
 mod throttle;
 pub mod tls;
+pub mod users;
 pub use moves::{Partitions, Reassigning, ReplicaSizes};
 pub use throttle::{THROTTLED_REPLICAS_KEYS, is_move_throttle};
 
@@ -75,6 +76,9 @@ pub enum AdminError {
         name: String,
         message: Option<String>,
     },
+    /// Something on the operator's side failed before a request could be made.
+    #[error("{0}")]
+    Local(String),
 }
 
 impl From<WireError> for AdminError {
@@ -476,6 +480,13 @@ fn api_name(key: i16) -> &'static str {
         Ok(ApiKey::ListPartitionReassignments) => "ListPartitionReassignments",
         Ok(ApiKey::ElectLeaders) => "ElectLeaders",
         Ok(ApiKey::UnregisterBroker) => "UnregisterBroker",
+        Ok(ApiKey::DescribeUserScramCredentials) => "DescribeUserScramCredentials",
+        Ok(ApiKey::AlterUserScramCredentials) => "AlterUserScramCredentials",
+        Ok(ApiKey::DescribeAcls) => "DescribeAcls",
+        Ok(ApiKey::CreateAcls) => "CreateAcls",
+        Ok(ApiKey::DeleteAcls) => "DeleteAcls",
+        Ok(ApiKey::DescribeClientQuotas) => "DescribeClientQuotas",
+        Ok(ApiKey::AlterClientQuotas) => "AlterClientQuotas",
         _ => "Kafka",
     }
 }

@@ -8,6 +8,7 @@
 //! ```text
 //!   Cluster ──▶ cluster::reconcile ──▶ validate ─▶ build (pure) ─▶ apply (SSA) ─▶ status
 //!   Topic   ──▶ topic::reconcile   ──▶ validate ─▶ admin (Kafka) ─▶ plan (pure) ─▶ status
+//!   User    ──▶ user::reconcile    ──▶ validate ─▶ Secret ─▶ admin (SCRAM, ACLs, quotas) ─▶ status
 //! ```
 //!
 //! Modules:
@@ -21,6 +22,7 @@
 //! - [`rack`]: the `rack-init` step of a broker pod (node zone → `broker.rack`).
 //! - [`metrics`]: operator metrics and the `/metrics`, `/healthz`, `/readyz` server.
 //! - [`topic`]: the Topic reconciler and its pure plan.
+//! - [`user`]: the User reconciler (credentials, ACLs, quotas) and its pure plan.
 //!
 //! Replica placement (new topics, drain and balance plans) is the `oxbow-placement` crate,
 //! the same code the controller places new partitions with.
@@ -34,3 +36,4 @@ pub mod leader;
 pub mod metrics;
 pub mod rack;
 pub mod topic;
+pub mod user;

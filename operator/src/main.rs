@@ -11,17 +11,17 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::Client;
 use kube::api::{Api, ListParams};
 use kube::runtime::{Controller, watcher};
 use oxbow_operator::cluster::build::BuildSettings;
 use oxbow_operator::cluster::settings::{DEFAULT_BROKER_IMAGE, DEFAULT_OPERATOR_IMAGE};
 use oxbow_operator::context::Context;
-use oxbow_operator::crd::{Cluster, Topic};
+use oxbow_operator::crd::{Cluster, Topic, User};
 use oxbow_operator::leader::LeaderElector;
 use oxbow_operator::metrics::{self, Health, Metrics};
-use oxbow_operator::{cluster, crd, rack, topic};
+use oxbow_operator::{cluster, crd, rack, topic, user};
 
 /// Topic reconciles that run at once (each holds one admin connection to its cluster).
 const TOPIC_CONCURRENCY: u16 = 16;
@@ -267,6 +267,13 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             Api::all(client.clone()),
         ),
     };
+    let (users, user_secrets) = match &args.watch_namespace {
+        Some(ns) => (
+            Api::<User>::namespaced(client.clone(), ns),
+            Api::<Secret>::namespaced(client.clone(), ns),
+        ),
+        None => (Api::all(client.clone()), Api::all(client.clone())),
+    };
     let owned = watcher::Config::default().labels("app.kubernetes.io/managed-by=oxbow-operator");
     let cluster_controller = Controller::new(clusters, watcher::Config::default())
         .owns(stateful_sets, owned.clone())
@@ -277,6 +284,13 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     // the brokers (and status writes to the API server): a bounded number run at once.
     let topic_controller = Controller::new(topics, watcher::Config::default())
         .with_config(kube::runtime::controller::Config::default().concurrency(TOPIC_CONCURRENCY))
+        .shutdown_on_signal();
+    // A User's Secret deleted or edited by hand is written again at once.
+    let user_controller = Controller::new(users, watcher::Config::default())
+        .owns(
+            user_secrets,
+            watcher::Config::default().labels("oxbow.dev/user"),
+        )
         .shutdown_on_signal();
     ctx.use_stores(cluster_controller.store(), topic_controller.store());
     let cluster_controller = cluster_controller
@@ -291,10 +305,17 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             }
         });
     let topic_controller = topic_controller
-        .run(topic::reconcile, topic::error_policy, ctx)
+        .run(topic::reconcile, topic::error_policy, ctx.clone())
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "Topic controller event");
+            }
+        });
+    let user_controller = user_controller
+        .run(user::reconcile, user::error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "User controller event");
             }
         });
     tracing::info!("Controllers started");
@@ -308,6 +329,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     tokio::select! {
         () = cluster_controller => tracing::info!("Cluster controller stopped"),
         () = topic_controller => tracing::info!("Topic controller stopped"),
+        () = user_controller => tracing::info!("User controller stopped"),
         lost = hold => {
             metrics.leader.set(0);
             return Err(lost).context("leadership lost; exiting so a standby can take over");

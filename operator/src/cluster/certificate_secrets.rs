@@ -198,7 +198,16 @@ pub fn plan(
 
     let mut broker_certs = BTreeMap::from([
         (CLUSTER_CA_FILE.to_string(), trusted.clone()),
-        (CLIENTS_CA_FILE.to_string(), clients_ca[CA_CERT].clone()),
+        // A renewed clients CA keeps the last one trusted: Users' certificates it signed
+        // work until the User reconciler issues theirs again.
+        (
+            CLIENTS_CA_FILE.to_string(),
+            format!(
+                "{}{}",
+                clients_ca[CA_CERT],
+                clients_ca.get(CA_PREVIOUS).map_or("", String::as_str)
+            ),
+        ),
     ]);
     for ordinal in 0..spec.replicas {
         let file = format!("{}.pem", names.pod(ordinal));

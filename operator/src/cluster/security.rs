@@ -183,17 +183,6 @@ pub fn validate(spec: &ClusterSpec) -> Result<(), String> {
     if !secured(spec) {
         return Ok(());
     }
-    // Credentials and ACLs come from User resources, which this version does not manage
-    // yet: a listener that asks for them could let no client in.
-    let external = spec.listeners.external.as_ref();
-    if spec.listeners.authentication != ListenerAuthentication::None
-        || external.is_some_and(|e| e.authentication != ListenerAuthentication::None)
-    {
-        return Err("listener authentication (scram-sha-512, scram-sha-256, tls) needs User resources, which this operator version does not manage yet: use tls without authentication for now".into());
-    }
-    if spec.authorization.is_some() {
-        return Err("authorization needs User resources (their ACLs), which this operator version does not manage yet".into());
-    }
     if spec.listeners.advertise == AdvertiseMode::PodIp {
         return Err("a secured Cluster advertises its brokers' DNS names (their certificates name them): listeners.advertise PodIP is not available with TLS, authentication or authorization".into());
     }
@@ -258,24 +247,19 @@ mod tests {
                 .unwrap_err()
                 .contains("kafkaPort")
         );
-        // Until the User resource: no listener authentication, no authorization.
-        assert!(
-            validate(&spec("{tls: true, authentication: tls}"))
-                .unwrap_err()
-                .contains("User")
-        );
+        // Credentials and ACLs come from User resources.
+        assert!(validate(&spec("{tls: true, authentication: tls}")).is_ok());
         assert!(
             validate(&spec(
                 "{external: {type: LoadBalancer, authentication: scram-sha-512}}"
             ))
-            .unwrap_err()
-            .contains("User")
+            .is_ok()
         );
         let authorized: ClusterSpec = serde_yaml::from_str(
             "replicas: 1\nlisteners: {tls: true}\nauthorization: {type: simple}",
         )
         .unwrap();
-        assert!(validate(&authorized).unwrap_err().contains("authorization"));
+        assert!(validate(&authorized).is_ok());
         assert!(
             validate(&spec(
                 "{tls: true, external: {type: LoadBalancer, tls: true}}"

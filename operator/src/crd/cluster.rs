@@ -130,8 +130,8 @@ pub struct ClusterSpec {
     pub listeners: ListenersSpec,
 
     /// Access control: `simple` checks every request against the ACLs (Kafka's
-    /// StandardAuthorizer); `superUsers` may do anything. Unset: no checks. Refused until the
-    /// User resource (which carries the ACLs) is managed.
+    /// StandardAuthorizer) over the ACLs of the Cluster's `User` resources; `superUsers` may
+    /// do anything. Unset: no checks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization: Option<AuthorizationSpec>,
 
@@ -269,9 +269,8 @@ pub struct ListenersSpec {
     /// TLS on the internal listener, with a broker certificate from the cluster CA.
     #[serde(default)]
     pub tls: bool,
-    /// How clients of the internal listener authenticate. Anything but `none` needs User
-    /// resources, which this version does not manage yet: refused (an `InvalidConfig`
-    /// condition says so).
+    /// How clients of the internal listener authenticate: with the credentials of `User`
+    /// resources (a SCRAM password, a certificate of the clients CA), or `none`.
     #[serde(default)]
     pub authentication: ListenerAuthentication,
     /// Port of the replication listener: mutual TLS with the cluster CA, for the brokers
@@ -414,8 +413,7 @@ pub struct ExternalListener {
     /// TLS on the external listener (the broker certificates name the advertised address).
     #[serde(default)]
     pub tls: bool,
-    /// How clients of the external listener authenticate (anything but `none`: refused
-    /// until the User resource, like the internal listener's).
+    /// How clients of the external listener authenticate, as the internal listener's.
     #[serde(default)]
     pub authentication: ListenerAuthentication,
 }

@@ -282,7 +282,7 @@ async fn apply(topic: &Topic, ctx: &Context) -> Result<Action, Error> {
 
 /// A connection to some broker of `cluster` (pooled when one is idle), and the addresses
 /// it was looked for at.
-async fn connect_to(
+pub(crate) async fn connect_to(
     ctx: &Context,
     cluster: &Cluster,
     namespace: &str,
