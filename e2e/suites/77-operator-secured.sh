@@ -62,6 +62,10 @@ keys_of() { kubectl -n "$NS" get secret "$1" -o jsonpath='{.data}' | python3 -c 
 keys="$(keys_of ledger-broker-certs)"
 [ "$keys" = "clients-ca.crt cluster-ca.crt ledger-0.pem ledger-1.pem ledger-2.pem" ] || fail "ledger-broker-certs holds: $keys"
 ok "Cluster ledger Ready; CAs and key stores issued: ledger-broker-certs = $keys"
+# The testbed's pod network does not enforce NetworkPolicies: the object is checked, not its effect.
+np="$(kubectl -n "$NS" get networkpolicy ledger -o jsonpath='{range .spec.ingress[*]}{.ports[*].port}/{.from[*].podSelector.matchLabels.app\.kubernetes\.io/name};{end}')"
+[ "$np" = "9092 9644/;9091/oxbow oxbow-operator;9093/oxbow;" ] || fail "NetworkPolicy ledger ingress (ports/from): $np"
+ok "NetworkPolicy ledger: ingress (ports/from pods) $np"
 # The operator's own admin requests go over REPLICATION with its certificate: the quorum it
 # reads (DescribeQuorum) and the Topic it creates (CreateTopics) show that they got through.
 voters() { [ "$(kubectl -n "$NS" get cluster ledger -o jsonpath='{.status.quorum.voters}')" = "[0,1,2]" ]; }
@@ -158,6 +162,58 @@ for user in bad-operation bad-password; do
   if kubectl -n "$NS" get secret "$user" >/dev/null 2>&1; then fail "Secret $user written for a refused User"; fi
 done
 ok "refused Users, nothing written: $(reason_of bad-operation | cut -c1-90); $(reason_of bad-password)"
+
+# A tls User: a certificate of the clients CA whose CN is its name, on a Cluster whose
+# listener asks for client certificates.
+kubectl -n "$NS" apply -f - >/dev/null <<'YAML' || fail "kubectl apply Cluster vault, Topic audited, User auditor"
+apiVersion: oxbow.dev/v1alpha1
+kind: Cluster
+metadata: {name: vault}
+spec:
+  replicas: 1
+  controllerVoters: 1
+  storage: {size: 1Gi}
+  listeners: {tls: true, authentication: tls}
+  authorization: {type: simple}
+---
+apiVersion: oxbow.dev/v1alpha1
+kind: Topic
+metadata: {name: audited}
+spec: {cluster: vault, partitions: 1, replicationFactor: 1}
+---
+apiVersion: oxbow.dev/v1alpha1
+kind: User
+metadata: {name: auditor}
+spec:
+  cluster: vault
+  authentication: {type: tls}
+  authorization:
+    acls:
+      - resource: {type: topic, name: audited}
+        operations: [Write, Read, Describe]
+      - resource: {type: group, name: auditors}
+        operations: [Read]
+YAML
+kubectl -n "$NS" wait --for=condition=Ready cluster/vault --timeout=300s >/dev/null || fail "Cluster vault Ready"
+kubectl -n "$NS" wait --for=condition=Ready topic/audited user/auditor --timeout=120s >/dev/null || fail "Topic audited, User auditor Ready"
+keys="$(keys_of auditor)"
+[ "$keys" = "ca.crt user.crt user.key user.pem username" ] || fail "Secret auditor holds: $keys"
+for key in ca.crt user.crt user.key; do secret_key auditor "$key" >"$work/auditor-$key"; done
+subject="$(openssl x509 -in "$work/auditor-user.crt" -noout -subject -nameopt RFC2253)"
+grep -q "CN=auditor,O=oxbow.dev clients" <<<"$subject" || fail "auditor's certificate: $subject"
+cert_auth=(tls "$work/auditor-user.crt" "$work/auditor-user.key" "$work/auditor-ca.crt")
+VAULT=vault-bootstrap.default.svc:9092
+tls_write() { client produce "$VAULT" audited 1 "${cert_auth[@]}" >"$work/tls-first.json" && [ "$(field ok <"$work/tls-first.json")" = True ]; }
+until_true 120 tls_write || fail "auditor never wrote: $(cat "$work/tls-first.json")"
+out="$(client produce "$VAULT" audited 50 "${cert_auth[@]}")"
+[ "$(field ok <<<"$out")" = True ] || fail "auditor produce: $out"
+out="$(client consume "$VAULT" audited auditors 51 "${cert_auth[@]}")"
+[ "$(field ok <<<"$out")" = True ] || fail "auditor consume in group auditors: $out"
+out="$(client consume "$VAULT" audited others 1 "${cert_auth[@]}")"
+grep -q GROUP_AUTHORIZATION_FAILED <<<"$out" || fail "auditor in group others: $out"
+out2="$(client produce "$VAULT" audited 1 none "$work/auditor-ca.crt")"
+[ "$(field ok <<<"$out2")" = False ] && [ "$(field count <<<"$out2")" = 0 ] || fail "a client without a certificate: $out2"
+ok "tls User auditor ($subject, Secret: $keys): wrote 50 and read 51 in group auditors; refused group others ($(field errors <<<"$out")); a client without a certificate is refused"
 
 # A deleted User: its credential leaves the cluster (the next login is refused), its Secret goes.
 kubectl -n "$NS" get secret payments-consumer -o jsonpath='{.data.password}' | base64 -d >"$work/consumer.password"

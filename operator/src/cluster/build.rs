@@ -37,6 +37,7 @@ pub struct Desired {
     pub stateful_set: StatefulSet,
     pub pod_disruption_budget: PodDisruptionBudget,
     pub service_monitor: Option<DynamicObject>,
+    pub network_policy: Option<k8s_openapi::api::networking::v1::NetworkPolicy>,
 }
 
 /// A Cluster that cannot be built from.
@@ -104,6 +105,11 @@ pub fn build(cluster: &Cluster, settings: &BuildSettings) -> Result<Desired, Bui
             .metrics
             .service_monitor
             .then(|| service_monitor(&names, &owner)),
+        network_policy: cluster
+            .spec
+            .network_policy
+            .enabled
+            .then(|| super::network_policy::network_policy(&cluster.spec, &names, &owner)),
         config_map,
     })
 }

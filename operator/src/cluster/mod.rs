@@ -11,6 +11,7 @@ pub mod certificate_secrets;
 pub mod certificates;
 pub mod config;
 pub mod names;
+pub mod network_policy;
 pub mod quorum;
 pub mod reconcile;
 pub mod roll;

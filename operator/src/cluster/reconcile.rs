@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -584,6 +585,10 @@ async fn apply_all(
         &desired.pod_disruption_budget,
     )
     .await?;
+    if let Some(policy) = &desired.network_policy {
+        let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), namespace);
+        apply_object(&policies, "NetworkPolicy", policy).await?;
+    }
     if let Some(monitor) = &desired.service_monitor {
         let monitors: Api<DynamicObject> =
             Api::namespaced_with(client, namespace, &service_monitor_resource());
@@ -599,7 +604,8 @@ async fn apply_all(
 }
 
 /// Deletes what this Cluster created earlier and no longer wants: external Services of
-/// removed brokers or a disabled external listener, a disabled ServiceMonitor, the rack binding.
+/// removed brokers or a disabled external listener, a disabled ServiceMonitor or
+/// NetworkPolicy, the rack binding.
 async fn delete_orphans(desired: &Desired, ctx: &Context, names: &Names) -> Result<(), Error> {
     let client = ctx.client.clone();
     let services: Api<Service> = Api::namespaced(client.clone(), &names.namespace);
@@ -632,6 +638,10 @@ async fn delete_orphans(desired: &Desired, ctx: &Context, names: &Names) -> Resu
         let _ = monitors
             .delete(&names.base(), &DeleteParams::default())
             .await;
+    }
+    if desired.network_policy.is_none() {
+        let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), &names.namespace);
+        delete_ignoring_missing(&policies, "NetworkPolicy", &names.base()).await?;
     }
     if desired.rack_binding.is_none() {
         let bindings: Api<ClusterRoleBinding> = Api::all(client);

@@ -144,6 +144,11 @@ pub struct ClusterSpec {
     #[serde(default)]
     pub metrics: MetricsSpec,
 
+    /// A NetworkPolicy for the brokers: client listeners and metrics open, the replication
+    /// listener to the brokers and the operator, the controller port to the brokers only.
+    #[serde(default)]
+    pub network_policy: NetworkPolicyOption,
+
     /// Pod template overrides: scheduling and priority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_template: Option<PodTemplateOverrides>,
@@ -453,6 +458,15 @@ impl Default for MetricsSpec {
             service_monitor: false,
         }
     }
+}
+
+/// Whether the operator manages a NetworkPolicy for the brokers (it needs a network plugin
+/// that enforces NetworkPolicies).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkPolicyOption {
+    #[serde(default)]
+    pub enabled: bool,
 }
 
 /// Pod template overrides for the broker pods.
