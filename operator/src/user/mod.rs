@@ -328,7 +328,21 @@ async fn apply(user: &User, ctx: &Context) -> Result<Action, Error> {
             source.clone()
         }
     });
-    let mut admin = connect(ctx, &cluster, &namespace).await?;
+    // A Cluster still starting (or down) is waited for at a steady pace, not with the
+    // growing back-off of an error: its Users get Ready soon after it does.
+    let mut admin = match connect(ctx, &cluster, &namespace).await {
+        Ok(admin) => admin,
+        Err(error) => {
+            let outcome = Outcome {
+                ready: false,
+                degraded: false,
+                reason: "ClusterUnreachable",
+                message: error.to_string(),
+            };
+            write_status(user, ctx, outcome, user.status.clone().unwrap_or_default()).await?;
+            return Ok(Action::requeue(REQUEUE_WAITING));
+        }
+    };
     let admin_error = |source| Error::Admin {
         cluster: cluster.name_any(),
         source,
@@ -467,6 +481,17 @@ async fn credentials(
                 ))
             })
     };
+    let serves_tls = cluster_serves_tls(ctx, names, &user.spec.cluster).await?;
+    if serves_tls && cluster_ca.is_none() {
+        return Ok(Err((
+            "WaitingForCertificates",
+            format!(
+                "the cluster CA Secret {} does not exist yet",
+                certificate_secrets::cluster_ca_secret(names)
+            ),
+            true,
+        )));
+    }
     let Some(authentication) = &user.spec.authentication else {
         return Ok(Ok(Credentials {
             data: BTreeMap::from([("username".to_string(), username)]),
@@ -597,6 +622,15 @@ async fn credentials(
         ),
         annotations: BTreeMap::new(),
         password: Some((password, source)),
+    }))
+}
+
+/// Whether a client listener of the Cluster serves TLS (then a User's Secret carries the
+/// cluster CA that clients trust the brokers with).
+async fn cluster_serves_tls(ctx: &Context, names: &Names, cluster: &str) -> Result<bool, Error> {
+    let cluster = find_cluster(ctx, &names.namespace, cluster).await?;
+    Ok(cluster.is_some_and(|c| {
+        c.spec.listeners.tls || c.spec.listeners.external.as_ref().is_some_and(|e| e.tls)
     }))
 }
 
