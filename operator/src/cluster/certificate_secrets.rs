@@ -54,7 +54,17 @@ pub struct CertificateSecrets {
     pub clients_ca: BTreeMap<String, String>,
     pub broker_certs: BTreeMap<String, String>,
     pub operator_cert: BTreeMap<String, String>,
+    /// The cluster CA Secret asks for a renewal now (annotation [`FORCE_RENEW`]): the CA
+    /// certificate and every certificate it signed are issued again.
+    pub force_cluster_ca: bool,
+    /// The clients CA Secret asks for a renewal now: its certificate is issued again (and the
+    /// User reconciler issues the `tls` Users' again).
+    pub force_clients_ca: bool,
 }
+
+/// The annotation of a CA Secret that asks the operator to renew that CA and what it signed
+/// now, whatever their validity (Strimzi's `force-renew`); the operator removes it once done.
+pub const FORCE_RENEW: &str = "oxbow.dev/force-renew";
 
 impl std::fmt::Debug for CertificateSecrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,6 +74,8 @@ impl std::fmt::Debug for CertificateSecrets {
             .field("clients_ca", &keys(&self.clients_ca))
             .field("broker_certs", &keys(&self.broker_certs))
             .field("operator_cert", &keys(&self.operator_cert))
+            .field("force_cluster_ca", &self.force_cluster_ca)
+            .field("force_clients_ca", &self.force_clients_ca)
             .finish()
     }
 }
@@ -154,16 +166,29 @@ pub fn plan(
     let mut issued = Issued::default();
     let mut authority = |existing: &BTreeMap<String, String>,
                          what: &'static str,
-                         cn: String|
+                         cn: String,
+                         force: bool|
      -> Result<(BTreeMap<String, String>, bool), CertificateError> {
         let current = existing.get(CA_CERT).zip(existing.get(CA_KEY));
         if let Some((cert, _)) = current
+            && !force
             && !certificates::needs_renewal(cert, &[], now, renew_before)
         {
             return Ok((existing.clone(), false));
         }
         issued.authorities.push(what);
-        let fresh = certificates::new_authority(&cn, now, validity)?;
+        // A CA that exists is renewed with its key; a key that cannot be read is replaced.
+        let renewed = current.and_then(|(cert, key)| {
+            let existing = KeyedCertificate {
+                certificate_pem: cert.clone(),
+                key_pem: key.clone(),
+            };
+            certificates::renew_authority(&existing, &cn, now, validity).ok()
+        });
+        let fresh = match renewed {
+            Some(renewed) => renewed,
+            None => certificates::new_authority(&cn, now, validity)?,
+        };
         let mut data = BTreeMap::from([
             (CA_CERT.to_string(), fresh.certificate_pem),
             (CA_KEY.to_string(), fresh.key_pem),
@@ -180,11 +205,13 @@ pub fn plan(
         &existing.cluster_ca,
         "cluster CA",
         format!("{} cluster CA", names.cluster),
+        existing.force_cluster_ca,
     )?;
     let (clients_ca, _) = authority(
         &existing.clients_ca,
         "clients CA",
         format!("{} clients CA", names.cluster),
+        existing.force_clients_ca,
     )?;
     let signer = KeyedCertificate {
         certificate_pem: cluster_ca[CA_CERT].clone(),
@@ -263,6 +290,8 @@ pub fn plan(
             clients_ca,
             broker_certs,
             operator_cert,
+            force_cluster_ca: false,
+            force_clients_ca: false,
         },
         issued,
     ))
@@ -360,5 +389,32 @@ mod tests {
             .unwrap()
             .not_after;
         assert_eq!(until, later + DAY * 365);
+        // Renewed with its key: what the old CA certificate signed verifies under the new one.
+        assert_eq!(renewed.cluster_ca[CA_KEY], first.cluster_ca[CA_KEY]);
+    }
+
+    #[test]
+    fn a_forced_renewal_reissues_the_ca_with_its_key_and_everything_it_signed() {
+        let names = Names::new("demo", "kafka");
+        let (mut first, _) = plan(&spec(2, ""), &names, &Default::default(), now()).unwrap();
+        first.force_cluster_ca = true;
+        let (renewed, issued) = plan(&spec(2, ""), &names, &first, now() + DAY).unwrap();
+        assert_eq!(issued.authorities, vec!["cluster CA"]);
+        assert_eq!(
+            issued.certificates.len(),
+            3,
+            "two brokers and the operator: {issued:?}"
+        );
+        assert_eq!(renewed.cluster_ca[CA_KEY], first.cluster_ca[CA_KEY]);
+        assert_ne!(renewed.cluster_ca[CA_CERT], first.cluster_ca[CA_CERT]);
+        assert_ne!(
+            renewed.broker_certs["demo-0.pem"],
+            first.broker_certs["demo-0.pem"]
+        );
+        assert_eq!(renewed.clients_ca, first.clients_ca);
+        assert!(
+            !renewed.force_cluster_ca,
+            "the plan is what to write, not a new request"
+        );
     }
 }

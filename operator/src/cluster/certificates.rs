@@ -94,7 +94,33 @@ pub fn new_authority(
     now: SystemTime,
     validity_days: u32,
 ) -> Result<KeyedCertificate, CertificateError> {
-    let key = KeyPair::generate()?;
+    authority(cn, KeyPair::generate()?, now, validity_days)
+}
+
+/// The CA certificate of `existing` issued again for `validity_days` from `now`, with the
+/// same name and key (Strimzi's renewal): what it signed before still verifies against the
+/// new certificate, and what it signs now against the old one, so nobody who trusts either
+/// sees a failed handshake while the files change.
+pub fn renew_authority(
+    existing: &KeyedCertificate,
+    cn: &str,
+    now: SystemTime,
+    validity_days: u32,
+) -> Result<KeyedCertificate, CertificateError> {
+    authority(
+        cn,
+        KeyPair::from_pem(&existing.key_pem)?,
+        now,
+        validity_days,
+    )
+}
+
+fn authority(
+    cn: &str,
+    key: KeyPair,
+    now: SystemTime,
+    validity_days: u32,
+) -> Result<KeyedCertificate, CertificateError> {
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     params.distinguished_name = common_name(cn, "oxbow.dev");

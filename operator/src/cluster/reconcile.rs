@@ -507,6 +507,16 @@ async fn apply_certificates(
                 what: "Secret",
                 source,
             })?;
+        let forced = found.as_ref().is_some_and(|f| {
+            f.annotations()
+                .contains_key(certificate_secrets::FORCE_RENEW)
+        });
+        if forced && name == certificate_secrets::cluster_ca_secret(names) {
+            existing.force_cluster_ca = true;
+        }
+        if forced && name == certificate_secrets::clients_ca_secret(names) {
+            existing.force_clients_ca = true;
+        }
         if let (Some(found), Some(slot)) = (found, existing.slot(names, &name)) {
             *slot = certificate_secrets::text_data(&found);
         }
@@ -533,6 +543,32 @@ async fn apply_certificates(
     for (name, data) in planned.named(names) {
         let secret = certificate_secrets::secret(names, &owner, name, data);
         apply_object(&secrets, "Secret", &secret).await?;
+    }
+    // The renewal asked for is done: the request goes (a merge patch, as `kubectl annotate`
+    // set it under another field manager).
+    for (forced, name) in [
+        (
+            existing.force_cluster_ca,
+            certificate_secrets::cluster_ca_secret(names),
+        ),
+        (
+            existing.force_clients_ca,
+            certificate_secrets::clients_ca_secret(names),
+        ),
+    ] {
+        if forced {
+            let remove = serde_json::json!({
+                "metadata": {"annotations": {certificate_secrets::FORCE_RENEW: null}}
+            });
+            secrets
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&remove))
+                .await
+                .map_err(|source| Error::Apply {
+                    kind: "Secret",
+                    name: name.clone(),
+                    source,
+                })?;
+        }
     }
     crate::bootstrap::remember_cluster_tls(ctx, names, &planned.operator_cert);
     if !issued.authorities.is_empty() || !issued.certificates.is_empty() {
