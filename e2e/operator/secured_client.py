@@ -5,12 +5,16 @@ SASL_AUTHENTICATION_FAILED, ...), so a test can tell an allowed action from a re
 
 usage: secured_client.py produce BOOTSTRAP TOPIC COUNT AUTH...
        secured_client.py consume BOOTSTRAP TOPIC GROUP COUNT AUTH...
+       secured_client.py produce-until BOOTSTRAP TOPIC STOP_FILE AUTH...
 AUTH:  scram MECHANISM USER PASSWORD CA_FILE   (SASL_SSL)
        tls CERT_FILE KEY_FILE CA_FILE          (SSL with a client certificate)
        none CA_FILE                            (SSL, no credentials)
 produce: COUNT records with acks=all; ok when every one is acknowledged.
 consume: from the beginning in GROUP until COUNT records, then commits; ok when COUNT records
-         were read and the commit succeeded."""
+         were read and the commit succeeded.
+produce-until: acks=all records until STOP_FILE exists, with a new producer (new connections,
+         new TLS handshakes) every 2 s; writes the acknowledged count to STOP_FILE.progress as it
+         goes; ok when every record sent was acknowledged ("failed" counts the others)."""
 import json, sys, time, uuid
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
@@ -63,6 +67,33 @@ def main():
             if not acked and any("AUTHENTICATION" in e for e in errors):
                 break
         result = {"ok": len(acked) == count and not errors, "count": len(acked)}
+    elif command == "produce-until":
+        import os
+        topic, stop_file, auth = sys.argv[3], sys.argv[4], sys.argv[5:]
+        acked, failed = [0], []
+
+        def delivered(error, message):
+            if error is None:
+                acked[0] += 1
+            else:
+                failed.append(error.name())
+
+        sent = 0
+        while not os.path.exists(stop_file):
+            producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                                 "message.timeout.ms": 30000, "error_cb": on_error,
+                                 **security(auth)})
+            until = time.time() + 2
+            while time.time() < until and not os.path.exists(stop_file):
+                producer.produce(topic, value=f"{uuid.uuid4()}".encode(), on_delivery=delivered)
+                sent += 1
+                producer.poll(0.01)
+            producer.flush(40)
+            with open(stop_file + ".progress", "w") as out:
+                out.write(str(acked[0]))
+        errors.extend(failed)
+        result = {"ok": acked[0] == sent and not failed, "count": acked[0], "sent": sent,
+                  "failed": len(failed) + (sent - acked[0] - len(failed))}
     elif command == "consume":
         topic, group, count, auth = sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6:]
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,

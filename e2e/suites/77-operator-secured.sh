@@ -132,6 +132,41 @@ out="$(client produce "$BOOTSTRAP" payments 1 scram SCRAM-SHA-512 payments-produ
 grep -q AUTHENTICATION <<<"$out" || fail "the old password still works: $out"
 ok "a deleted User Secret comes back with a new password that works; the old one is refused"
 
+# Renewal under load: the cluster CA Secret annotated oxbow.dev/force-renew -> the CA renewed
+# with its key and every broker's key store issued again; the brokers (no restart) serve the
+# new certificates to new connections while an acks=all producer, reconnecting every 2 s with
+# the CA it was given before, loses nothing.
+pod_uids() { kubectl -n "$NS" get pods -l app.kubernetes.io/instance=ledger -o jsonpath='{.items[*].metadata.uid}'; }
+uids="$(pod_uids)"
+store_fingerprint() { secret_key ledger-broker-certs "$1.pem" | openssl x509 -noout -fingerprint -sha256 2>/dev/null; }
+served_fingerprint() {
+  in_pod openssl s_client -connect "$1.ledger-headless.default.svc:9092" -servername "$1.ledger-headless.default.svc" </dev/null 2>/dev/null \
+    | openssl x509 -noout -fingerprint -sha256 2>/dev/null
+}
+before="$(store_fingerprint ledger-0)"
+[ -n "$before" ] && [ "$(served_fingerprint ledger-0)" = "$before" ] || fail "ledger-0 serves $(served_fingerprint ledger-0), its store holds $before"
+rm -f "$work/renew-stop" "$work/renew-stop.progress"
+client produce-until "$BOOTSTRAP" payments "$work/renew-stop" $(creds payments-producer) >"$work/renew.json" 2>"$work/renew.err" &
+load=$!
+progress() { cat "$work/renew-stop.progress" 2>/dev/null || echo 0; }
+acked_some() { [ "$(progress)" -gt "${1:-0}" ]; }
+until_true 60 acked_some || fail "the load never got an acknowledgement: $(cat "$work/renew.err")"
+kubectl -n "$NS" annotate secret ledger-cluster-ca oxbow.dev/force-renew=true >/dev/null || fail "annotate ledger-cluster-ca"
+renewed() { [ -n "$(store_fingerprint ledger-0)" ] && [ "$(store_fingerprint ledger-0)" != "$before" ]; }
+until_true 120 renewed || fail "ledger-broker-certs not renewed: $(kubectl -n "$NS" get secret ledger-cluster-ca -o jsonpath='{.metadata.annotations}')"
+request_gone() { [ -z "$(kubectl -n "$NS" get secret ledger-cluster-ca -o jsonpath='{.metadata.annotations.oxbow\.dev/force-renew}')" ]; }
+until_true 60 request_gone || fail "the force-renew annotation stayed"
+serves_new() { for b in ledger-0 ledger-1 ledger-2; do [ "$(served_fingerprint "$b")" = "$(store_fingerprint "$b")" ] || return 1; done; }
+until_true 120 serves_new || fail "a broker serves an old certificate: ledger-0 $(served_fingerprint ledger-0) vs $(store_fingerprint ledger-0)"
+after="$(progress)"
+until_true 60 acked_some "$((after + 100))" || fail "the load stalled after the renewal at $(progress)"
+touch "$work/renew-stop"
+wait "$load" || true
+out="$(cat "$work/renew.json")"
+[ "$(field ok <<<"$out")" = True ] && [ "$(field failed <<<"$out")" = 0 ] || fail "produce under renewal: $out $(tail -3 "$work/renew.err")"
+[ "$(pod_uids)" = "$uids" ] || fail "brokers were restarted for the renewal"
+ok "forced renewal under load: every broker serves its new certificate without a restart; $(field count <<<"$out") of $(field sent <<<"$out") records acknowledged, $(field failed <<<"$out") failed"
+
 # Bad Users: conditions that say why, and nothing written.
 kubectl -n "$NS" apply -f - >/dev/null <<'YAML' || fail "kubectl apply the bad Users"
 apiVersion: oxbow.dev/v1alpha1
