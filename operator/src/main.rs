@@ -267,18 +267,25 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             Api::all(client.clone()),
         ),
     };
-    let (users, user_secrets) = match &args.watch_namespace {
+    let (users, user_secrets, certificate_secrets) = match &args.watch_namespace {
         Some(ns) => (
             Api::<User>::namespaced(client.clone(), ns),
             Api::<Secret>::namespaced(client.clone(), ns),
+            Api::<Secret>::namespaced(client.clone(), ns),
         ),
-        None => (Api::all(client.clone()), Api::all(client.clone())),
+        None => (
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+        ),
     };
     let owned = watcher::Config::default().labels("app.kubernetes.io/managed-by=oxbow-operator");
     let cluster_controller = Controller::new(clusters, watcher::Config::default())
         .owns(stateful_sets, owned.clone())
         .owns(services, owned.clone())
-        .owns(config_maps, owned)
+        .owns(config_maps, owned.clone())
+        // A certificate Secret annotated for renewal (or deleted) is seen at once.
+        .owns(certificate_secrets, owned)
         .shutdown_on_signal();
     // Thousands of Topics must not become thousands of simultaneous admin connections to
     // the brokers (and status writes to the API server): a bounded number run at once.
