@@ -199,7 +199,8 @@ done
 ok "refused Users, nothing written: $(reason_of bad-operation | cut -c1-90); $(reason_of bad-password)"
 
 # A tls User: a certificate of the clients CA whose CN is its name, on a Cluster whose
-# listener asks for client certificates.
+# listener asks for client certificates and whose two CAs are the user's own (Secrets in the
+# shape a cert-manager CA Certificate writes: tls.crt, tls.key), not the operator's.
 kubectl -n "$NS" apply -f - >/dev/null <<'YAML' || fail "kubectl apply Cluster vault, Topic audited, User auditor"
 apiVersion: oxbow.dev/v1alpha1
 kind: Cluster
@@ -210,6 +211,7 @@ spec:
   storage: {size: 1Gi}
   listeners: {tls: true, authentication: tls}
   authorization: {type: simple}
+  certificates: {generateCertificateAuthority: false}
 ---
 apiVersion: oxbow.dev/v1alpha1
 kind: Topic
@@ -229,6 +231,19 @@ spec:
       - resource: {type: group, name: auditors}
         operations: [Read]
 YAML
+waiting_for_ca() {
+  kubectl -n "$NS" get cluster vault -o jsonpath='{.status.conditions[?(@.reason=="CertificateAuthorityMissing")].message}' | grep -q "vault-cluster-ca"
+}
+until_true 60 waiting_for_ca || fail "Cluster vault without its CA Secrets: $(kubectl -n "$NS" get cluster vault -o jsonpath='{.status.conditions}')"
+ok "Cluster vault waits for the user's CA: $(kubectl -n "$NS" get cluster vault -o jsonpath='{.status.conditions[?(@.reason=="CertificateAuthorityMissing")].message}' | cut -c1-110)"
+for ca in cluster clients; do
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+    -keyout "$work/vault-$ca.key" -out "$work/vault-$ca.crt" -subj "/O=e2e/CN=vault $ca CA (the user's)" \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null \
+    || fail "openssl: the $ca CA"
+  kubectl -n "$NS" create secret generic "vault-$ca-ca" --from-file=tls.crt="$work/vault-$ca.crt" \
+    --from-file=tls.key="$work/vault-$ca.key" >/dev/null || fail "Secret vault-$ca-ca"
+done
 kubectl -n "$NS" wait --for=condition=Ready cluster/vault --timeout=300s >/dev/null || fail "Cluster vault Ready"
 kubectl -n "$NS" wait --for=condition=Ready topic/audited user/auditor --timeout=120s >/dev/null || fail "Topic audited, User auditor Ready"
 keys="$(keys_of auditor)"
@@ -236,6 +251,11 @@ keys="$(keys_of auditor)"
 for key in ca.crt user.crt user.key; do secret_key auditor "$key" >"$work/auditor-$key"; done
 subject="$(openssl x509 -in "$work/auditor-user.crt" -noout -subject -nameopt RFC2253)"
 grep -q "CN=auditor,O=oxbow.dev clients" <<<"$subject" || fail "auditor's certificate: $subject"
+openssl verify -CAfile "$work/vault-clients.crt" "$work/auditor-user.crt" >/dev/null 2>&1 \
+  || fail "auditor's certificate is not signed by the user's clients CA"
+served_issuer="$(in_pod openssl s_client -connect vault-0.vault-headless.default.svc:9092 </dev/null 2>/dev/null | openssl x509 -noout -issuer -nameopt RFC2253 2>/dev/null)"
+grep -q "CN=vault cluster CA (the user's)" <<<"$served_issuer" || fail "vault-0 serves a certificate of: $served_issuer"
+cmp -s "$work/auditor-ca.crt" "$work/vault-cluster.crt" || fail "auditor's ca.crt is not the user's cluster CA"
 cert_auth=(tls "$work/auditor-user.crt" "$work/auditor-user.key" "$work/auditor-ca.crt")
 VAULT=vault-bootstrap.default.svc:9092
 tls_write() { client produce "$VAULT" audited 1 "${cert_auth[@]}" >"$work/tls-first.json" && [ "$(field ok <"$work/tls-first.json")" = True ]; }
@@ -248,7 +268,7 @@ out="$(client consume "$VAULT" audited others 1 "${cert_auth[@]}")"
 grep -q GROUP_AUTHORIZATION_FAILED <<<"$out" || fail "auditor in group others: $out"
 out2="$(client produce "$VAULT" audited 1 none "$work/auditor-ca.crt")"
 [ "$(field ok <<<"$out2")" = False ] && [ "$(field count <<<"$out2")" = 0 ] || fail "a client without a certificate: $out2"
-ok "tls User auditor ($subject, Secret: $keys): wrote 50 and read 51 in group auditors; refused group others ($(field errors <<<"$out")); a client without a certificate is refused"
+ok "user-supplied CAs (cert-manager's tls.crt/tls.key): vault-0 serves a certificate of $served_issuer; tls User auditor ($subject, signed by the user's clients CA, Secret: $keys): wrote 50 and read 51 in group auditors; refused group others ($(field errors <<<"$out")); a client without a certificate is refused"
 
 # A deleted User: its credential leaves the cluster (the next login is refused), its Secret goes.
 kubectl -n "$NS" get secret payments-consumer -o jsonpath='{.data.password}' | base64 -d >"$work/consumer.password"

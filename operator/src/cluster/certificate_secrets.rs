@@ -133,6 +133,64 @@ pub fn secret(
     }
 }
 
+/// A user's CA Secret in the shape the plan reads (`ca.crt`, `ca.key`), or what it lacks:
+/// `tls.crt` / `tls.key` stand in for them (a cert-manager CA Certificate's Secret).
+pub fn user_authority(
+    name: &str,
+    data: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, String> {
+    let cert = data.get(CA_CERT).or_else(|| data.get("tls.crt"));
+    let key = data.get(CA_KEY).or_else(|| data.get("tls.key"));
+    let (Some(cert), Some(key)) = (cert, key) else {
+        return Err(format!(
+            "certificates.generateCertificateAuthority is false: Secret {name} must hold the CA as ca.crt and ca.key (or tls.crt and tls.key)"
+        ));
+    };
+    let issued = certificates::read(cert).map_err(|e| format!("Secret {name}: {e}"))?;
+    if issued.not_after <= SystemTime::now() {
+        return Err(format!("Secret {name}: the CA certificate has expired"));
+    }
+    let mut normalised = BTreeMap::from([
+        (CA_CERT.to_string(), cert.clone()),
+        (CA_KEY.to_string(), key.clone()),
+    ]);
+    if let Some(previous) = data.get(CA_PREVIOUS) {
+        normalised.insert(CA_PREVIOUS.to_string(), previous.clone());
+    }
+    Ok(normalised)
+}
+
+/// A user's cluster CA that is not the one the brokers' certificates were signed with (the
+/// first certificate of their trust file): those are issued again, and the CA they were
+/// signed with stays trusted while it is valid.
+fn user_ca_change(
+    spec: &ClusterSpec,
+    mut cluster_ca: BTreeMap<String, String>,
+    renewed: bool,
+    broker_certs: &BTreeMap<String, String>,
+    now: SystemTime,
+) -> (BTreeMap<String, String>, bool) {
+    if spec.certificates.generate_certificate_authority {
+        return (cluster_ca, renewed);
+    }
+    let Some(trusted) = broker_certs.get(CLUSTER_CA_FILE) else {
+        return (cluster_ca, renewed);
+    };
+    let before = trusted
+        .split_inclusive("-----END CERTIFICATE-----")
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    if before.is_empty() || cluster_ca.get(CA_CERT).is_some_and(|c| c.trim() == before) {
+        return (cluster_ca, renewed);
+    }
+    if certificates::read(&before).is_ok_and(|c| c.not_after > now) {
+        cluster_ca.insert(CA_PREVIOUS.to_string(), format!("{before}\n"));
+    }
+    (cluster_ca, true)
+}
+
 /// What a plan did, for events and logs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Issued {
@@ -170,6 +228,11 @@ pub fn plan(
                          force: bool|
      -> Result<(BTreeMap<String, String>, bool), CertificateError> {
         let current = existing.get(CA_CERT).zip(existing.get(CA_KEY));
+        if !spec.certificates.generate_certificate_authority {
+            // The user's CA, never changed here (`user_authority` checked it is there); a
+            // forced renewal re-issues what it signs.
+            return Ok((existing.clone(), force));
+        }
         if let Some((cert, _)) = current
             && !force
             && !certificates::needs_renewal(cert, &[], now, renew_before)
@@ -213,6 +276,13 @@ pub fn plan(
         format!("{} clients CA", names.cluster),
         existing.force_clients_ca,
     )?;
+    let (cluster_ca, cluster_ca_renewed) = user_ca_change(
+        spec,
+        cluster_ca,
+        cluster_ca_renewed,
+        &existing.broker_certs,
+        now,
+    );
     let signer = KeyedCertificate {
         certificate_pem: cluster_ca[CA_CERT].clone(),
         key_pem: cluster_ca[CA_KEY].clone(),
@@ -391,6 +461,46 @@ mod tests {
         assert_eq!(until, later + DAY * 365);
         // Renewed with its key: what the old CA certificate signed verifies under the new one.
         assert_eq!(renewed.cluster_ca[CA_KEY], first.cluster_ca[CA_KEY]);
+    }
+
+    #[test]
+    fn a_users_ca_is_used_as_given_and_a_new_one_reissues_what_it_signs() {
+        let names = Names::new("demo", "kafka");
+        let user_spec: ClusterSpec = serde_yaml::from_str(
+            "replicas: 2\nlisteners: {tls: true}\ncertificates: {generateCertificateAuthority: false}",
+        )
+        .unwrap();
+        let ca = |cn: &str| {
+            let made = certificates::new_authority(cn, SystemTime::now(), 30).unwrap();
+            // As cert-manager writes a CA Certificate's Secret.
+            BTreeMap::from([
+                ("tls.crt".to_string(), made.certificate_pem),
+                ("tls.key".to_string(), made.key_pem),
+            ])
+        };
+        let (first_ca, clients_ca) = (ca("mine"), ca("my clients"));
+        let existing = CertificateSecrets {
+            cluster_ca: user_authority("demo-cluster-ca", &first_ca).unwrap(),
+            clients_ca: user_authority("demo-clients-ca", &clients_ca).unwrap(),
+            ..CertificateSecrets::default()
+        };
+        let (first, issued) = plan(&user_spec, &names, &existing, SystemTime::now()).unwrap();
+        assert!(issued.authorities.is_empty(), "{issued:?}");
+        assert_eq!(first.cluster_ca[CA_CERT], first_ca["tls.crt"]);
+        assert_eq!(first.broker_certs[CLUSTER_CA_FILE], first_ca["tls.crt"]);
+        // The user puts another CA in the Secret: the brokers' stores follow, both trusted.
+        let second_ca = ca("mine, again");
+        let existing = CertificateSecrets {
+            cluster_ca: user_authority("demo-cluster-ca", &second_ca).unwrap(),
+            ..first.clone()
+        };
+        let (second, issued) = plan(&user_spec, &names, &existing, SystemTime::now()).unwrap();
+        assert_eq!(issued.certificates.len(), 3, "{issued:?}");
+        let trusted = &second.broker_certs[CLUSTER_CA_FILE];
+        assert!(trusted.starts_with(&second_ca["tls.crt"]));
+        assert!(trusted.contains(first_ca["tls.crt"].trim()));
+        let refused = user_authority("demo-cluster-ca", &BTreeMap::new()).unwrap_err();
+        assert!(refused.contains("ca.crt and ca.key"), "{refused}");
     }
 
     #[test]

@@ -186,8 +186,20 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
             keep_claim_size(&mut desired.stateful_set, previous.as_ref());
         }
     }
-    if security::secured(&cluster.spec) {
-        apply_certificates(cluster, ctx, &names, &reference).await?;
+    if security::secured(&cluster.spec)
+        && let Some(message) = apply_certificates(cluster, ctx, &names, &reference).await?
+    {
+        ctx.event(
+            &reference,
+            true,
+            "CertificateAuthorityMissing",
+            "Issue",
+            message.clone(),
+        )
+        .await;
+        let status = status::invalid(cluster, &names, "CertificateAuthorityMissing", &message);
+        write_status(cluster, ctx, status).await?;
+        return Ok(Action::requeue(REQUEUE_BUSY));
     }
     let monitor_error = apply_all(&desired, ctx, &namespace).await?;
     delete_orphans(&desired, ctx, &names).await?;
@@ -487,16 +499,18 @@ async fn restart(
 
 /// The certificate Secrets of a secured Cluster: read, planned (issued or renewed where
 /// due) and applied before the StatefulSet that mounts them. A certificate that cannot be
-/// made is a warning event; the brokers keep what they have.
+/// made is a warning event; the brokers keep what they have. A user's CA Secret that is
+/// missing or unusable is what it returns: nothing is issued until it is there.
 async fn apply_certificates(
     cluster: &Cluster,
     ctx: &Context,
     names: &Names,
     reference: &k8s_openapi::api::core::v1::ObjectReference,
-) -> Result<(), Error> {
+) -> Result<Option<String>, Error> {
     let Some(owner) = cluster.controller_owner_ref(&()) else {
-        return Ok(());
+        return Ok(None);
     };
+    let user_managed = !cluster.spec.certificates.generate_certificate_authority;
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &names.namespace);
     let mut existing = CertificateSecrets::default();
     for (name, _) in CertificateSecrets::default().named(names) {
@@ -521,6 +535,23 @@ async fn apply_certificates(
             *slot = certificate_secrets::text_data(&found);
         }
     }
+    if user_managed {
+        for (name, slot) in [
+            (
+                certificate_secrets::cluster_ca_secret(names),
+                &mut existing.cluster_ca,
+            ),
+            (
+                certificate_secrets::clients_ca_secret(names),
+                &mut existing.clients_ca,
+            ),
+        ] {
+            match certificate_secrets::user_authority(&name, slot) {
+                Ok(normalised) => *slot = normalised,
+                Err(message) => return Ok(Some(message)),
+            }
+        }
+    }
     let (planned, issued) = match certificate_secrets::plan(
         &cluster.spec,
         names,
@@ -537,10 +568,18 @@ async fn apply_certificates(
                 error.to_string(),
             )
             .await;
-            return Ok(());
+            return Ok(None);
         }
     };
+    let user_cas = [
+        certificate_secrets::cluster_ca_secret(names),
+        certificate_secrets::clients_ca_secret(names),
+    ];
     for (name, data) in planned.named(names) {
+        // A user's CA Secret is theirs: read, never written.
+        if user_managed && user_cas.contains(&name) {
+            continue;
+        }
         let secret = certificate_secrets::secret(names, &owner, name, data);
         apply_object(&secrets, "Secret", &secret).await?;
     }
@@ -587,7 +626,7 @@ async fn apply_certificates(
         )
         .await;
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Applies every desired object, ConfigMap before the StatefulSet. Returns a message when

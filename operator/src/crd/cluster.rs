@@ -336,6 +336,17 @@ pub struct CertificatesSpec {
     #[serde(default = "default_renew_before_days")]
     #[schemars(range(min = 1, max = 3649))]
     pub renew_before_days: i32,
+    /// `false`: the cluster CA and the clients CA are yours, not the operator's: Secrets
+    /// `NAME-cluster-ca` and `NAME-clients-ca` with `ca.crt` and `ca.key` (or `tls.crt` and
+    /// `tls.key`, as a cert-manager Certificate with `isCA: true` writes them). The operator
+    /// signs the brokers' and Users' certificates with them and never changes them; a new CA
+    /// in a Secret re-issues what it signs, the previous one trusted while it is valid.
+    #[serde(default = "generate_certificate_authority")]
+    pub generate_certificate_authority: bool,
+}
+
+fn generate_certificate_authority() -> bool {
+    true
 }
 
 fn default_validity_days() -> i32 {
@@ -355,6 +366,7 @@ impl Default for CertificatesSpec {
         Self {
             validity_days: default_validity_days(),
             renew_before_days: default_renew_before_days(),
+            generate_certificate_authority: true,
         }
     }
 }

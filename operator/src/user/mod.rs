@@ -476,7 +476,7 @@ async fn credentials(
             .and_then(|data| {
                 Some(format!(
                     "{}{}",
-                    data.get(CA_CERT)?,
+                    ca_certificate(&data)?,
                     data.get(CA_PREVIOUS).map_or("", String::as_str)
                 ))
             })
@@ -514,8 +514,10 @@ async fn credentials(
             .await?
             .map(|s| certificate_secrets::text_data(&s))
             .unwrap_or_default();
-        let (Some(ca_cert), Some(ca_key)) = (clients_ca.get(CA_CERT), clients_ca.get(CA_KEY))
-        else {
+        let (Some(ca_cert), Some(ca_key)) = (
+            ca_certificate(&clients_ca),
+            clients_ca.get(CA_KEY).or_else(|| clients_ca.get("tls.key")),
+        ) else {
             return Ok(Err((
                 "WaitingForCertificates",
                 format!(
@@ -632,6 +634,11 @@ async fn cluster_serves_tls(ctx: &Context, names: &Names, cluster: &str) -> Resu
     Ok(cluster.is_some_and(|c| {
         c.spec.listeners.tls || c.spec.listeners.external.as_ref().is_some_and(|e| e.tls)
     }))
+}
+
+/// The CA certificate of a CA Secret: `ca.crt`, or `tls.crt` in a user's cert-manager-made one.
+fn ca_certificate(data: &BTreeMap<String, String>) -> Option<&String> {
+    data.get(CA_CERT).or_else(|| data.get("tls.crt"))
 }
 
 /// A short name of a CA certificate (the first 16 hex digits of its PEM's SHA-256).
