@@ -192,6 +192,12 @@ fn every_secured_listener_shape_loads_in_the_broker() {
             Some(SecurityProtocol::SaslSsl),
         ),
         (
+            "{tls: true, authentication: oauth, oauth: {jwks: {name: idp, key: jwks.json}}}",
+            "authorization: {type: simple}",
+            SecurityProtocol::SaslSsl,
+            None,
+        ),
+        (
             "{external: {type: NodePort, nodePortBase: 31000}}",
             "authorization: {type: simple}",
             SecurityProtocol::Plaintext,

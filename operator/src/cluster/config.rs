@@ -71,6 +71,7 @@ pub const MANAGED_KEYS: &[&str] = &[
     "ssl.principal.mapping.rules",
     "authorizer.class.name",
     "super.users",
+    "sasl.oauthbearer.jwks.endpoint.url",
 ];
 
 /// Which keys a spec's config map may hold: the catalog's (crate `oxbow-config-keys`, the

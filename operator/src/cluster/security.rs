@@ -28,6 +28,8 @@ use crate::crd::{AdvertiseMode, ClusterSpec, ExternalType, ListenerAuthenticatio
 pub const CERTS_DIR: &str = "/etc/oxbow-certs";
 /// The cluster CA's certificate in the volume.
 pub const CLUSTER_CA_FILE: &str = "cluster-ca.crt";
+/// Mount path of an `oauth` listener's JSON Web Key Set (the `listeners.oauth.jwks` Secret).
+pub const OAUTH_DIR: &str = "/etc/oxbow-oauth";
 /// The clients CA's certificate in the volume.
 pub const CLIENTS_CA_FILE: &str = "clients-ca.crt";
 
@@ -87,6 +89,7 @@ impl ClientListener {
         match self.authentication {
             ListenerAuthentication::ScramSha512 => Some("SCRAM-SHA-512"),
             ListenerAuthentication::ScramSha256 => Some("SCRAM-SHA-256"),
+            ListenerAuthentication::Oauth => Some("OAUTHBEARER"),
             _ => None,
         }
     }
@@ -155,6 +158,16 @@ pub fn shared_entries(spec: &ClusterSpec, names: &Names) -> BTreeMap<String, Str
             );
         }
     }
+    if let Some(oauth) = &spec.listeners.oauth
+        && listeners
+            .iter()
+            .any(|l| l.authentication == ListenerAuthentication::Oauth)
+    {
+        set(
+            "sasl.oauthbearer.jwks.endpoint.url",
+            format!("file:{OAUTH_DIR}/{}", oauth.jwks.key),
+        );
+    }
     if let Some(authorization) = &spec.authorization {
         set("authorizer.class.name", STANDARD_AUTHORIZER.into());
         let super_users: Vec<String> = [
@@ -182,6 +195,12 @@ pub fn broker_entries(names: &Names, ordinal: i32) -> BTreeMap<String, String> {
 pub fn validate(spec: &ClusterSpec) -> Result<(), String> {
     if !secured(spec) {
         return Ok(());
+    }
+    let oauth = client_listeners(spec)
+        .iter()
+        .any(|l| l.authentication == ListenerAuthentication::Oauth);
+    if oauth && spec.listeners.oauth.is_none() {
+        return Err("authentication oauth needs listeners.oauth.jwks: the Secret key holding the identity provider's JSON Web Key Set".into());
     }
     if spec.listeners.advertise == AdvertiseMode::PodIp {
         return Err("a secured Cluster advertises its brokers' DNS names (their certificates name them): listeners.advertise PodIP is not available with TLS, authentication or authorization".into());

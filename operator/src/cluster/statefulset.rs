@@ -87,6 +87,9 @@ fn broker_container(cluster: &Cluster, settings: &BuildSettings) -> Container {
     if security::secured(spec) {
         mounts.push(mount("certs", security::CERTS_DIR));
     }
+    if spec.listeners.oauth.is_some() {
+        mounts.push(mount("oauth", security::OAUTH_DIR));
+    }
     if spec.rack.enabled {
         args.extend(["--config".to_string(), format!("{RACK_DIR}/{RACK_FILE}")]);
         mounts.push(mount("rack", RACK_DIR));
@@ -229,6 +232,17 @@ pub(super) fn stateful_set(
             name: "certs".to_string(),
             secret: Some(SecretVolumeSource {
                 secret_name: Some(certificate_secrets::broker_certs_secret(names)),
+                default_mode: Some(0o440),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
+    if let Some(oauth) = &spec.listeners.oauth {
+        volumes.push(Volume {
+            name: "oauth".to_string(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(oauth.jwks.name.clone()),
                 default_mode: Some(0o440),
                 ..SecretVolumeSource::default()
             }),

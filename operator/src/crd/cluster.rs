@@ -100,7 +100,7 @@ pub struct ClusterSpec {
     /// keys the operator manages (node.id, listeners, ...) are refused.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[x_kube(validation = Rule::new(
-        "!('node.id' in self) && !('broker.id' in self) && !('process.roles' in self) && !('controller.quorum.voters' in self) && !('controller.quorum.bootstrap.servers' in self) && !('listeners' in self) && !('advertised.listeners' in self) && !('controller.listener.names' in self) && !('inter.broker.listener.name' in self) && !('listener.security.protocol.map' in self) && !('log.dirs' in self) && !('log.dir' in self) && !('broker.rack' in self) && !('metrics.listener' in self) && !('ssl.keystore.location' in self) && !('ssl.keystore.certificate.chain' in self) && !('ssl.keystore.key' in self) && !('ssl.truststore.location' in self) && !('ssl.truststore.certificates' in self) && !('ssl.client.auth' in self) && !('ssl.principal.mapping.rules' in self) && !('authorizer.class.name' in self) && !('super.users' in self)"
+        "!('node.id' in self) && !('broker.id' in self) && !('process.roles' in self) && !('controller.quorum.voters' in self) && !('controller.quorum.bootstrap.servers' in self) && !('listeners' in self) && !('advertised.listeners' in self) && !('controller.listener.names' in self) && !('inter.broker.listener.name' in self) && !('listener.security.protocol.map' in self) && !('log.dirs' in self) && !('log.dir' in self) && !('broker.rack' in self) && !('metrics.listener' in self) && !('ssl.keystore.location' in self) && !('ssl.keystore.certificate.chain' in self) && !('ssl.keystore.key' in self) && !('ssl.truststore.location' in self) && !('ssl.truststore.certificates' in self) && !('ssl.client.auth' in self) && !('ssl.principal.mapping.rules' in self) && !('authorizer.class.name' in self) && !('super.users' in self) && !('sasl.oauthbearer.jwks.endpoint.url' in self)"
     ).message("this key is managed by the operator and cannot be overridden (security: listeners.tls/authentication, authorization)"))]
     #[schemars(extend("maxProperties" = 256))]
     pub config: BTreeMap<String, IntOrString>,
@@ -278,6 +278,9 @@ pub struct ListenersSpec {
     /// resources (a SCRAM password, a certificate of the clients CA), or `none`.
     #[serde(default)]
     pub authentication: ListenerAuthentication,
+    /// The identity provider of `oauth` listeners.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthSpec>,
     /// Port of the replication listener: mutual TLS with the cluster CA, for the brokers
     /// and the operator only; there when any listener uses TLS or authentication.
     #[serde(default = "default_replication_port")]
@@ -301,6 +304,21 @@ pub enum ListenerAuthentication {
     /// A client certificate from the clients CA (needs `tls: true`).
     #[serde(rename = "tls")]
     Tls,
+    /// SASL/OAUTHBEARER: a JWT signed by a key of `listeners.oauth.jwks`; the principal is
+    /// its `sub` claim (`sasl.oauthbearer.sub.claim.name`), `User:<sub>`.
+    #[serde(rename = "oauth")]
+    Oauth,
+}
+
+/// The identity provider an `oauth` listener trusts.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthSpec {
+    /// The provider's JSON Web Key Set, from a Secret of the namespace (mounted in the pods;
+    /// the brokers re-read it when the Secret changes, so a key rotation needs no restart).
+    /// `sasl.oauthbearer.expected.audience`, `expected.issuer`, `sub.claim.name` and
+    /// `clock.skew.seconds` may be set in `config`.
+    pub jwks: super::SecretKeyRef,
 }
 
 /// Access control of a Cluster.
@@ -398,6 +416,7 @@ impl Default for ListenersSpec {
             external: None,
             tls: false,
             authentication: ListenerAuthentication::None,
+            oauth: None,
             replication_port: DEFAULT_REPLICATION_PORT,
         }
     }
