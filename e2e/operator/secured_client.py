@@ -8,6 +8,7 @@ usage: secured_client.py produce BOOTSTRAP TOPIC COUNT AUTH...
        secured_client.py produce-until BOOTSTRAP TOPIC STOP_FILE AUTH...
 AUTH:  scram MECHANISM USER PASSWORD CA_FILE   (SASL_SSL)
        tls CERT_FILE KEY_FILE CA_FILE          (SSL with a client certificate)
+       oauth TOKEN_FILE CA_FILE                (SASL_SSL, OAUTHBEARER with the token in the file)
        none CA_FILE                            (SSL, no credentials)
 produce: COUNT records with acks=all; ok when every one is acknowledged.
 consume: from the beginning in GROUP until COUNT records, then commits; ok when COUNT records
@@ -29,6 +30,12 @@ def security(args):
         cert, key, ca = args[1:4]
         return {"security.protocol": "SSL", "ssl.certificate.location": cert,
                 "ssl.key.location": key, "ssl.ca.location": ca}
+    if kind == "oauth":
+        token_file, ca = args[1:3]
+        with open(token_file) as source:
+            token = source.read().strip()
+        return {"security.protocol": "SASL_SSL", "sasl.mechanisms": "OAUTHBEARER",
+                "oauth_cb": lambda _config: (token, time.time() + 3600), "ssl.ca.location": ca}
     if kind == "none":
         return {"security.protocol": "SSL", "ssl.ca.location": args[1]}
     raise SystemExit(f"unknown AUTH {kind}")

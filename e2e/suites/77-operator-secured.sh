@@ -209,9 +209,16 @@ spec:
   replicas: 1
   controllerVoters: 1
   storage: {size: 1Gi}
-  listeners: {tls: true, authentication: tls}
+  listeners:
+    tls: true
+    authentication: tls
+    external: {type: LoadBalancer, tls: true, authentication: oauth}
+    oauth: {jwks: {name: vault-idp, key: jwks.json}}
   authorization: {type: simple}
   certificates: {generateCertificateAuthority: false}
+  config:
+    sasl.oauthbearer.expected.audience: oxbow
+    sasl.oauthbearer.expected.issuer: https://idp.test
 ---
 apiVersion: oxbow.dev/v1alpha1
 kind: Topic
@@ -230,12 +237,25 @@ spec:
         operations: [Write, Read, Describe]
       - resource: {type: group, name: auditors}
         operations: [Read]
+---
+apiVersion: oxbow.dev/v1alpha1
+kind: User
+metadata: {name: reporter}
+spec:
+  cluster: vault
+  authorization:
+    acls:
+      - resource: {type: topic, name: audited}
+        operations: [Write, Describe]
 YAML
 waiting_for_ca() {
   kubectl -n "$NS" get cluster vault -o jsonpath='{.status.conditions[?(@.reason=="CertificateAuthorityMissing")].message}' | grep -q "vault-cluster-ca"
 }
 until_true 60 waiting_for_ca || fail "Cluster vault without its CA Secrets: $(kubectl -n "$NS" get cluster vault -o jsonpath='{.status.conditions}')"
 ok "Cluster vault waits for the user's CA: $(kubectl -n "$NS" get cluster vault -o jsonpath='{.status.conditions[?(@.reason=="CertificateAuthorityMissing")].message}' | cut -c1-110)"
+# The identity provider of the external oauth listener: its key set in a Secret.
+python3 e2e/operator/idp.py init "$work/idp" trusted rogue || fail "idp.py init"
+kubectl -n "$NS" create secret generic vault-idp --from-file=jwks.json="$work/idp/jwks.json" >/dev/null || fail "Secret vault-idp"
 for ca in cluster clients; do
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
     -keyout "$work/vault-$ca.key" -out "$work/vault-$ca.crt" -subj "/O=e2e/CN=vault $ca CA (the user's)" \
@@ -268,6 +288,20 @@ out="$(client consume "$VAULT" audited others 1 "${cert_auth[@]}")"
 grep -q GROUP_AUTHORIZATION_FAILED <<<"$out" || fail "auditor in group others: $out"
 out2="$(client produce "$VAULT" audited 1 none "$work/auditor-ca.crt")"
 [ "$(field ok <<<"$out2")" = False ] && [ "$(field count <<<"$out2")" = 0 ] || fail "a client without a certificate: $out2"
+# OAUTHBEARER on the external listener: a token of the trusted key for `reporter` (a User
+# with ACLs and no credentials of its own) writes; another subject is refused by the ACLs; a
+# token of a key the JWKS does not hold is refused at login.
+VAULT_EXTERNAL=vault-0-external.default.svc:9094
+python3 e2e/operator/idp.py token "$work/idp" trusted reporter >"$work/reporter.token"
+python3 e2e/operator/idp.py token "$work/idp" trusted stranger >"$work/stranger.token"
+python3 e2e/operator/idp.py token "$work/idp" rogue reporter >"$work/rogue.token"
+oauth_write() { client produce "$VAULT_EXTERNAL" audited 20 oauth "$work/reporter.token" "$work/auditor-ca.crt" >"$work/oauth.json" && [ "$(field ok <"$work/oauth.json")" = True ]; }
+until_true 120 oauth_write || fail "reporter over OAUTHBEARER: $(cat "$work/oauth.json")"
+out3="$(client produce "$VAULT_EXTERNAL" audited 1 oauth "$work/stranger.token" "$work/auditor-ca.crt")"
+grep -q TOPIC_AUTHORIZATION_FAILED <<<"$out3" || fail "stranger over OAUTHBEARER: $out3"
+out4="$(client produce "$VAULT_EXTERNAL" audited 1 oauth "$work/rogue.token" "$work/auditor-ca.crt")"
+[ "$(field ok <<<"$out4")" = False ] && grep -q AUTHENTICATION <<<"$out4" || fail "a token of an unknown key: $out4"
+ok "external oauth listener (JWKS from Secret vault-idp): User:reporter's token wrote 20 records; User:stranger refused by the ACLs ($(field errors <<<"$out3")); a token of another key refused ($(field errors <<<"$out4"))"
 ok "user-supplied CAs (cert-manager's tls.crt/tls.key): vault-0 serves a certificate of $served_issuer; tls User auditor ($subject, signed by the user's clients CA, Secret: $keys): wrote 50 and read 51 in group auditors; refused group others ($(field errors <<<"$out")); a client without a certificate is refused"
 
 # A deleted User: its credential leaves the cluster (the next login is refused), its Secret goes.
