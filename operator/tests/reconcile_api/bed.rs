@@ -81,7 +81,7 @@ pub async fn install_crds(client: &Client) {
         .unwrap();
         names.push(name);
     }
-    assert_eq!(names.len(), 2, "clusters and topics CRDs: {names:?}");
+    assert_eq!(names.len(), 3, "clusters, topics and users CRDs: {names:?}");
     for name in names {
         wait_for(&format!("CRD {name} established"), || async {
             let crd = crds.get(&name).await.unwrap();
