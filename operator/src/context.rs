@@ -93,6 +93,20 @@ impl Context {
             .get(&ObjectRef::new(name).within(namespace))
     }
 
+    /// Cluster `name` of `namespace`: from the controller's cache, else from the API server
+    /// (the Topic and User reconcilers both look up their Cluster so).
+    pub async fn find_cluster(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<std::sync::Arc<Cluster>>, kube::Error> {
+        if let Some(cluster) = self.cached_cluster(namespace, name) {
+            return Ok(Some(cluster));
+        }
+        let clusters: kube::Api<Cluster> = kube::Api::namespaced(self.client.clone(), namespace);
+        Ok(clusters.get_opt(name).await?.map(std::sync::Arc::new))
+    }
+
     /// How many Topics the cache holds (0 before the Topic controller runs).
     pub fn topic_count(&self) -> usize {
         self.topics.get().map_or(0, |store| store.state().len())

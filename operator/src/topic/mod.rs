@@ -302,24 +302,18 @@ pub(crate) async fn connect_to(
     (reach, connected)
 }
 
-/// Cluster `name` of `namespace`: from the controller's cache, else from the API server.
+/// The Topic's Cluster (see [`Context::find_cluster`]).
 async fn find_cluster(
     ctx: &Context,
     namespace: &str,
     name: &str,
 ) -> Result<Option<Arc<Cluster>>, Error> {
-    if let Some(cluster) = ctx.cached_cluster(namespace, name) {
-        return Ok(Some(cluster));
-    }
-    let clusters: Api<Cluster> = Api::namespaced(ctx.client.clone(), namespace);
-    let cluster = clusters
-        .get_opt(name)
+    ctx.find_cluster(namespace, name)
         .await
         .map_err(|source| Error::FetchCluster {
             name: name.to_string(),
             source,
-        })?;
-    Ok(cluster.map(Arc::new))
+        })
 }
 
 /// How long a healthy Topic waits for its next re-check: a minute, or longer when there are

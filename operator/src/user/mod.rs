@@ -704,24 +704,18 @@ async fn write_secret(
         })
 }
 
-/// Cluster `name` of `namespace`: from the controller's cache, else from the API server.
+/// The User's Cluster (see [`Context::find_cluster`]).
 async fn find_cluster(
     ctx: &Context,
     namespace: &str,
     name: &str,
 ) -> Result<Option<Arc<Cluster>>, Error> {
-    if let Some(cluster) = ctx.cached_cluster(namespace, name) {
-        return Ok(Some(cluster));
-    }
-    let clusters: Api<Cluster> = Api::namespaced(ctx.client.clone(), namespace);
-    let cluster = clusters
-        .get_opt(name)
+    ctx.find_cluster(namespace, name)
         .await
         .map_err(|source| Error::Fetch {
             what: format!("Cluster {name}"),
             source,
-        })?;
-    Ok(cluster.map(Arc::new))
+        })
 }
 
 async fn connect(ctx: &Context, cluster: &Cluster, namespace: &str) -> Result<AdminClient, Error> {
