@@ -229,10 +229,6 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
         }
         Some(_) => {}
     }
-    if let Some((warning, reason, message)) = scaling.event.clone() {
-        ctx.event(&reference, warning, reason, "Scale", message)
-            .await;
-    }
     let observed = observe(ctx, &names).await?;
     let mut roll_blocked = None;
     if status::pod_to_roll(&observed, cluster.spec.replicas, None).is_some() {
@@ -318,6 +314,13 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
     let idle =
         status::is_ready(&status) && status.scaling.is_none() && !resizing && !changing_voters;
     write_status(cluster, ctx, status).await?;
+    // A scale's step is told once its status is written: a reconcile that fails before
+    // that repeats the step, and would otherwise tell it twice (two ScaledIn events for
+    // one scale-in).
+    if let Some((warning, reason, message)) = scaling.event {
+        ctx.event(&reference, warning, reason, "Scale", message)
+            .await;
+    }
     ctx.succeeded(&key(cluster));
     Ok(Action::requeue(if idle {
         REQUEUE_IDLE
