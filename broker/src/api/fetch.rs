@@ -15,9 +15,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::{
-    EpochEndOffset, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+    AbortedTransaction, EpochEndOffset, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint,
+    PartitionData,
 };
-use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse};
+use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, ProducerId};
 use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -59,12 +60,16 @@ struct PartitionRead {
     realign: Option<(i64, i64)>,
     /// The replica this consumer should read from instead (KIP-392), and no records.
     preferred_read_replica: Option<i32>,
+    /// A `read_committed` consumer's aborted transactions in the range read.
+    aborted_transactions: Vec<crate::storage::AbortedTransaction>,
 }
 
 /// Who fetches: a follower (its broker id) or a consumer (-1, with the rack it names).
 struct Fetcher<'a> {
     replica_id: i32,
     rack: &'a str,
+    /// `isolation_level` 1: read up to the last stable offset (Fetch v4+).
+    read_committed: bool,
 }
 
 impl Api for FetchApi {
@@ -117,6 +122,7 @@ impl Api for FetchApi {
             let fetcher = Fetcher {
                 replica_id,
                 rack: request.rack_id.as_str(),
+                read_committed: request.isolation_level == 1,
             };
             // A follower needs CLUSTER_ACTION on the cluster; a consumer READ on each topic.
             // What is refused is answered TOPIC_AUTHORIZATION_FAILED and never read.
@@ -227,12 +233,14 @@ fn session_outcome(topics: &[FetchTopic], read: &PartitionRead) -> (SessionKey, 
             has_records: result.bytes() > 0,
             high_watermark: result.high_watermark as i64,
             log_start_offset: result.log_start_offset as i64,
+            last_stable_offset: result.last_stable_offset as i64,
             must_answer: read.diverging.is_some() || read.preferred_read_replica.is_some(),
         },
         Err(_) => Outcome {
             has_records: false,
             high_watermark: -1,
             log_start_offset: -1,
+            last_stable_offset: -1,
             must_answer: true,
         },
     };
@@ -259,6 +267,7 @@ fn read_all(
                 diverging: None,
                 realign: None,
                 preferred_read_replica: None,
+                aborted_transactions: Vec::new(),
             };
             if let Some(code) = refused.get(topic_index).copied().flatten() {
                 read.outcome = Err(code);
@@ -317,6 +326,7 @@ fn read_one(
         last_fetched_epoch: fetched.last_fetched_epoch,
         partition_max_bytes: fetched.partition_max_bytes,
         remaining,
+        read_committed: fetcher.read_committed,
     };
     let answer = broker
         .replicas
@@ -337,6 +347,7 @@ fn read_one(
     read.diverging = answer.diverging;
     read.realign = answer.realign;
     read.preferred_read_replica = answer.preferred_read_replica;
+    read.aborted_transactions = answer.aborted_transactions;
 }
 
 /// The response: every read partition, or (an incremental session's answer) those
@@ -387,7 +398,16 @@ fn respond(
         let mut data = PartitionData::default()
             .with_partition_index(read.partition)
             .with_preferred_read_replica(BrokerId(read.preferred_read_replica.unwrap_or(-1)))
-            .with_aborted_transactions(Some(Vec::new()));
+            .with_aborted_transactions(Some(
+                read.aborted_transactions
+                    .iter()
+                    .map(|aborted| {
+                        AbortedTransaction::default()
+                            .with_producer_id(ProducerId(aborted.producer_id))
+                            .with_first_offset(aborted.first_offset as i64)
+                    })
+                    .collect(),
+            ));
         match read.outcome {
             Ok(result) => {
                 if let Some((epoch, end_offset)) = read.diverging {
@@ -399,7 +419,7 @@ fn respond(
                 }
                 data = data
                     .with_high_watermark(result.high_watermark as i64)
-                    .with_last_stable_offset(result.high_watermark as i64)
+                    .with_last_stable_offset(result.last_stable_offset as i64)
                     .with_log_start_offset(result.log_start_offset as i64);
                 let bytes = result.bytes();
                 if replica_id >= 0 {

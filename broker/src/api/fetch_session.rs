@@ -76,6 +76,7 @@ struct CachedPartition {
     fetch: FetchPartition,
     high_watermark: i64,
     log_start_offset: i64,
+    last_stable_offset: i64,
 }
 
 #[derive(Debug)]
@@ -109,6 +110,7 @@ pub struct Outcome {
     pub has_records: bool,
     pub high_watermark: i64,
     pub log_start_offset: i64,
+    pub last_stable_offset: i64,
     /// An error, a diverging epoch or a preferred read replica: always answered.
     pub must_answer: bool,
 }
@@ -290,6 +292,7 @@ impl Session {
                         fetch: fetch.clone(),
                         high_watermark: -1,
                         log_start_offset: -1,
+                        last_stable_offset: -1,
                     },
                 );
             }
@@ -325,9 +328,11 @@ impl Session {
             return true;
         };
         let changed = cached.high_watermark != outcome.high_watermark
-            || cached.log_start_offset != outcome.log_start_offset;
+            || cached.log_start_offset != outcome.log_start_offset
+            || cached.last_stable_offset != outcome.last_stable_offset;
         cached.high_watermark = outcome.high_watermark;
         cached.log_start_offset = outcome.log_start_offset;
+        cached.last_stable_offset = outcome.last_stable_offset;
         outcome.has_records || outcome.must_answer || changed
     }
 

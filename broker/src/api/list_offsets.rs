@@ -24,6 +24,7 @@ impl Api for ListOffsetsApi {
         Box::pin(async move {
             let request: ListOffsetsRequest = context.decode(body)?;
             let access = context.access();
+            let read_committed = request.isolation_level == 1;
             let topics = request
                 .topics
                 .into_iter()
@@ -49,7 +50,7 @@ impl Api for ListOffsetsApi {
                                 })
                                 .and_then(|(partition, epoch)| {
                                     partition
-                                        .offset_for_timestamp(p.timestamp)
+                                        .offset_for_timestamp(p.timestamp, read_committed)
                                         .map(|(o, t)| (o, t, epoch))
                                         .map_err(|refusal| errors::refusal(&refusal))
                                 });

@@ -56,6 +56,7 @@ mod raft_voters;
 mod sasl;
 mod sync_group;
 mod unregister_broker;
+mod write_txn_markers;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -294,6 +295,7 @@ pub fn routes(fetch_session_slots: usize) -> Routes {
         Box::new(alter_partition_reassignments::AlterPartitionReassignmentsApi),
         Box::new(list_partition_reassignments::ListPartitionReassignmentsApi),
         Box::new(unregister_broker::UnregisterBrokerApi),
+        Box::new(write_txn_markers::WriteTxnMarkersApi),
         Box::new(find_coordinator::FindCoordinatorApi),
         Box::new(join_group::JoinGroupApi),
         Box::new(sync_group::SyncGroupApi),

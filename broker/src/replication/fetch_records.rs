@@ -6,13 +6,15 @@
 //!   a consumer better served by a replica in its rack? ──► that replica, no records
 //!   a follower: its fetch offset moves the high watermark and may add it to the ISR
 //!   throttled follower over the leader's budget? ──► offsets, no records
-//!   read up to the log end (followers) or the high watermark (consumers)
+//!   read up to the log end (followers), the high watermark (read_uncommitted consumers)
+//!   or the last stable offset (read_committed consumers, told the aborted transactions
+//!   of what they read)
 //! ```
 
 use kafka_protocol::ResponseError;
 
 use super::{Partition, Refusal, ReplicaManager};
-use crate::storage::{LogError, ReadLimit, ReadResult};
+use crate::storage::{AbortedTransaction, LogError, ReadLimit, ReadResult};
 
 /// One partition of a Fetch request, as the replica manager needs it.
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +28,8 @@ pub struct FetchParams {
     pub partition_max_bytes: i32,
     /// What is left of the response's byte budget.
     pub remaining: u64,
+    /// A consumer's isolation level is `read_committed` (Fetch v4+).
+    pub read_committed: bool,
 }
 
 /// What one partition answers.
@@ -40,6 +44,8 @@ pub struct FetchedRecords {
     pub realign: Option<(i64, i64)>,
     /// The replica this consumer should read from instead (KIP-392); no records.
     pub preferred_read_replica: Option<i32>,
+    /// For a `read_committed` consumer: the aborted transactions of the range read.
+    pub aborted_transactions: Vec<AbortedTransaction>,
 }
 
 impl FetchedRecords {
@@ -49,6 +55,7 @@ impl FetchedRecords {
             diverging: None,
             realign: None,
             preferred_read_replica: None,
+            aborted_transactions: Vec::new(),
         }
     }
 }
@@ -74,6 +81,7 @@ impl ReplicaManager {
         let offsets_only = || ReadResult {
             next_offset: fetch_offset,
             high_watermark: log.high_watermark(),
+            last_stable_offset: log.last_stable_offset(),
             log_start_offset: log.log_start_offset(),
             log_end_offset: log.log_end_offset(),
             ..ReadResult::default()
@@ -111,6 +119,8 @@ impl ReplicaManager {
         }
         let limit_kind = if follower {
             ReadLimit::LogEnd
+        } else if params.read_committed {
+            ReadLimit::LastStable
         } else {
             ReadLimit::HighWatermark
         };
@@ -140,6 +150,12 @@ impl ReplicaManager {
         if throttled && let Ok(read) = &result {
             self.throttles.leader.record(read.bytes());
         }
+        let aborted_transactions = match &result {
+            Ok(read) if params.read_committed && !follower && read.next_offset > fetch_offset => {
+                log.aborted_transactions(fetch_offset, read.next_offset)
+            }
+            _ => Vec::new(),
+        };
         let mut realign = None;
         let outcome = result.map_err(|error| {
             if follower && matches!(error, LogError::OffsetOutOfRange { .. }) {
@@ -151,6 +167,7 @@ impl ReplicaManager {
         });
         FetchedRecords {
             realign,
+            aborted_transactions,
             ..FetchedRecords::outcome(outcome)
         }
     }

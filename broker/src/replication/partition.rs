@@ -267,6 +267,33 @@ impl Partition {
         self.append_checked(records, acks, false)
     }
 
+    /// Writes a transaction marker (WriteTxnMarkers): a COMMIT or ABORT control batch of
+    /// `producer_id`'s transaction, as the leader. A marker of an epoch older than the
+    /// producer's is refused (INVALID_PRODUCER_EPOCH).
+    pub fn append_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        coordinator_epoch: i32,
+    ) -> Result<AppendInfo, AppendError> {
+        let marker = crate::storage::batch_builder::build_marker(
+            producer_id,
+            producer_epoch,
+            commit,
+            coordinator_epoch,
+            self.log.now_ms(),
+        )
+        .map_err(|error| {
+            AppendError::Log(LogError::Decode {
+                topic_partition: self.topic_partition.clone(),
+                offset: self.log.log_end_offset(),
+                reason: error.to_string(),
+            })
+        })?;
+        self.append_checked(&marker, -1, false)
+    }
+
     fn append_checked(
         &self,
         records: &[u8],

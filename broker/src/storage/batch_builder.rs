@@ -46,11 +46,20 @@ pub fn build_batch(
     compression: Compression,
     producer: ProducerFields,
 ) -> Result<BytesMut, BuildError> {
+    encode(records, compression, producer, false)
+}
+
+fn encode(
+    records: &[SimpleRecord],
+    compression: Compression,
+    producer: ProducerFields,
+    transactional: bool,
+) -> Result<BytesMut, BuildError> {
     let encoded: Vec<Record> = records
         .iter()
         .enumerate()
         .map(|(i, record)| Record {
-            transactional: false,
+            transactional,
             control: false,
             delete_horizon: false,
             partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
@@ -84,4 +93,56 @@ pub fn build_batch(
     )
     .map_err(|error| BuildError(error.to_string()))?;
     Ok(buffer)
+}
+
+/// A transaction marker (Kafka's `EndTransactionMarker`): a control batch of
+/// `producer`'s transaction holding one record whose key is `version 0, type` (0 ABORT,
+/// 1 COMMIT) and whose value is `version 0, coordinator epoch`.
+pub fn build_marker(
+    producer_id: i64,
+    producer_epoch: i16,
+    commit: bool,
+    coordinator_epoch: i32,
+    timestamp: i64,
+) -> Result<BytesMut, BuildError> {
+    let mut key = [0u8; 4];
+    key[3] = u8::from(commit);
+    let mut value = [0u8; 6];
+    value[2..].copy_from_slice(&coordinator_epoch.to_be_bytes());
+    let marker = Record {
+        transactional: true,
+        control: true,
+        delete_horizon: false,
+        partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+        producer_id,
+        producer_epoch,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: NO_SEQUENCE,
+        timestamp,
+        key: Some(Bytes::copy_from_slice(&key)),
+        value: Some(Bytes::copy_from_slice(&value)),
+        headers: Default::default(),
+    };
+    let mut buffer = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buffer,
+        std::slice::from_ref(&marker),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .map_err(|error| BuildError(error.to_string()))?;
+    Ok(buffer)
+}
+
+/// A transactional batch of `records` (the `transactional` attribute set), as a
+/// transactional producer writes it.
+pub fn build_transactional_batch(
+    records: &[SimpleRecord],
+    compression: Compression,
+    producer: ProducerFields,
+) -> Result<BytesMut, BuildError> {
+    encode(records, compression, producer, true)
 }

@@ -87,10 +87,13 @@ impl Log {
             return Ok(report);
         }
         let end = last.next_offset();
+        // Aborted transactions' records never count as a key's value: they are removed,
+        // and must not hide the committed value before them.
+        let aborted = self.transactions.lock().aborted_by_producer();
         let mut newest: HashMap<Bytes, u64> = HashMap::new();
         for segment in &cleanable {
             for_each_batch(self, segment, |_, header, section| {
-                if header.is_control() {
+                if header.is_control() || is_aborted(&aborted, header) {
                     return Ok(());
                 }
                 for record in record_section::records(section, header.record_count) {
@@ -111,6 +114,7 @@ impl Log {
             newest: &newest,
             tombstone_horizon,
             producers_last: &producers_last,
+            aborted: &aborted,
         };
         for segment in cleanable {
             let cleaned = self.clean_segment(&segment, &rules, &mut report)?;
@@ -132,14 +136,18 @@ impl Log {
     }
 
     /// The sealed segments the cleaner may rewrite: oldest first, up to the first one
-    /// holding a record younger than `min.compaction.lag.ms` (Kafka's first uncleanable
-    /// offset).
+    /// holding a record younger than `min.compaction.lag.ms` or at or after the last
+    /// stable offset (Kafka's first uncleanable offset: an undecided transaction's
+    /// records are not cleaned before its outcome is known).
     fn cleanable_segments(&self, config: &LogConfig, now: i64) -> Vec<Arc<LogSegment>> {
         let youngest_cleanable = now.saturating_sub(config.min_compaction_lag_ms);
+        let last_stable = self.last_stable_offset();
         self.sealed_segments()
             .into_iter()
             .take_while(|segment| {
-                config.min_compaction_lag_ms == 0 || segment.max_timestamp() <= youngest_cleanable
+                segment.next_offset() <= last_stable
+                    && (config.min_compaction_lag_ms == 0
+                        || segment.max_timestamp() <= youngest_cleanable)
             })
             .collect()
     }
@@ -191,6 +199,7 @@ impl Log {
             newest,
             tombstone_horizon,
             producers_last,
+            aborted,
         } = *rules;
         let mut output = Vec::with_capacity(segment.size() as usize);
         let mut removed = 0u64;
@@ -202,20 +211,22 @@ impl Log {
             }
             let mut survivors = Vec::with_capacity(section.len());
             let (mut kept, mut kept_tombstone) = (0i32, false);
+            let aborted = is_aborted(aborted, header);
             for record in record_section::records(section, header.record_count) {
                 let record = record.map_err(|e| e.to_string())?;
-                let keep = match record.key {
-                    None => true,
-                    Some(key) => {
-                        let offset = (header
-                            .base_offset
-                            .wrapping_add(i64::from(record.offset_delta)))
-                            as u64;
-                        newest.get(key) == Some(&offset)
-                            && (record.value_bytes.is_some()
-                                || header.max_timestamp >= tombstone_horizon)
-                    }
-                };
+                let keep = !aborted
+                    && match record.key {
+                        None => true,
+                        Some(key) => {
+                            let offset = (header
+                                .base_offset
+                                .wrapping_add(i64::from(record.offset_delta)))
+                                as u64;
+                            newest.get(key) == Some(&offset)
+                                && (record.value_bytes.is_some()
+                                    || header.max_timestamp >= tombstone_horizon)
+                        }
+                    };
                 if keep {
                     survivors.extend_from_slice(record.raw);
                     kept += 1;
@@ -305,6 +316,21 @@ struct CleaningRules<'a> {
     tombstone_horizon: i64,
     /// Each idempotent producer's last offset in the log.
     producers_last: &'a HashMap<i64, u64>,
+    /// Each producer's aborted transactions, `(first offset, marker offset)`.
+    aborted: &'a HashMap<i64, Vec<(u64, u64)>>,
+}
+
+/// Whether `header` is a data batch of an aborted transaction.
+fn is_aborted(aborted: &HashMap<i64, Vec<(u64, u64)>>, header: &BatchHeader) -> bool {
+    if !header.is_transactional() || header.is_control() {
+        return false;
+    }
+    let offset = header.base_offset.max(0) as u64;
+    aborted.get(&header.producer_id).is_some_and(|ranges| {
+        ranges
+            .iter()
+            .any(|(first, marker)| *first <= offset && offset < *marker)
+    })
 }
 
 /// Calls `visit(raw batch, header, records section inflated)` for every batch of a

@@ -26,6 +26,7 @@ use super::leader_epochs::{LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCache};
 use super::log_config::{LogConfig, TimestampType};
 use super::producer_state::{ProducerStateTable, SequenceCheck, SequenceError};
 use super::segment::{ActiveSegment, LogSegment, SegmentError};
+use super::transactions::{AbortedTransaction, TransactionState};
 use super::{LogDirHealth, TopicPartition};
 
 /// Failures of partition log operations.
@@ -152,6 +153,8 @@ pub struct Log {
     /// Where the cleaner stands (kept in memory: after a restart the whole log counts
     /// as dirty once).
     pub(super) cleaner: Mutex<super::compaction::CleanerState>,
+    /// Open and aborted transactions; written under the writer lock, read by fetches.
+    pub(super) transactions: Mutex<TransactionState>,
 }
 
 /// What loading a partition found.
@@ -288,6 +291,7 @@ impl Log {
             closed: AtomicBool::new(false),
             pending_deletes: Mutex::new(Vec::new()),
             cleaner: Mutex::new(Default::default()),
+            transactions: Mutex::new(TransactionState::default()),
         };
         if report.recovered_segments > 0 {
             log.flush()?;
@@ -432,6 +436,7 @@ impl Log {
                 .append([&head, body], &stamped, config.index_interval_bytes, now)
                 .map_err(|e| self.fail(e))?;
             writer.producers.record(&stamped);
+            self.transactions.lock().record(&stamped, bytes);
             next_offset = last_offset + 1;
             record_count += header.record_count as u64;
             self.log_end_offset.store(next_offset, Ordering::Release);
@@ -509,20 +514,39 @@ impl Log {
         }
     }
 
-    /// Rebuilds idempotent-producer state and the leader-epoch cache from the batch
-    /// headers in the log (after recovery, and after a truncation removed batches).
+    /// Rebuilds idempotent-producer state, transactions and the leader-epoch cache from
+    /// the batch headers in the log (after recovery, and after a truncation removed
+    /// batches); only transaction markers are read past their header.
     fn rebuild_producer_state(&self) -> Result<(), LogError> {
         let mut table = ProducerStateTable::default();
+        let mut transactions = TransactionState::default();
         let mut epochs = LeaderEpochCache::default();
         for segment in self.segments() {
             let mut position = 0;
             while let Some(header) = segment.header_at(position).map_err(|e| self.fail(e))? {
                 table.record(&header);
+                if header.is_transactional() {
+                    let bytes = if header.is_control() {
+                        segment
+                            .read_bytes(position, header.total_size())
+                            .map_err(|e| self.fail(e))?
+                    } else {
+                        Vec::new()
+                    };
+                    transactions.record(&header, &bytes);
+                }
                 epochs.assign(header.partition_leader_epoch, header.base_offset as u64);
                 position += header.total_size() as u64;
             }
         }
-        self.writer.lock().producers = table;
+        transactions.forget_before(self.log_start_offset());
+        // Markers below the high watermark as this log knows it now no longer hold the
+        // last stable offset (at open that is the log end: a restart forgets them).
+        transactions.first_unstable_offset(self.high_watermark());
+        let mut writer = self.writer.lock();
+        writer.producers = table;
+        *self.transactions.lock() = transactions;
+        drop(writer);
         let mut cache = self.epochs.lock();
         if *cache != epochs || !self.dir().join(LEADER_EPOCH_CHECKPOINT_FILE).exists() {
             *cache = epochs;
@@ -621,6 +645,7 @@ impl Log {
                 .append([bytes, &[]], &header, config.index_interval_bytes, now)
                 .map_err(|e| self.fail(e))?;
             writer.producers.record(&header);
+            self.transactions.lock().record(&header, bytes);
             next_offset = last_offset + 1;
             record_count += header.record_count as u64;
             self.log_end_offset.store(next_offset, Ordering::Release);
@@ -778,6 +803,7 @@ impl Log {
             .fetch_max(offset, Ordering::AcqRel)
             .max(offset);
         self.write_checkpoint()?;
+        self.transactions.lock().forget_before(new_start);
         self.delete_segments_below_log_start()?;
         Ok(new_start)
     }
@@ -880,6 +906,7 @@ impl Log {
         self.segments.write().insert(offset, Arc::clone(&segment));
         writer.active = ActiveSegment::new(segment);
         writer.producers = ProducerStateTable::default();
+        *self.transactions.lock() = TransactionState::default();
         self.log_start_offset.store(offset, Ordering::Release);
         self.log_end_offset.store(offset, Ordering::Release);
         self.high_watermark.store(offset, Ordering::Release);
@@ -901,6 +928,35 @@ impl Log {
 
     pub(super) fn set_log_start_offset_at_least(&self, offset: u64) {
         self.log_start_offset.fetch_max(offset, Ordering::AcqRel);
+        self.transactions
+            .lock()
+            .forget_before(self.log_start_offset());
+    }
+
+    /// The last stable offset: below it every transaction is decided (committed or
+    /// aborted), so a `read_committed` consumer may read up to it. Never above the high
+    /// watermark.
+    pub fn last_stable_offset(&self) -> u64 {
+        let high_watermark = self.high_watermark();
+        self.transactions
+            .lock()
+            .first_unstable_offset(high_watermark)
+            .map_or(high_watermark, |first| first.min(high_watermark))
+    }
+
+    /// The aborted transactions a `read_committed` read of `[from, upper)` reports.
+    pub fn aborted_transactions(&self, from: u64, upper: u64) -> Vec<AbortedTransaction> {
+        self.transactions.lock().aborted_between(from, upper)
+    }
+
+    /// The first offset of `producer_id`'s open transaction here, if it has one.
+    pub fn open_transaction(&self, producer_id: i64) -> Option<u64> {
+        self.transactions.lock().open_transaction(producer_id)
+    }
+
+    /// How many transactions are open in this partition.
+    pub fn open_transactions(&self) -> usize {
+        self.transactions.lock().open_count()
     }
 }
 

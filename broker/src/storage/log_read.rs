@@ -15,6 +15,8 @@ pub struct ReadResult {
     /// Offset after the last batch returned (the start offset when nothing was).
     pub next_offset: u64,
     pub high_watermark: u64,
+    /// The last stable offset when the read was made (`read_committed` reads stop there).
+    pub last_stable_offset: u64,
     pub log_start_offset: u64,
     pub log_end_offset: u64,
 }
@@ -47,6 +49,8 @@ pub enum ReadLimit {
     HighWatermark,
     /// Followers: up to the log end offset.
     LogEnd,
+    /// `read_committed` consumers: up to the last stable offset.
+    LastStable,
 }
 
 impl Log {
@@ -67,12 +71,14 @@ impl Log {
                 dir: self.health.read().path().to_path_buf(),
             });
         }
+        let last_stable_offset = self.last_stable_offset();
         let high_watermark = self.high_watermark();
         let log_end_offset = self.log_end_offset();
         let log_start_offset = self.log_start_offset();
         let upper = match limit {
             ReadLimit::HighWatermark => high_watermark,
             ReadLimit::LogEnd => log_end_offset,
+            ReadLimit::LastStable => last_stable_offset.min(high_watermark),
         };
         if start_offset < log_start_offset || start_offset > log_end_offset {
             return Err(LogError::OffsetOutOfRange {
@@ -86,6 +92,7 @@ impl Log {
             regions: Vec::new(),
             next_offset: start_offset,
             high_watermark,
+            last_stable_offset: last_stable_offset.min(high_watermark),
             log_start_offset,
             log_end_offset,
         };

@@ -52,6 +52,7 @@ mod relocation;
 mod retention;
 mod segment;
 pub mod time_index;
+mod transactions;
 pub mod validator;
 
 #[cfg(test)]
@@ -72,6 +73,7 @@ pub use log_read::{ReadLimit, ReadResult};
 pub use manager::{LogManager, LogManagerError, StartupReport};
 pub use meta_properties::{META_PROPERTIES, encode_uuid, ensure_directory_id};
 pub use segment::{FileRegion, LogSegment};
+pub use transactions::{AbortedTransaction, Marker, marker_of};
 
 /// A partition of a topic: Kafka's `TopicPartition`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -63,6 +63,18 @@ pub struct ProducerStateTable {
 impl ProducerStateTable {
     /// Checks a batch against the producer's state; non-idempotent batches always append.
     pub fn check(&self, header: &BatchHeader) -> Result<SequenceCheck, SequenceError> {
+        // A transaction marker carries no sequence; an older epoch than the producer's is
+        // a zombie coordinator's (Kafka's InvalidProducerEpoch for markers).
+        if header.is_control() && header.has_producer_id() {
+            return match self.producers.get(&header.producer_id) {
+                Some(entry) if header.producer_epoch < entry.epoch => Err(SequenceError::Fenced {
+                    producer_id: header.producer_id,
+                    current: entry.epoch,
+                    received: header.producer_epoch,
+                }),
+                _ => Ok(SequenceCheck::Append),
+            };
+        }
         if !header.has_producer_id() || header.base_sequence < 0 {
             return Ok(SequenceCheck::Append);
         }
@@ -116,6 +128,22 @@ impl ProducerStateTable {
 
     /// Records an appended batch (its header with the assigned base offset).
     pub fn record(&mut self, header: &BatchHeader) {
+        if header.is_control() && header.has_producer_id() {
+            // A marker of a newer epoch (the coordinator bumped it to abort) fences the
+            // producer's older epoch from here on.
+            let entry = self
+                .producers
+                .entry(header.producer_id)
+                .or_insert_with(|| ProducerEntry {
+                    epoch: header.producer_epoch,
+                    batches: VecDeque::new(),
+                });
+            if header.producer_epoch > entry.epoch {
+                entry.epoch = header.producer_epoch;
+                entry.batches.clear();
+            }
+            return;
+        }
         if !header.has_producer_id() || header.base_sequence < 0 {
             return;
         }

@@ -262,6 +262,19 @@ impl LogSegment {
         Ok(BatchHeader::parse(&bytes).ok())
     }
 
+    /// `length` bytes from `position` (a whole batch whose header was read).
+    pub fn read_bytes(&self, position: u64, length: usize) -> Result<Vec<u8>, SegmentError> {
+        let mut bytes = vec![0u8; length];
+        self.file
+            .read_exact_at(&mut bytes, position)
+            .map_err(|source| SegmentError::Read {
+                path: self.log_path.clone(),
+                position,
+                source,
+            })?;
+        Ok(bytes)
+    }
+
     /// The position and header of the first batch whose last offset is at or after
     /// `target`: index lookup, then a short scan.
     pub fn find_batch(&self, target: u64) -> Result<Option<(u64, BatchHeader)>, SegmentError> {

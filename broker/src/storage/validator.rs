@@ -140,6 +140,15 @@ pub fn validate_records(
         let Some(batch) = records.get(position..end) else {
             break;
         };
+        // Markers are the transaction coordinator's to write (WriteTxnMarkers), never a
+        // producer's: a client's control batch could commit or abort others' records.
+        if header.is_control() {
+            return Err(ValidationError::RecordsRejected {
+                invalid_timestamp: false,
+                errors: Vec::new(),
+                message: "Control records are not allowed to be produced by clients".to_string(),
+            });
+        }
         let codec = header.compression_codec();
         let recode = !header.is_control() && rules.target_codec.is_some_and(|c| c != codec);
         let check_keys = rules.compacted && !header.is_control();

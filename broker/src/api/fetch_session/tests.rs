@@ -35,6 +35,7 @@ fn quiet(high_watermark: i64) -> Outcome {
         has_records: false,
         high_watermark,
         log_start_offset: 0,
+        last_stable_offset: 0,
         must_answer: false,
     }
 }

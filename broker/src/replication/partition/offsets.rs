@@ -42,18 +42,32 @@ impl Partition {
 
     /// (offset, timestamp) for a ListOffsets query: one of the special timestamps above, or
     /// the first offset at or after `timestamp`; (-1, -1) for none. Offsets are bounded by
-    /// the high watermark.
-    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<(i64, i64), Refusal> {
+    /// the high watermark, or for `read_committed` by the last stable offset (Kafka's
+    /// `lastFetchableOffset`).
+    pub fn offset_for_timestamp(
+        &self,
+        timestamp: i64,
+        read_committed: bool,
+    ) -> Result<(i64, i64), Refusal> {
         let log = &self.log;
+        let fetchable = if read_committed {
+            log.last_stable_offset()
+        } else {
+            log.high_watermark()
+        };
         let found = |answer: Result<Option<(u64, i64)>, LogError>| match answer {
-            Ok(Some((offset, ts))) => Ok((offset as i64, ts)),
-            Ok(None) => Ok((-1, -1)),
+            Ok(Some((offset, ts))) if offset < fetchable => Ok((offset as i64, ts)),
+            Ok(_) => Ok((-1, -1)),
             Err(error) => Err(Refusal::Log(error)),
         };
         match timestamp {
-            LATEST | LATEST_TIERED => Ok((log.high_watermark() as i64, -1)),
+            LATEST | LATEST_TIERED => Ok((fetchable as i64, -1)),
             EARLIEST | EARLIEST_LOCAL => Ok((log.log_start_offset() as i64, -1)),
-            MAX_TIMESTAMP => found(log.max_timestamp_offset()),
+            MAX_TIMESTAMP => match log.max_timestamp_offset() {
+                Ok(Some((offset, ts))) => Ok((offset as i64, ts)),
+                Ok(None) => Ok((-1, -1)),
+                Err(error) => Err(Refusal::Log(error)),
+            },
             ts if ts < 0 => Err(Refusal::Code(ResponseError::InvalidRequest.code())),
             ts => found(log.offset_for_timestamp(ts)),
         }
