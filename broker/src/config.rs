@@ -121,6 +121,8 @@ pub struct BrokerConfig {
     pub cleaner_backoff_ms: u64,
     /// Group coordinator settings (`offsets.*`, `group.*`).
     pub groups: GroupConfig,
+    /// Transaction coordinator settings (`transaction.*`).
+    pub transactions: TransactionConfig,
     pub rack: Option<String>,
     pub cluster_id: Option<String>,
     pub offsets_topic_replication_factor: i16,
@@ -661,6 +663,16 @@ impl BrokerConfig {
                 consumer_session_timeout_ms: int("group.consumer.session.timeout.ms")? as i32,
                 consumer_heartbeat_interval_ms: int("group.consumer.heartbeat.interval.ms")? as i32,
             },
+            transactions: TransactionConfig {
+                state_partitions: int("transaction.state.log.num.partitions")? as i32,
+                state_replication_factor: int("transaction.state.log.replication.factor")? as i16,
+                state_min_isr: int("transaction.state.log.min.isr")? as i32,
+                max_timeout_ms: int("transaction.max.timeout.ms")?,
+                abort_check_interval_ms: int(
+                    "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                )?,
+                id_expiration_ms: int("transactional.id.expiration.ms")?,
+            },
             rack: optional("broker.rack"),
             cluster_id: optional("cluster.id"),
             offsets_topic_replication_factor: int("offsets.topic.replication.factor")? as i16,
@@ -1005,6 +1017,36 @@ fn parse_voters(text: &str) -> Result<BTreeMap<i32, String>, String> {
         }
     }
     Ok(voters)
+}
+
+/// Transaction coordinator settings (Kafka's names in the comments).
+#[derive(Debug, Clone)]
+pub struct TransactionConfig {
+    /// transaction.state.log.num.partitions
+    pub state_partitions: i32,
+    /// transaction.state.log.replication.factor
+    pub state_replication_factor: i16,
+    /// transaction.state.log.min.isr
+    pub state_min_isr: i32,
+    /// transaction.max.timeout.ms
+    pub max_timeout_ms: i64,
+    /// transaction.abort.timed.out.transaction.cleanup.interval.ms
+    pub abort_check_interval_ms: i64,
+    /// transactional.id.expiration.ms
+    pub id_expiration_ms: i64,
+}
+
+impl Default for TransactionConfig {
+    fn default() -> Self {
+        Self {
+            state_partitions: 50,
+            state_replication_factor: 3,
+            state_min_isr: 2,
+            max_timeout_ms: 900_000,
+            abort_check_interval_ms: 10_000,
+            id_expiration_ms: 7 * 24 * 60 * 60 * 1000,
+        }
+    }
 }
 
 /// Group settings, from the broker configuration (Kafka's names in the comments).

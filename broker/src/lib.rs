@@ -42,3 +42,4 @@ pub mod security;
 pub mod server;
 pub mod state;
 pub mod storage;
+pub mod txn;

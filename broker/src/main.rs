@@ -21,6 +21,7 @@ use oxbow_broker::security::ServerTls;
 use oxbow_broker::server;
 use oxbow_broker::state::BrokerState;
 use oxbow_broker::storage::{LogManager, META_PROPERTIES, SystemClock, ensure_directory_id};
+use oxbow_broker::txn::TransactionCoordinator;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
@@ -256,11 +257,22 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         GroupMetrics::with_partition_labels(metrics.registry(), config.metrics_partition_labels)
             .context("registering group metrics")?,
     ));
+    // Transaction coordinators follow __transaction_state leadership the same way.
+    let transactions = Arc::new(TransactionCoordinator::new(
+        config.transactions.clone(),
+        Arc::clone(&replicas),
+        Arc::clone(&logs),
+        Arc::new(SystemClock),
+        shutdown_rx.clone(),
+    ));
     {
         let groups = Arc::clone(&groups);
+        let transactions = Arc::clone(&transactions);
         replicas.set_leadership_hook(LeadershipHook(Arc::new(move |tp, leading| {
             if tp.topic == oxbow_broker::group::OFFSETS_TOPIC {
                 groups.leadership_changed(tp.partition, leading);
+            } else if tp.topic == oxbow_broker::txn::TRANSACTION_STATE_TOPIC {
+                transactions.leadership_changed(tp.partition, leading);
             }
         })));
     }
@@ -280,11 +292,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         controller: Arc::clone(&controller),
         replicas: Arc::clone(&replicas),
         groups: Arc::clone(&groups),
+        transactions: Arc::clone(&transactions),
         quotas: Default::default(),
         metrics,
         shutting_down: shutdown_rx.clone(),
         serving: AtomicBool::new(false),
     });
+    transactions.attach(Arc::downgrade(&state));
+    tokio::spawn(Arc::clone(&transactions).run(shutdown_rx.clone()));
     let metrics_task = sockets.metrics.map(|listener| {
         tokio::spawn(server::http::serve(
             listener,

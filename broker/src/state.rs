@@ -10,6 +10,7 @@ use crate::controller::Controller;
 use crate::group::GroupCoordinator;
 use crate::metrics::Metrics;
 use crate::replication::ReplicaManager;
+use crate::txn::TransactionCoordinator;
 
 /// The broker's shared state.
 #[derive(Debug)]
@@ -18,6 +19,7 @@ pub struct BrokerState {
     pub controller: Arc<Controller>,
     pub replicas: Arc<ReplicaManager>,
     pub groups: Arc<GroupCoordinator>,
+    pub transactions: Arc<TransactionCoordinator>,
     /// Client quota sensors (the quotas themselves are in the cluster image).
     pub quotas: crate::quota::ClientQuotas,
     pub metrics: Arc<Metrics>,

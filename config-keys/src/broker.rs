@@ -99,6 +99,18 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
         .range(1, i32::MAX as i64),
     BrokerKey::new("offsets.topic.replication.factor", "3", Kind::Int, "replicas of `__consumer_offsets` (created on the first FindCoordinator; capped to the live brokers with a warning)")
         .range(1, i16::MAX as i64),
+    BrokerKey::new("transaction.state.log.num.partitions", "50", Kind::Int, "partitions of `__transaction_state`, where transaction coordinators keep their state (created on the first FindCoordinator for a transactional id)")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("transaction.state.log.replication.factor", "3", Kind::Int, "replicas of `__transaction_state` (capped to the live brokers with a warning)")
+        .range(1, i16::MAX as i64),
+    BrokerKey::new("transaction.state.log.min.isr", "2", Kind::Int, "`min.insync.replicas` of `__transaction_state` (capped to its replication factor)")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("transaction.max.timeout.ms", "900000", Kind::Int, "largest `transaction.timeout.ms` a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", Kind::Int, "how often the coordinator looks for transactions past their timeout and aborts them")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("transactional.id.expiration.ms", "604800000", Kind::Int, "a transactional id with no transaction for this long is forgotten")
+        .range(1, i32::MAX as i64),
     BrokerKey::new("replica.lag.time.max.ms", "30000", Kind::Long, "a follower not caught up for this long leaves the ISR")
         .range(1, i32::MAX as i64),
     BrokerKey::new("replica.fetch.max.bytes", "1048576", Kind::Int, "bytes a follower asks for per partition per fetch")

@@ -68,6 +68,29 @@ pub const UNKNOWN_TOPIC_ID: i16 = ResponseError::UnknownTopicId.code();
 pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = ResponseError::UnknownTopicOrPartition.code();
 pub const UNSUPPORTED_VERSION: i16 = ResponseError::UnsupportedVersion.code();
 
+pub const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
+pub const OPERATION_NOT_ATTEMPTED: i16 = ResponseError::OperationNotAttempted.code();
+pub const INVALID_TXN_STATE: i16 = ResponseError::InvalidTxnState.code();
+pub const UNSTABLE_OFFSET_COMMIT: i16 = ResponseError::UnstableOffsetCommit.code();
+pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = ResponseError::TransactionalIdNotFound.code();
+pub const CONCURRENT_TRANSACTIONS: i16 = ResponseError::ConcurrentTransactions.code();
+
+/// A transaction coordinator's refusal as Kafka's error code.
+pub fn txn_error(error: &crate::txn::TxnError) -> i16 {
+    use crate::txn::TxnError;
+    match error {
+        TxnError::NotCoordinator => ResponseError::NotCoordinator.code(),
+        TxnError::LoadInProgress => ResponseError::CoordinatorLoadInProgress.code(),
+        TxnError::NotAvailable => ResponseError::CoordinatorNotAvailable.code(),
+        TxnError::InvalidProducerIdMapping => ResponseError::InvalidProducerIdMapping.code(),
+        TxnError::ProducerFenced => ResponseError::ProducerFenced.code(),
+        TxnError::ConcurrentTransactions => ResponseError::ConcurrentTransactions.code(),
+        TxnError::InvalidTxnState => ResponseError::InvalidTxnState.code(),
+        TxnError::InvalidTransactionTimeout => ResponseError::InvalidTransactionTimeout.code(),
+        TxnError::InvalidProducerEpoch => ResponseError::InvalidProducerEpoch.code(),
+    }
+}
+
 pub fn code(error: ResponseError) -> i16 {
     error.code()
 }

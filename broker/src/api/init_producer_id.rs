@@ -1,6 +1,8 @@
-//! InitProducerId: a fresh producer id for idempotent producers (epoch 0). A producer
-//! that sends its current id and epoch gets its epoch bumped (KIP-360), so it can
-//! reset its sequences without a new id. Transactional ids are not supported yet.
+//! InitProducerId. Without a transactional id: a fresh producer id for an idempotent
+//! producer (epoch 0); a producer that sends its current id and epoch gets its epoch
+//! bumped (KIP-360), so it can reset its sequences without a new id. With one: the
+//! transaction coordinator of the id gives the producer session its id and a new epoch,
+//! fencing older sessions (and aborting their open transaction first).
 
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
@@ -22,14 +24,34 @@ impl Api for InitProducerIdApi {
             let response = InitProducerIdResponse::default()
                 .with_producer_id(ProducerId(-1))
                 .with_producer_epoch(-1);
-            if request
-                .transactional_id
-                .as_ref()
-                .is_some_and(|id| !id.0.is_empty())
-            {
-                return context.respond(
-                    &response.with_error_code(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
-                );
+            if let Some(transactional_id) = &request.transactional_id {
+                let id = transactional_id.0.as_str();
+                if id.is_empty() {
+                    return context.respond(&response.with_error_code(errors::INVALID_REQUEST));
+                }
+                let access = context.access();
+                if !access.allows(Operation::Write, ResourceType::TransactionalId, id) {
+                    return context.respond(
+                        &response.with_error_code(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                    );
+                }
+                let expected = (request.producer_id.0 >= 0 && request.producer_epoch >= 0)
+                    .then_some((request.producer_id.0, request.producer_epoch));
+                let answer = context
+                    .broker
+                    .transactions
+                    .init_producer_id(context.broker, id, request.transaction_timeout_ms, expected)
+                    .await;
+                let response = match answer {
+                    Ok((producer_id, epoch)) => response
+                        .with_producer_id(ProducerId(producer_id))
+                        .with_producer_epoch(epoch),
+                    Err(error) => {
+                        tracing::debug!(transactional_id = id, %error, "InitProducerId refused");
+                        response.with_error_code(errors::txn_error(&error))
+                    }
+                };
+                return context.respond(&response);
             }
             // An idempotent producer: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
             let access = context.access();

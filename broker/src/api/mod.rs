@@ -12,6 +12,8 @@ mod acls;
 mod admin;
 mod configs;
 
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_replica_log_dirs;
@@ -30,8 +32,10 @@ mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_quorum;
+mod describe_transactions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
+mod end_txn;
 mod fetch;
 mod fetch_session;
 mod find_coordinator;
@@ -55,6 +59,7 @@ mod produce_legacy;
 mod raft_voters;
 mod sasl;
 mod sync_group;
+mod txn_offset_commit;
 mod unregister_broker;
 mod write_txn_markers;
 
@@ -296,6 +301,12 @@ pub fn routes(fetch_session_slots: usize) -> Routes {
         Box::new(list_partition_reassignments::ListPartitionReassignmentsApi),
         Box::new(unregister_broker::UnregisterBrokerApi),
         Box::new(write_txn_markers::WriteTxnMarkersApi),
+        Box::new(add_partitions_to_txn::AddPartitionsToTxnApi),
+        Box::new(add_offsets_to_txn::AddOffsetsToTxnApi),
+        Box::new(end_txn::EndTxnApi),
+        Box::new(txn_offset_commit::TxnOffsetCommitApi),
+        Box::new(describe_transactions::DescribeTransactionsApi),
+        Box::new(describe_transactions::ListTransactionsApi),
         Box::new(find_coordinator::FindCoordinatorApi),
         Box::new(join_group::JoinGroupApi),
         Box::new(sync_group::SyncGroupApi),

@@ -152,7 +152,7 @@ impl Api for OffsetCommitApi {
 /// An offset commit is acknowledged once the in-sync replicas of the group's
 /// `__consumer_offsets` partition have it (`offsets.commit.timeout.ms`, 5 s as in Kafka);
 /// failures map as Kafka maps them for commits.
-async fn committed(context: &RequestContext<'_>, group: &str) -> Result<(), GroupError> {
+pub(super) async fn committed(context: &RequestContext<'_>, group: &str) -> Result<(), GroupError> {
     let broker = context.broker;
     let partition = partition_for(group, broker.groups.config.offsets_partitions);
     let tp = TopicPartition::new(OFFSETS_TOPIC, partition);

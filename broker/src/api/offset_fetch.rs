@@ -63,7 +63,9 @@ impl Api for OffsetFetchApi {
                         .collect()
                 });
                 let fetched = groups.fetch_offsets(&request.group_id.0, partitions);
-                let topics = group_by_topic(authorized(&access, fetched, named))
+                let fetched = authorized(&access, fetched, named);
+                let fetched = stable(groups, &request.group_id.0, request.require_stable, fetched);
+                let topics = group_by_topic(fetched)
                     .into_iter()
                     .map(|(topic, partitions)| {
                         OffsetFetchResponseTopic::default()
@@ -137,7 +139,10 @@ impl Api for OffsetFetchApi {
                     });
                     let named = partitions.is_some();
                     let fetched = groups.fetch_offsets(&group.group_id.0, partitions);
-                    let topics = group_by_topic(authorized(&access, fetched, named))
+                    let fetched = authorized(&access, fetched, named);
+                    let fetched =
+                        stable(groups, &group.group_id.0, request.require_stable, fetched);
+                    let topics = group_by_topic(fetched)
                         .into_iter()
                         .map(|(topic, partitions)| {
                             OffsetFetchResponseTopics::default()
@@ -169,6 +174,32 @@ impl Api for OffsetFetchApi {
             context.respond(&OffsetFetchResponse::default().with_groups(response_groups))
         })
     }
+}
+
+/// KIP-447: with `require_stable`, a partition whose offset a transaction has written
+/// and not yet decided is answered UNSTABLE_OFFSET_COMMIT (the consumer asks again)
+/// rather than with an offset the transaction may still replace.
+fn stable(
+    groups: &crate::group::GroupCoordinator,
+    group: &str,
+    require_stable: bool,
+    fetched: Vec<(FetchedOffset, i16)>,
+) -> Vec<(FetchedOffset, i16)> {
+    if !require_stable {
+        return fetched;
+    }
+    fetched
+        .into_iter()
+        .map(|(mut f, code)| {
+            let tp = TopicPartition::new(f.topic.clone(), f.partition);
+            if code == errors::NONE && groups.has_pending_offset(group, &tp) {
+                f.offset = None;
+                (f, errors::UNSTABLE_OFFSET_COMMIT)
+            } else {
+                (f, code)
+            }
+        })
+        .collect()
 }
 
 fn values(fetched: &FetchedOffset) -> (i64, i32, String) {

@@ -2,11 +2,11 @@
 //! partition's leader as a control batch of the producer's transaction and acknowledged
 //! once the in-sync replicas have it (as `acks=all`), per partition.
 //!
-//! The partition's replica manager does the writing ([`Partition::append_marker`]); the
-//! last stable offset and the aborted-transaction index follow from the marker in the
-//! log. Only brokers (CLUSTER_ACTION on the cluster) may send it.
-
-use std::time::Duration;
+//! The partition's replica manager does the writing (`Partition::append_marker`, through
+//! [`crate::txn::markers`], which the local coordinator uses too); the last stable offset
+//! and the aborted-transaction index follow from the marker in the log, and a marker on a
+//! `__consumer_offsets` partition settles the transaction's offsets. Only brokers
+//! (CLUSTER_ACTION on the cluster) may send it.
 
 use bytes::Bytes;
 use kafka_protocol::messages::write_txn_markers_response::{
@@ -17,12 +17,9 @@ use tokio::time::Instant;
 
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
-use crate::replication::CommitWait;
 use crate::security::acl::Operation;
 use crate::storage::TopicPartition;
-
-/// How long a marker waits for the in-sync replicas (Kafka uses `request.timeout.ms`).
-const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::txn::markers::{MARKER_TIMEOUT, MarkerSpec, write_local};
 
 #[derive(Debug)]
 pub struct WriteTxnMarkersApi;
@@ -79,35 +76,15 @@ async fn write_one(
     marker: &kafka_protocol::messages::write_txn_markers_request::WritableTxnMarker,
     deadline: Instant,
 ) -> i16 {
-    let (partition, leader_epoch) = match leader_partition(context.broker, tp, -1) {
-        Ok(found) => found,
-        Err(code) => return code,
-    };
-    let producer_id = marker.producer_id.0;
-    let info = match partition.append_marker(
-        producer_id,
-        marker.producer_epoch,
-        marker.transaction_result,
-        marker.coordinator_epoch,
-    ) {
-        Ok(info) => info,
-        Err(error) => {
-            tracing::info!(topic_partition = %tp, producer_id, %error, "Transaction marker refused");
-            return errors::append_error(&error);
-        }
-    };
-    let waited = partition
-        .wait_committed(
-            info.last_offset + 1,
-            leader_epoch,
-            deadline,
-            context.broker.shutting_down.clone(),
-        )
-        .await;
-    match waited {
-        Ok(()) => 0,
-        Err(CommitWait::LeadershipLost) => errors::NOT_LEADER_OR_FOLLOWER,
-        Err(CommitWait::TimedOut) => errors::REQUEST_TIMED_OUT,
-        Err(CommitWait::NotEnoughReplicasAfterAppend) => errors::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    // UNKNOWN_TOPIC_OR_PARTITION and NOT_LEADER_OR_FOLLOWER as every partition API says them.
+    if let Err(code) = leader_partition(context.broker, tp, -1) {
+        return code;
     }
+    let spec = MarkerSpec {
+        producer_id: marker.producer_id.0,
+        producer_epoch: marker.producer_epoch,
+        commit: marker.transaction_result,
+        coordinator_epoch: marker.coordinator_epoch,
+    };
+    write_local(context.broker, tp, spec, deadline).await
 }

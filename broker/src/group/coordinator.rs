@@ -27,7 +27,9 @@ use super::records::{
 use super::{GroupError, OFFSETS_TOPIC};
 use crate::config::GroupConfig;
 use crate::replication::ReplicaManager;
-use crate::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use crate::storage::batch_builder::{
+    ProducerFields, SimpleRecord, build_batch, build_transactional_batch,
+};
 use crate::storage::{Clock, LogManager, TopicPartition};
 
 /// A group's protocol and state.
@@ -88,6 +90,8 @@ pub(super) struct Groups {
     pub(super) join_waiters: Waiters<JoinResponseData>,
     pub(super) sync_waiters: Waiters<Result<Bytes, GroupError>>,
     pub(super) last_expiry_check: i64,
+    /// Offsets of transactions not decided yet, by producer id (TxnOffsetCommit).
+    pub(super) pending_transactions: HashMap<i64, HashMap<(String, TopicPartition), OffsetValue>>,
 }
 
 /// The coordinator of every group on this broker.
@@ -148,9 +152,8 @@ impl GroupCoordinator {
             let now = coordinator.clock.now_ms();
             let mut state = coordinator.state.lock();
             for partition in 0..coordinator.config.offsets_partitions {
-                for (key, value) in coordinator.read_partition(partition) {
-                    coordinator.replay(&mut state.groups, key, value, now);
-                }
+                let loaded = coordinator.read_partition(partition);
+                coordinator.replay_partition(&mut state, loaded, now);
             }
             state.groups.retain(|_, g| {
                 !(g.is_empty()
@@ -202,9 +205,11 @@ impl GroupCoordinator {
         for (_, waiter) in state.sync_waiters.extract_if(|key, _| here(key)) {
             let _ = waiter.send(Err(GroupError::NotCoordinator));
         }
-        for (key, value) in loaded {
-            self.replay(&mut state.groups, key, value, now);
-        }
+        state.pending_transactions.retain(|_, offsets| {
+            offsets.retain(|(group, _), _| records::partition_for(group, partitions) != partition);
+            !offsets.is_empty()
+        });
+        self.replay_partition(&mut state, loaded, now);
         state.groups.retain(|_, g| {
             !(g.is_empty()
                 && g.offsets.is_empty()
@@ -244,18 +249,38 @@ impl GroupCoordinator {
 
     /// Appends `records` to the group's offsets partition.
     pub(super) fn append(&self, group: &str, records: &[SimpleRecord]) -> Result<(), GroupError> {
+        self.append_batch(group, records, None)
+    }
+
+    /// Appends `records` to the group's offsets partition, as a transactional batch of
+    /// `producer` (id, epoch) when given (TxnOffsetCommit).
+    pub(super) fn append_batch(
+        &self,
+        group: &str,
+        records: &[SimpleRecord],
+        producer: Option<(i64, i16)>,
+    ) -> Result<(), GroupError> {
         if records.is_empty() {
             return Ok(());
         }
         let partition = records::partition_for(group, self.config.offsets_partitions);
         let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-        let batch =
-            build_batch(records, Compression::None, ProducerFields::default()).map_err(|e| {
-                GroupError::BuildBatch {
-                    partition: tp.clone(),
-                    reason: e.to_string(),
-                }
-            })?;
+        let built = match producer {
+            None => build_batch(records, Compression::None, ProducerFields::default()),
+            Some((producer_id, producer_epoch)) => build_transactional_batch(
+                records,
+                Compression::None,
+                ProducerFields {
+                    producer_id,
+                    producer_epoch,
+                    base_sequence: -1,
+                },
+            ),
+        };
+        let batch = built.map_err(|e| GroupError::BuildBatch {
+            partition: tp.clone(),
+            reason: e.to_string(),
+        })?;
         if let Some(replicas) = self.replicas.read().clone() {
             let replica = replicas
                 .partition(&tp)

@@ -1,6 +1,8 @@
 //! Loading groups from `__consumer_offsets` at start-up: every partition is read from
 //! its log start offset; later records win, tombstones delete, and records that cannot
-//! be decoded are skipped with a warning (never a panic).
+//! be decoded are skipped with a warning (never a panic). Offsets a transaction wrote
+//! (TxnOffsetCommit) count from its COMMIT marker on, are dropped at its ABORT marker,
+//! and are pending while it has neither.
 
 use std::collections::HashMap;
 
@@ -9,13 +11,65 @@ use kafka_protocol::records::RecordBatchDecoder;
 
 use super::OFFSETS_TOPIC;
 use super::classic::ClassicGroup;
+use super::coordinator::Groups;
 use super::coordinator::{Group, GroupCoordinator, GroupKind, new_group};
 use super::records::{self, RecordKey, RecordValue};
 use crate::storage::ReadLimit;
 use crate::storage::TopicPartition;
 
+/// What a `__consumer_offsets` partition holds, in log order.
+#[derive(Debug)]
+pub(super) enum Loaded {
+    /// A record of its own (OffsetCommit, group metadata).
+    Record(RecordKey, Option<RecordValue>),
+    /// A record a producer's transaction wrote (TxnOffsetCommit).
+    Transactional(i64, RecordKey, Option<RecordValue>),
+    /// A transaction marker: producer id, commit.
+    Marker(i64, bool),
+}
+
 impl GroupCoordinator {
-    pub(super) fn read_partition(&self, partition: i32) -> Vec<(RecordKey, Option<RecordValue>)> {
+    /// Replays one partition's records into `state` (transactions settled by their
+    /// markers; undecided ones left pending).
+    pub(super) fn replay_partition(&self, state: &mut Groups, loaded: Vec<Loaded>, now: i64) {
+        let mut open: HashMap<i64, Vec<(RecordKey, Option<RecordValue>)>> = HashMap::new();
+        for item in loaded {
+            match item {
+                Loaded::Record(key, value) => self.replay(&mut state.groups, key, value, now),
+                Loaded::Transactional(producer_id, key, value) => {
+                    open.entry(producer_id).or_default().push((key, value));
+                }
+                Loaded::Marker(producer_id, commit) => {
+                    for (key, value) in open.remove(&producer_id).unwrap_or_default() {
+                        if commit {
+                            self.replay(&mut state.groups, key, value, now);
+                        }
+                    }
+                }
+            }
+        }
+        for (producer_id, records) in open {
+            for (key, value) in records {
+                if let (
+                    RecordKey::Offset {
+                        group,
+                        topic,
+                        partition,
+                    },
+                    Some(RecordValue::Offset(value)),
+                ) = (key, value)
+                {
+                    state
+                        .pending_transactions
+                        .entry(producer_id)
+                        .or_default()
+                        .insert((group, TopicPartition::new(topic, partition)), value);
+                }
+            }
+        }
+    }
+
+    pub(super) fn read_partition(&self, partition: i32) -> Vec<Loaded> {
         let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
         let mut out = Vec::new();
         let Some(log) = self.logs.get(&tp) else {
@@ -51,8 +105,19 @@ impl GroupCoordinator {
             };
             for record in records {
                 if record.control {
+                    // An end-transaction marker's key: version i16, type i16 (1 COMMIT).
+                    if let Some(key) = &record.key
+                        && record.transactional
+                        && let (Some(high), Some(low)) = (key.get(2), key.get(3))
+                    {
+                        let kind = i16::from_be_bytes([*high, *low]);
+                        if kind == 0 || kind == 1 {
+                            out.push(Loaded::Marker(record.producer_id, kind == 1));
+                        }
+                    }
                     continue;
                 }
+                let transactional = record.transactional.then_some(record.producer_id);
                 let Some(key) = record.key else { continue };
                 let key = match records::decode_key(key) {
                     Ok(key) => key,
@@ -62,7 +127,10 @@ impl GroupCoordinator {
                     }
                 };
                 match records::decode_value(&key, record.value) {
-                    Ok(value) => out.push((key, value)),
+                    Ok(value) => out.push(match transactional {
+                        Some(producer_id) => Loaded::Transactional(producer_id, key, value),
+                        None => Loaded::Record(key, value),
+                    }),
                     Err(error) => {
                         tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a __consumer_offsets record");
                     }

@@ -35,9 +35,11 @@ pub mod offsets;
 pub mod records;
 #[cfg(test)]
 mod tests;
+mod transactions;
 
 pub use crate::config::GroupConfig;
 pub use coordinator::GroupCoordinator;
+pub use transactions::TxnMember;
 
 /// The offsets topic.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";

@@ -83,6 +83,18 @@ impl FetcherPool {
         }
     }
 
+    /// A connection to another broker's inter-broker listener, as the fetchers make
+    /// theirs (the transaction coordinator sends markers over it).
+    pub async fn connect_peer(
+        &self,
+        endpoint: &Endpoint,
+        client_id: &str,
+    ) -> Result<PeerConnection, PeerError> {
+        let tls = self.tls.read().clone();
+        let sasl = self.sasl.read().clone();
+        connect_to(endpoint, client_id, tls.as_ref(), sasl.as_ref()).await
+    }
+
     /// Makes the fetchers match `wanted` (leader → its endpoint and the partitions
     /// followed there): new leaders get a fetcher, gone ones lose theirs.
     pub fn assign(&self, wanted: &HashMap<i32, (Endpoint, Assignment)>) {
@@ -173,11 +185,26 @@ struct Link {
 /// A connection to the leader's inter-broker listener, over TLS when it is `SSL` or
 /// `SASL_SSL`, authenticated when it is `SASL_*`.
 async fn connect(link: &Link) -> Result<PeerConnection, PeerError> {
-    let address = socket_address(&link.endpoint.host, link.endpoint.port);
-    let client_id = format!("oxbow-replica-{}", link.node_id);
-    let tls = match &link.tls {
+    connect_to(
+        &link.endpoint,
+        &format!("oxbow-replica-{}", link.node_id),
+        link.tls.as_ref(),
+        link.sasl.as_ref(),
+    )
+    .await
+}
+
+/// A connection to another broker's inter-broker listener (TLS and SASL as configured).
+async fn connect_to(
+    endpoint: &Endpoint,
+    client_id: &str,
+    tls: Option<&Arc<ServerTls>>,
+    sasl: Option<&Arc<InterBrokerSasl>>,
+) -> Result<PeerConnection, PeerError> {
+    let address = socket_address(&endpoint.host, endpoint.port);
+    let tls = match tls {
         Some(tls) => tls
-            .connector(&link.endpoint.host)
+            .connector(&endpoint.host)
             .map_err(|error| PeerError::Tls {
                 address: address.clone(),
                 source: std::io::Error::other(error.to_string()),
@@ -186,12 +213,12 @@ async fn connect(link: &Link) -> Result<PeerConnection, PeerError> {
     };
     let mut connection = match tls {
         Some((connector, name)) => {
-            PeerConnection::connect_tls(&address, &client_id, CONNECT_TIMEOUT, &connector, name)
+            PeerConnection::connect_tls(&address, client_id, CONNECT_TIMEOUT, &connector, name)
                 .await?
         }
-        None => PeerConnection::connect(&address, &client_id, CONNECT_TIMEOUT).await?,
+        None => PeerConnection::connect(&address, client_id, CONNECT_TIMEOUT).await?,
     };
-    if let Some(sasl) = &link.sasl {
+    if let Some(sasl) = sasl {
         authenticate(&mut connection, sasl).await?;
     }
     Ok(connection)

@@ -172,6 +172,16 @@ impl ReplicaManager {
         &self.config
     }
 
+    /// A connection to another broker's inter-broker listener (TLS and SASL as the
+    /// followers use them).
+    pub async fn connect_peer(
+        &self,
+        endpoint: &Endpoint,
+        client_id: &str,
+    ) -> Result<oxbow_kafka_client::Connection, oxbow_kafka_client::WireError> {
+        self.fetchers.connect_peer(endpoint, client_id).await
+    }
+
     pub fn partition(&self, topic_partition: &TopicPartition) -> Option<Arc<Partition>> {
         self.partitions.read().get(topic_partition).cloned()
     }

@@ -63,9 +63,10 @@ pub struct ProducerStateTable {
 impl ProducerStateTable {
     /// Checks a batch against the producer's state; non-idempotent batches always append.
     pub fn check(&self, header: &BatchHeader) -> Result<SequenceCheck, SequenceError> {
-        // A transaction marker carries no sequence; an older epoch than the producer's is
-        // a zombie coordinator's (Kafka's InvalidProducerEpoch for markers).
-        if header.is_control() && header.has_producer_id() {
+        // A transaction marker (or a coordinator's transactional write, TxnOffsetCommit)
+        // carries no sequence; an older epoch than the producer's is a zombie's (Kafka's
+        // InvalidProducerEpoch).
+        if header.has_producer_id() && (header.is_control() || header.base_sequence < 0) {
             return match self.producers.get(&header.producer_id) {
                 Some(entry) if header.producer_epoch < entry.epoch => Err(SequenceError::Fenced {
                     producer_id: header.producer_id,

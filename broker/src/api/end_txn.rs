@@ -1,0 +1,58 @@
+//! EndTxn: the producer commits or aborts its transaction. The answer comes once the
+//! decision (PrepareCommit / PrepareAbort) is replicated in `__transaction_state`; the
+//! coordinator then writes the markers (a producer's next transaction waits for them,
+//! CONCURRENT_TRANSACTIONS, as in Kafka).
+
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, EndTxnRequest, EndTxnResponse, ProducerId};
+
+use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::security::acl::{Operation, ResourceType};
+
+#[derive(Debug)]
+pub struct EndTxnApi;
+
+impl Api for EndTxnApi {
+    fn key(&self) -> ApiKey {
+        ApiKey::EndTxn
+    }
+
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let request: EndTxnRequest = context.decode(body)?;
+            let id = request.transactional_id.0.as_str();
+            let access = context.access();
+            let code = if id.is_empty() {
+                errors::INVALID_REQUEST
+            } else if !access.allows(Operation::Write, ResourceType::TransactionalId, id) {
+                errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            } else {
+                match context
+                    .broker
+                    .transactions
+                    .end_transaction(
+                        id,
+                        request.producer_id.0,
+                        request.producer_epoch,
+                        request.committed,
+                    )
+                    .await
+                {
+                    Ok(()) => errors::NONE,
+                    Err(error) => {
+                        tracing::debug!(transactional_id = id, committed = request.committed, %error, "EndTxn refused");
+                        errors::txn_error(&error)
+                    }
+                }
+            };
+            // v5's producer id and epoch are for transaction version 2, which Oxbow does
+            // not offer: -1 as Kafka answers under version 1.
+            context.respond(
+                &EndTxnResponse::default()
+                    .with_error_code(code)
+                    .with_producer_id(ProducerId(-1))
+                    .with_producer_epoch(-1),
+            )
+        })
+    }
+}

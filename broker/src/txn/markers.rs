@@ -1,0 +1,211 @@
+//! Writing a decided transaction's markers: every partition of the transaction gets a
+//! COMMIT or ABORT control batch from its leader. Partitions led here are written through
+//! the replica manager; the others are sent to their leaders as WriteTxnMarkers. A marker
+//! on a `__consumer_offsets` partition also tells the group coordinator to make the
+//! transaction's offsets visible or drop them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
+use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
+use kafka_protocol::protocol::StrBytes;
+use tokio::time::Instant;
+
+use crate::api::errors;
+use crate::group::OFFSETS_TOPIC;
+use crate::replication::{CommitWait, Serving};
+use crate::state::BrokerState;
+use crate::storage::TopicPartition;
+
+/// What one transaction's markers say.
+#[derive(Debug, Clone, Copy)]
+pub struct MarkerSpec {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub commit: bool,
+    pub coordinator_epoch: i32,
+}
+
+/// How long one marker waits for its partition's in-sync replicas.
+pub const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
+/// The pause before markers that failed (no leader yet, a leader moving) are retried.
+const RETRY_BACKOFF: Duration = Duration::from_millis(200);
+const REMOTE_TIMEOUT: Duration = Duration::from_secs(35);
+
+/// Writes `spec`'s marker to `tp`, which this broker must lead, and waits for its
+/// in-sync replicas; Kafka's error code (0 when written).
+pub async fn write_local(
+    broker: &BrokerState,
+    tp: &TopicPartition,
+    spec: MarkerSpec,
+    deadline: Instant,
+) -> i16 {
+    let (partition, leader_epoch) = match broker.replicas.serving(tp, -1, Serving::Leader) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    let info = match partition.append_marker(
+        spec.producer_id,
+        spec.producer_epoch,
+        spec.commit,
+        spec.coordinator_epoch,
+    ) {
+        Ok(info) => info,
+        Err(error) => {
+            tracing::info!(topic_partition = %tp, producer_id = spec.producer_id, %error, "Transaction marker refused");
+            return errors::append_error(&error);
+        }
+    };
+    let waited = partition
+        .wait_committed(
+            info.last_offset + 1,
+            leader_epoch,
+            deadline,
+            broker.shutting_down.clone(),
+        )
+        .await;
+    match waited {
+        Ok(()) => {
+            if tp.topic == OFFSETS_TOPIC {
+                broker
+                    .groups
+                    .complete_transaction(tp.partition, spec.producer_id, spec.commit);
+            }
+            errors::NONE
+        }
+        Err(CommitWait::LeadershipLost) => errors::NOT_LEADER_OR_FOLLOWER,
+        Err(CommitWait::TimedOut) => errors::REQUEST_TIMED_OUT,
+        Err(CommitWait::NotEnoughReplicasAfterAppend) => errors::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    }
+}
+
+/// Writes `spec`'s markers to every partition of `partitions`, retrying what fails,
+/// until all are written, their topics are gone, or `still_coordinator` says this broker
+/// no longer coordinates the transaction (the next coordinator writes them). Whether
+/// every marker was written.
+pub async fn write_all(
+    broker: &BrokerState,
+    spec: MarkerSpec,
+    partitions: &BTreeSet<TopicPartition>,
+    still_coordinator: impl Fn() -> bool,
+) -> bool {
+    let mut remaining: BTreeSet<TopicPartition> = partitions.clone();
+    let mut attempt = 0u32;
+    while !remaining.is_empty() {
+        if !still_coordinator() || *broker.shutting_down.borrow() {
+            return false;
+        }
+        if attempt > 0 {
+            tokio::time::sleep(RETRY_BACKOFF).await;
+        }
+        attempt += 1;
+        let image = broker.controller.image();
+        let mut by_leader: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
+        remaining.retain(|tp| {
+            let Some(topic) = image.topics.get(&tp.topic) else {
+                tracing::info!(topic_partition = %tp, "A transaction's partition is gone; no marker for it");
+                return false;
+            };
+            if topic.partition(tp.partition).is_none() {
+                return false;
+            }
+            true
+        });
+        for tp in &remaining {
+            let leader = image
+                .topics
+                .get(&tp.topic)
+                .and_then(|t| t.partition(tp.partition))
+                .map_or(-1, |p| p.leader);
+            if leader >= 0 {
+                by_leader.entry(leader).or_default().push(tp.clone());
+            }
+        }
+        let deadline = Instant::now() + MARKER_TIMEOUT;
+        for (leader, tps) in by_leader {
+            let codes: Vec<(TopicPartition, i16)> = if leader == broker.replicas.node_id() {
+                let mut codes = Vec::with_capacity(tps.len());
+                for tp in tps {
+                    let code = write_local(broker, &tp, spec, deadline).await;
+                    codes.push((tp, code));
+                }
+                codes
+            } else {
+                let Some(endpoint) = image.brokers.get(&leader).map(|b| b.endpoint.clone()) else {
+                    continue;
+                };
+                match send_remote(broker, &endpoint, spec, &tps).await {
+                    Ok(codes) => codes,
+                    Err(error) => {
+                        tracing::info!(leader, %error, "Sending transaction markers failed; retrying");
+                        continue;
+                    }
+                }
+            };
+            for (tp, code) in codes {
+                match code {
+                    errors::NONE => {
+                        remaining.remove(&tp);
+                    }
+                    errors::INVALID_PRODUCER_EPOCH => {
+                        // A newer epoch of the producer is in the partition: this marker
+                        // belongs to a transaction already superseded there.
+                        tracing::warn!(topic_partition = %tp, producer_id = spec.producer_id, "A marker was refused as stale; not retrying it");
+                        remaining.remove(&tp);
+                    }
+                    code => {
+                        tracing::debug!(topic_partition = %tp, error = errors::error_name(code), "A transaction marker will be retried");
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
+async fn send_remote(
+    broker: &BrokerState,
+    endpoint: &crate::metadata::records::Endpoint,
+    spec: MarkerSpec,
+    tps: &[TopicPartition],
+) -> Result<Vec<(TopicPartition, i16)>, oxbow_kafka_client::WireError> {
+    let client_id = format!("oxbow-txn-markers-{}", broker.replicas.node_id());
+    let mut connection = broker.replicas.connect_peer(endpoint, &client_id).await?;
+    let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for tp in tps {
+        topics.entry(&tp.topic).or_default().push(tp.partition);
+    }
+    let request = WriteTxnMarkersRequest::default().with_markers(vec![
+        WritableTxnMarker::default()
+            .with_producer_id(ProducerId(spec.producer_id))
+            .with_producer_epoch(spec.producer_epoch)
+            .with_transaction_result(spec.commit)
+            .with_coordinator_epoch(spec.coordinator_epoch)
+            .with_topics(
+                topics
+                    .into_iter()
+                    .map(|(topic, partitions)| {
+                        WritableTxnMarkerTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                            .with_partition_indexes(partitions)
+                    })
+                    .collect(),
+            ),
+    ]);
+    let response = connection.call_version(&request, 1, REMOTE_TIMEOUT).await?;
+    let mut codes = Vec::new();
+    for marker in response.markers {
+        for topic in marker.topics {
+            for partition in topic.partitions {
+                codes.push((
+                    TopicPartition::new(topic.name.0.to_string(), partition.partition_index),
+                    partition.error_code,
+                ));
+            }
+        }
+    }
+    Ok(codes)
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Transactions end to end against real broker processes:
+#  1. librdkafka (confluent-kafka) — see e2e/transactions/test_transactions.py: commit and
+#     abort across partitions, an open transaction holding read_committed consumers back,
+#     consume-transform-produce with the group's offsets in the transaction, fencing by a
+#     new session, the coordinator aborting a transaction past its timeout, SIGKILL and
+#     restart;
+#  2. the Java client through Apache Kafka 4.1's own tools: kafka-producer-perf-test as a
+#     transactional producer (a commit every 100 ms), read back by kafka-console-consumer
+#     at read_committed; kafka-transactions list / describe on the coordinator's state.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
+cargo build --locked -p oxbow-broker --bin oxbow
+# A private copy: another build sharing the target directory cannot swap it mid-run.
+work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-transactions.XXXXXX")"
+binary="$work/oxbow"
+cp "$CARGO_TARGET_DIR/debug/oxbow" "$binary"
+cleanup() {
+  e2e/peers/oxbow/stop --dir "$work/java" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "--- librdkafka"
+OXBOW_BINARY="$binary" python3 e2e/transactions/test_transactions.py
+
+echo "--- Java client (Kafka's tools)"
+port="$(e2e/lib/free-port)"
+OXBOW_BINARY="$binary" e2e/peers/oxbow/start-single --port "$port" --dir "$work/java" \
+  --config transaction.state.log.num.partitions=3 --config offsets.topic.num.partitions=3 >/dev/null
+tools=e2e/peers/kafka/bin
+bootstrap=(--bootstrap-server "127.0.0.1:$port")
+failed() {
+  echo "FAIL $1"; sed 's/^/     /' <<<"$2" | tail -n 15
+  tail -n 20 "$work/java/oxbow.log"
+  exit 1
+}
+"$tools/kafka-topics" "${bootstrap[@]}" --create --topic java-txn --partitions 3 >/dev/null
+records=20000
+perf="$("$tools/kafka-producer-perf-test" --topic java-txn --num-records "$records" --record-size 100 \
+  --throughput -1 --transactional-id java-perf --transaction-duration-ms 100 \
+  --producer-props "bootstrap.servers=127.0.0.1:$port" 2>&1)" || failed "kafka-producer-perf-test" "$perf"
+summary="$(grep -E "^$records records sent" <<<"$perf")" || failed "the transactional producer did not send $records records" "$perf"
+echo "ok   Java transactional producer, a commit every 100 ms: $summary"
+consumed="$("$tools/kafka-console-consumer" "${bootstrap[@]}" --topic java-txn --from-beginning \
+  --isolation-level read_committed --max-messages "$records" --timeout-ms 30000 2>/dev/null | wc -l)"
+[ "$consumed" = "$records" ] || failed "read_committed read $consumed of $records committed records" ""
+echo "ok   kafka-console-consumer --isolation-level read_committed read all $records records"
+listed="$("$tools/kafka-transactions" "${bootstrap[@]}" list 2>&1)" || failed "kafka-transactions list" "$listed"
+grep -qE "^java-perf[[:space:]]+0[[:space:]]+[0-9]+[[:space:]]+CompleteCommit" <<<"$listed" || failed "kafka-transactions list does not show java-perf as CompleteCommit" "$listed"
+described="$("$tools/kafka-transactions" "${bootstrap[@]}" describe --transactional-id java-perf 2>&1)" ||
+  failed "kafka-transactions describe" "$described"
+grep -qE "CompleteCommit" <<<"$described" || failed "kafka-transactions describe" "$described"
+echo "ok   kafka-transactions list and describe: java-perf is CompleteCommit on coordinator 0"
