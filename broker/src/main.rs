@@ -21,7 +21,7 @@ use oxbow_broker::security::ServerTls;
 use oxbow_broker::server;
 use oxbow_broker::state::BrokerState;
 use oxbow_broker::storage::{LogManager, META_PROPERTIES, SystemClock, ensure_directory_id};
-use oxbow_broker::txn::TransactionCoordinator;
+use oxbow_broker::txn::{TransactionCoordinator, TransactionMetrics};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
@@ -258,13 +258,19 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             .context("registering group metrics")?,
     ));
     // Transaction coordinators follow __transaction_state leadership the same way.
-    let transactions = Arc::new(TransactionCoordinator::new(
-        config.transactions.clone(),
-        Arc::clone(&replicas),
-        Arc::clone(&logs),
-        Arc::new(SystemClock),
-        shutdown_rx.clone(),
-    ));
+    let transactions = Arc::new(
+        TransactionCoordinator::new(
+            config.transactions.clone(),
+            Arc::clone(&replicas),
+            Arc::clone(&logs),
+            Arc::new(SystemClock),
+            shutdown_rx.clone(),
+        )
+        .with_metrics(
+            TransactionMetrics::new(metrics.registry())
+                .context("registering transaction metrics")?,
+        ),
+    );
     {
         let groups = Arc::clone(&groups);
         let transactions = Arc::clone(&transactions);

@@ -7,7 +7,11 @@
 #     restart;
 #  2. the Java client through Apache Kafka 4.1's own tools: kafka-producer-perf-test as a
 #     transactional producer (a commit every 100 ms), read back by kafka-console-consumer
-#     at read_committed; kafka-transactions list / describe on the coordinator's state.
+#     at read_committed; kafka-transactions list / describe on the coordinator's state;
+#  3. a hanging transaction (its producer gone, a 10-minute timeout): the metrics show it,
+#     kafka-transactions describe-producers finds its start offset, kafka-transactions
+#     abort ends it (WriteTxnMarkers from the admin client) and read_committed consumers
+#     get past it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
@@ -28,8 +32,10 @@ OXBOW_BINARY="$binary" python3 e2e/transactions/test_transactions.py
 
 echo "--- Java client (Kafka's tools)"
 port="$(e2e/lib/free-port)"
+metrics_port="$(e2e/lib/free-port)"
 OXBOW_BINARY="$binary" e2e/peers/oxbow/start-single --port "$port" --dir "$work/java" \
-  --config transaction.state.log.num.partitions=3 --config offsets.topic.num.partitions=3 >/dev/null
+  --config transaction.state.log.num.partitions=3 --config offsets.topic.num.partitions=3 \
+  --config "metrics.listener=127.0.0.1:$metrics_port" >/dev/null
 tools=e2e/peers/kafka/bin
 bootstrap=(--bootstrap-server "127.0.0.1:$port")
 failed() {
@@ -54,3 +60,44 @@ described="$("$tools/kafka-transactions" "${bootstrap[@]}" describe --transactio
   failed "kafka-transactions describe" "$described"
 grep -qE "CompleteCommit" <<<"$described" || failed "kafka-transactions describe" "$described"
 echo "ok   kafka-transactions list and describe: java-perf is CompleteCommit on coordinator 0"
+
+echo "--- a hanging transaction"
+metric() { curl -sf "http://127.0.0.1:$metrics_port/metrics" | awk -v name="$1" '$1 == name { print $2 }'; }
+"$tools/kafka-topics" "${bootstrap[@]}" --create --topic hanging --partitions 1 >/dev/null
+python3 - "$port" <<'PY'
+import os, sys
+from confluent_kafka import Producer
+producer = Producer({"bootstrap.servers": f"127.0.0.1:{sys.argv[1]}", "transactional.id": "gone",
+                     "transaction.timeout.ms": 600000})
+producer.init_transactions(30)
+producer.begin_transaction()
+for i in range(5):
+    producer.produce("hanging", value=f"hung-{i}".encode(), partition=0)
+producer.flush(30)
+os._exit(0)  # gone with its transaction open
+PY
+python3 -c "
+from confluent_kafka import Producer
+p = Producer({'bootstrap.servers': '127.0.0.1:$port'})
+for i in range(3): p.produce('hanging', value=f'later-{i}'.encode(), partition=0)
+p.flush(30)"
+[ "$(metric oxbow_transactions_open)" = 1 ] || failed "oxbow_transactions_open is $(metric oxbow_transactions_open), not 1" ""
+[ "$(metric oxbow_replication_unstable_partitions)" = 1 ] || failed "oxbow_replication_unstable_partitions is not 1" ""
+[ "$(metric oxbow_replication_max_last_stable_offset_lag_messages)" = 8 ] ||
+  failed "the last stable offset lag is $(metric oxbow_replication_max_last_stable_offset_lag_messages), not 8" ""
+producers="$("$tools/kafka-transactions" "${bootstrap[@]}" describe-producers --topic hanging --partition 0 2>&1)" ||
+  failed "kafka-transactions describe-producers" "$producers"
+grep -qE "^[0-9]+[[:space:]]+0[[:space:]]+-1[[:space:]]+4[[:space:]]+[0-9]+[[:space:]]+0[[:space:]]" <<<"$producers" ||
+  failed "describe-producers does not show the open transaction at offset 0" "$producers"
+echo "ok   the hanging transaction: oxbow_transactions_open 1, one unstable partition 8 records behind; describe-producers: last sequence 4, transaction from offset 0"
+seen="$("$tools/kafka-console-consumer" "${bootstrap[@]}" --topic hanging --from-beginning \
+  --isolation-level read_committed --timeout-ms 3000 2>/dev/null | wc -l)"
+[ "$seen" = 0 ] || failed "read_committed read $seen records past an open transaction" ""
+aborted="$("$tools/kafka-transactions" "${bootstrap[@]}" abort --topic hanging --partition 0 --start-offset 0 2>&1)" ||
+  failed "kafka-transactions abort" "$aborted"
+read="$("$tools/kafka-console-consumer" "${bootstrap[@]}" --topic hanging --from-beginning \
+  --isolation-level read_committed --max-messages 3 --timeout-ms 30000 2>/dev/null)"
+[ "$(grep -c '^later-' <<<"$read")" = 3 ] && ! grep -q '^hung-' <<<"$read" ||
+  failed "after kafka-transactions abort, read_committed read: $read" ""
+[ "$(metric oxbow_replication_unstable_partitions)" = 0 ] || failed "a partition is still unstable after the abort" ""
+echo "ok   kafka-transactions abort wrote the ABORT marker: read_committed reads the 3 later records and none of the 5 aborted"

@@ -31,6 +31,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
+mod describe_producers;
 mod describe_quorum;
 mod describe_transactions;
 mod describe_user_scram_credentials;
@@ -307,6 +308,7 @@ pub fn routes(fetch_session_slots: usize) -> Routes {
         Box::new(txn_offset_commit::TxnOffsetCommitApi),
         Box::new(describe_transactions::DescribeTransactionsApi),
         Box::new(describe_transactions::ListTransactionsApi),
+        Box::new(describe_producers::DescribeProducersApi),
         Box::new(find_coordinator::FindCoordinatorApi),
         Box::new(join_group::JoinGroupApi),
         Box::new(sync_group::SyncGroupApi),

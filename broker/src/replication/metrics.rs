@@ -11,7 +11,10 @@ pub struct ReplicationMetrics {
     under_min_isr: IntGauge,
     offline: IntGauge,
     leaders: IntGauge,
+    unstable: IntGauge,
+    max_stable_lag: IntGauge,
     follower_lag: Option<IntGaugeVec>,
+    stable_lag: Option<IntGaugeVec>,
     pub isr_shrinks: IntCounter,
     pub isr_expands: IntCounter,
     pub bytes_in: IntCounter,
@@ -47,6 +50,19 @@ impl ReplicationMetrics {
         } else {
             None
         };
+        let stable_lag = if follower_labels {
+            let metric = IntGaugeVec::new(
+                Opts::new(
+                    "oxbow_replication_last_stable_offset_lag_messages",
+                    "High watermark minus last stable offset of a partition led here: the records read_committed consumers wait for while transactions are open.",
+                ),
+                &["topic", "partition"],
+            )?;
+            registry.register(Box::new(metric.clone()))?;
+            Some(metric)
+        } else {
+            None
+        };
         let throttled_bytes = IntCounterVec::new(
             Opts::new(
                 "oxbow_replication_throttled_bytes_total",
@@ -73,7 +89,16 @@ impl ReplicationMetrics {
                 "oxbow_replication_leader_partitions",
                 "Partitions this broker leads.",
             )?,
+            unstable: gauge(
+                "oxbow_replication_unstable_partitions",
+                "Partitions led here whose last stable offset is below the high watermark (an open transaction holds read_committed consumers back).",
+            )?,
+            max_stable_lag: gauge(
+                "oxbow_replication_max_last_stable_offset_lag_messages",
+                "The largest high watermark minus last stable offset over the partitions led here.",
+            )?,
             follower_lag,
+            stable_lag,
             isr_shrinks: counter(
                 "oxbow_replication_isr_shrinks_total",
                 "ISR shrinks the controller accepted from this broker's leaders.",
@@ -97,7 +122,11 @@ impl ReplicationMetrics {
     /// leaderless partitions, given only on the active controller.
     pub fn refresh(&self, replicas: &ReplicaManager, offline: Option<usize>) {
         let (mut under_replicated, mut under_min_isr, mut leaders) = (0, 0, 0);
+        let (mut unstable, mut max_stable_lag) = (0, 0u64);
         if let Some(lag) = &self.follower_lag {
+            lag.reset();
+        }
+        if let Some(lag) = &self.stable_lag {
             lag.reset();
         }
         for partition in replicas.all() {
@@ -113,6 +142,19 @@ impl ReplicationMetrics {
             if role.in_sync_replicas.len() < min_isr {
                 under_min_isr += 1;
             }
+            let log = partition.log();
+            let stable_lag = log
+                .high_watermark()
+                .saturating_sub(log.last_stable_offset());
+            if stable_lag > 0 {
+                unstable += 1;
+                max_stable_lag = max_stable_lag.max(stable_lag);
+                if let Some(lag) = &self.stable_lag {
+                    let tp = partition.topic_partition();
+                    lag.with_label_values(&[&tp.topic, &tp.partition.to_string()])
+                        .set(i64::try_from(stable_lag).unwrap_or(i64::MAX));
+                }
+            }
             if let Some(lag) = &self.follower_lag {
                 let tp = partition.topic_partition();
                 let index = tp.partition.to_string();
@@ -125,6 +167,9 @@ impl ReplicationMetrics {
         self.under_replicated.set(under_replicated);
         self.under_min_isr.set(under_min_isr);
         self.leaders.set(leaders);
+        self.unstable.set(unstable);
+        self.max_stable_lag
+            .set(i64::try_from(max_stable_lag).unwrap_or(i64::MAX));
         self.offline.set(offline.unwrap_or(0) as i64);
     }
 }

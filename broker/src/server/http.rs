@@ -52,6 +52,7 @@ async fn respond(
     let (status, content_type, body) = match request.uri().path() {
         "/metrics" => (StatusCode::OK, "text/plain; version=0.0.4", {
             state.groups.refresh_metrics();
+            state.transactions.refresh_metrics();
             state.metrics.controller.refresh(&state.controller);
             let active = state.controller.controller_id() == Some(state.config.node_id);
             state.replicas.metrics.refresh(

@@ -954,6 +954,19 @@ impl Log {
         self.transactions.lock().open_transaction(producer_id)
     }
 
+    /// Every producer of this partition with the first offset of its open transaction
+    /// (DescribeProducers).
+    pub fn producers(&self) -> Vec<(super::ProducerSummary, Option<u64>)> {
+        let writer = self.writer.lock();
+        let transactions = self.transactions.lock();
+        writer
+            .producers
+            .summaries()
+            .into_iter()
+            .map(|p| (p, transactions.open_transaction(p.producer_id)))
+            .collect()
+    }
+
     /// How many transactions are open in this partition.
     pub fn open_transactions(&self) -> usize {
         self.transactions.lock().open_count()

@@ -72,6 +72,7 @@ pub use log_config::{
 pub use log_read::{ReadLimit, ReadResult};
 pub use manager::{LogManager, LogManagerError, StartupReport};
 pub use meta_properties::{META_PROPERTIES, encode_uuid, ensure_directory_id};
+pub use producer_state::ProducerSummary;
 pub use segment::{FileRegion, LogSegment};
 pub use transactions::{AbortedTransaction, Marker, marker_of};
 

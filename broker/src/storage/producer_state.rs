@@ -26,6 +26,18 @@ struct BatchSequences {
 struct ProducerEntry {
     epoch: i16,
     batches: VecDeque<BatchSequences>,
+    /// The largest timestamp of the producer's last batch or marker.
+    last_timestamp: i64,
+}
+
+/// One producer as DescribeProducers reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerSummary {
+    pub producer_id: i64,
+    pub epoch: i16,
+    /// The sequence of its last record here, -1 when none (only markers).
+    pub last_sequence: i32,
+    pub last_timestamp: i64,
 }
 
 /// The outcome of checking a batch's sequence numbers.
@@ -138,11 +150,13 @@ impl ProducerStateTable {
                 .or_insert_with(|| ProducerEntry {
                     epoch: header.producer_epoch,
                     batches: VecDeque::new(),
+                    last_timestamp: header.max_timestamp,
                 });
             if header.producer_epoch > entry.epoch {
                 entry.epoch = header.producer_epoch;
                 entry.batches.clear();
             }
+            entry.last_timestamp = header.max_timestamp;
             return;
         }
         if !header.has_producer_id() || header.base_sequence < 0 {
@@ -154,7 +168,9 @@ impl ProducerStateTable {
             .or_insert_with(|| ProducerEntry {
                 epoch: header.producer_epoch,
                 batches: VecDeque::new(),
+                last_timestamp: header.max_timestamp,
             });
+        entry.last_timestamp = header.max_timestamp;
         if header.producer_epoch != entry.epoch {
             entry.epoch = header.producer_epoch;
             entry.batches.clear();
@@ -168,6 +184,22 @@ impl ProducerStateTable {
         while entry.batches.len() > REMEMBERED_BATCHES {
             entry.batches.pop_front();
         }
+    }
+
+    /// Every producer known here, by id.
+    pub fn summaries(&self) -> Vec<ProducerSummary> {
+        let mut all: Vec<ProducerSummary> = self
+            .producers
+            .iter()
+            .map(|(id, entry)| ProducerSummary {
+                producer_id: *id,
+                epoch: entry.epoch,
+                last_sequence: entry.batches.back().map_or(-1, |b| b.last_sequence),
+                last_timestamp: entry.last_timestamp,
+            })
+            .collect();
+        all.sort_by_key(|p| p.producer_id);
+        all
     }
 
     /// Each producer's last offset in the log: the cleaner keeps that batch (emptied if

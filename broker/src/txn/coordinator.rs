@@ -71,6 +71,7 @@ pub struct TransactionCoordinator {
     inner: Mutex<Inner>,
     /// The broker, for the tasks that write markers (set once the state exists).
     broker: OnceLock<Weak<BrokerState>>,
+    pub metrics: Option<super::TransactionMetrics>,
 }
 
 impl TransactionCoordinator {
@@ -89,6 +90,22 @@ impl TransactionCoordinator {
             shutdown,
             inner: Mutex::new(Inner::default()),
             broker: OnceLock::new(),
+            metrics: None,
+        }
+    }
+
+    /// The coordinator with its metrics.
+    pub fn with_metrics(mut self, metrics: super::TransactionMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Refreshes the gauges (at scrape time).
+    pub fn refresh_metrics(&self) {
+        if let Some(metrics) = &self.metrics {
+            let (open, oldest) = self.open_transactions();
+            metrics.open.set(i64::try_from(open).unwrap_or(i64::MAX));
+            metrics.oldest_open_age_ms.set(oldest);
         }
     }
 
@@ -374,6 +391,9 @@ impl TransactionCoordinator {
                     _ => Err(TxnError::ConcurrentTransactions),
                 })
                 .await?;
+                if let Some(metrics) = &self.metrics {
+                    metrics.fenced.inc();
+                }
                 self.spawn_completion(transactional_id.to_string());
                 return Err(TxnError::ConcurrentTransactions);
             }
@@ -509,7 +529,15 @@ impl TransactionCoordinator {
             })
             .await;
         match completed {
-            Ok((metadata, _)) => {
+            Ok((metadata, changed)) => {
+                if changed && let Some(metrics) = &self.metrics {
+                    let result = if metadata.state == TxnState::CompleteCommit {
+                        "commit"
+                    } else {
+                        "abort"
+                    };
+                    metrics.completed.with_label_values(&[result]).inc();
+                }
                 tracing::debug!(
                     transactional_id,
                     state = metadata.state.name(),
@@ -618,6 +646,9 @@ impl TransactionCoordinator {
                     })
                     .await;
                 if matches!(aborted, Ok((_, true))) {
+                    if let Some(metrics) = &self.metrics {
+                        metrics.timed_out.inc();
+                    }
                     self.spawn_completion(id);
                 }
             }

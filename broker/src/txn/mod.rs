@@ -10,10 +10,12 @@
 pub mod coordinator;
 pub mod markers;
 pub mod metadata;
+pub mod metrics;
 pub mod records;
 
 pub use coordinator::TransactionCoordinator;
 pub use metadata::{TxnError, TxnMetadata, TxnState};
+pub use metrics::TransactionMetrics;
 
 /// The transaction coordinators' topic.
 pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";

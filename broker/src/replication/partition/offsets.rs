@@ -34,6 +34,11 @@ impl Partition {
         self.log.log_end_offset()
     }
 
+    /// The producers of this partition and their open transactions (DescribeProducers).
+    pub fn producers(&self) -> Vec<(crate::storage::ProducerSummary, Option<u64>)> {
+        self.log.producers()
+    }
+
     /// The largest epoch at or below `epoch` in this log and where it ends (the next
     /// epoch's start), or None when the log holds no epoch that old.
     pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, u64)> {
