@@ -26,7 +26,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from oxbow_cluster import NODES, Cluster, Network  # noqa: E402
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import (  # noqa: E402
+    OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition)
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 TOPIC, SOURCE, SINK, GROUP = "txn-history", "ctp-source", "ctp-sink", "ctp-group"
@@ -195,9 +196,9 @@ class Copier(threading.Thread):
 
 def read_committed(bootstrap, topic, idle=5.0, timeout=120.0):
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{time.time()}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "isolation.level": "read_committed"})
-    consumer.subscribe([topic])
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    # Assigned, not subscribed: no group join to wait for before the first record.
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
     values, last, deadline = [], time.monotonic(), time.monotonic() + timeout
     while time.monotonic() < deadline and time.monotonic() - last < idle:
         message = consumer.poll(0.3)

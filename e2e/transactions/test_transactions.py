@@ -23,7 +23,8 @@ import uuid
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from oxbow_e2e import Broker, fail, wait_for  # noqa: E402
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import (  # noqa: E402
+    OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition)
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 PARTITIONS = 3
@@ -59,11 +60,11 @@ def read_all(bootstrap, topic, isolation, expect=None, idle=3.0, timeout=60.0):
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": f"reader-{uuid.uuid4()}",
-        "auto.offset.reset": "earliest",
         "enable.auto.commit": False,
         "isolation.level": isolation,
     })
-    consumer.subscribe([topic])
+    # Assigned, not subscribed: no group join to wait for before the first record.
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
     values = []
     deadline = time.monotonic() + timeout
     last = time.monotonic()
