@@ -781,6 +781,8 @@ const TOOL_PREFIXES: &[&str] = &[
     "REASSIGN_",
     "REPLICATION_",
     "ROLL_GATE_",
+    "STREAMS_",
+    "TXN_",
 ];
 
 /// Whether `OXBOW_<rest>` is a variable of Oxbow's tools rather than a broker setting.
