@@ -194,10 +194,24 @@ fn every_advertised_version_of_every_api_is_answered() {
                     let _: OffsetForLeaderEpochResponse = client.request(key, version, &request);
                 }
                 ApiKey::InitProducerId => {
-                    let request =
-                        InitProducerIdRequest::default().with_transaction_timeout_ms(60_000);
+                    // An idempotent producer (a null transactional id) gets an id; an empty
+                    // transactional id is INVALID_REQUEST, as Kafka's coordinator answers.
+                    let request = InitProducerIdRequest::default()
+                        .with_transactional_id(None)
+                        .with_transaction_timeout_ms(60_000);
                     let response: InitProducerIdResponse = client.request(key, version, &request);
                     assert_eq!(response.error_code, 0, "InitProducerId v{version}");
+                    assert!(response.producer_id.0 >= 0, "InitProducerId v{version}");
+                    let empty = InitProducerIdRequest::default()
+                        .with_transactional_id(Some(kafka_protocol::messages::TransactionalId(
+                            kafka_protocol::protocol::StrBytes::from_static_str(""),
+                        )))
+                        .with_transaction_timeout_ms(60_000);
+                    let response: InitProducerIdResponse = client.request(key, version, &empty);
+                    assert_eq!(
+                        response.error_code, 42,
+                        "InitProducerId v{version}, empty id"
+                    );
                 }
                 ApiKey::CreateTopics => {
                     let request = CreateTopicsRequest::default()
