@@ -16,55 +16,45 @@ pub struct FetchedOffset {
     pub offset: Option<OffsetValue>,
 }
 
+/// Offsets to commit: (partition, offset, leader epoch, metadata).
+pub(super) type OffsetsToCommit = Vec<(TopicPartition, i64, i32, Option<String>)>;
+
+/// Every partition of `offsets` refused with `error`.
+pub(super) fn fail_all(offsets: OffsetsToCommit, error: &GroupError) -> PartitionResults {
+    offsets
+        .into_iter()
+        .map(|(tp, ..)| (tp, Err(error.clone())))
+        .collect()
+}
+
+/// What the records of an offset commit came to: the partitions refused already (metadata
+/// too large, an encoding error), the records to append, and the offsets they hold.
+pub(super) struct OffsetRecords {
+    pub results: PartitionResults,
+    pub records: Vec<SimpleRecord>,
+    pub accepted: Vec<(TopicPartition, OffsetValue)>,
+}
+
 impl GroupCoordinator {
-    /// OffsetCommit. `member` is (member id, instance id, generation or member epoch);
-    /// `offsets` are (partition, offset, leader epoch, metadata) already checked to exist.
-    pub fn commit_offsets(
+    /// The `__consumer_offsets` records of `offsets` for `group_id`, committed at `now`
+    /// (OffsetCommit and TxnOffsetCommit write the same records).
+    pub(super) fn offset_records(
         &self,
         group_id: &str,
-        member_id: &str,
-        instance_id: Option<&str>,
-        generation_or_epoch: i32,
-        offsets: Vec<(TopicPartition, i64, i32, Option<String>)>,
-    ) -> PartitionResults {
-        let fail_all = |offsets: Vec<(TopicPartition, i64, i32, Option<String>)>,
-                        error: GroupError| {
-            offsets
-                .into_iter()
-                .map(|(tp, ..)| (tp, Err(error.clone())))
-                .collect()
+        offsets: OffsetsToCommit,
+        now: i64,
+    ) -> OffsetRecords {
+        let mut built = OffsetRecords {
+            results: Vec::with_capacity(offsets.len()),
+            records: Vec::new(),
+            accepted: Vec::new(),
         };
-        if group_id.is_empty() {
-            return fail_all(offsets, GroupError::InvalidGroupId);
-        }
-        if let Err(error) = self.check_coordinator(group_id) {
-            return fail_all(offsets, error);
-        }
-        let now = self.now();
-        let mut state = self.state.lock();
-        let delay = self.config.initial_rebalance_delay_ms;
-        let group = state
-            .groups
-            .entry(group_id.to_string())
-            .or_insert_with(|| new_group(now, delay));
-        let valid = match &mut group.kind {
-            GroupKind::Classic(classic) => {
-                classic.validate_commit(member_id, instance_id, generation_or_epoch, now)
-            }
-            GroupKind::Consumer(consumer) => {
-                consumer.validate_commit(member_id, generation_or_epoch)
-            }
-        };
-        if let Err(error) = valid {
-            return fail_all(offsets, error);
-        }
-        let mut results = Vec::with_capacity(offsets.len());
-        let mut records = Vec::new();
-        let mut accepted = Vec::new();
         for (tp, offset, leader_epoch, metadata) in offsets {
             let metadata = metadata.unwrap_or_default();
             if metadata.len() > self.config.offset_metadata_max_bytes {
-                results.push((tp, Err(GroupError::OffsetMetadataTooLarge)));
+                built
+                    .results
+                    .push((tp, Err(GroupError::OffsetMetadataTooLarge)));
                 continue;
             }
             let value = OffsetValue {
@@ -85,12 +75,54 @@ impl GroupCoordinator {
                 .and_then(|bytes| self.record(&key, Some(bytes)))
             {
                 Ok(record) => {
-                    records.push(record);
-                    accepted.push((tp, value));
+                    built.records.push(record);
+                    built.accepted.push((tp, value));
                 }
-                Err(error) => results.push((tp, Err(error))),
+                Err(error) => built.results.push((tp, Err(error))),
             }
         }
+        built
+    }
+
+    /// OffsetCommit. `member` is (member id, instance id, generation or member epoch);
+    /// `offsets` are (partition, offset, leader epoch, metadata) already checked to exist.
+    pub fn commit_offsets(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation_or_epoch: i32,
+        offsets: OffsetsToCommit,
+    ) -> PartitionResults {
+        if group_id.is_empty() {
+            return fail_all(offsets, &GroupError::InvalidGroupId);
+        }
+        if let Err(error) = self.check_coordinator(group_id) {
+            return fail_all(offsets, &error);
+        }
+        let now = self.now();
+        let mut state = self.state.lock();
+        let delay = self.config.initial_rebalance_delay_ms;
+        let group = state
+            .groups
+            .entry(group_id.to_string())
+            .or_insert_with(|| new_group(now, delay));
+        let valid = match &mut group.kind {
+            GroupKind::Classic(classic) => {
+                classic.validate_commit(member_id, instance_id, generation_or_epoch, now)
+            }
+            GroupKind::Consumer(consumer) => {
+                consumer.validate_commit(member_id, generation_or_epoch)
+            }
+        };
+        if let Err(error) = valid {
+            return fail_all(offsets, &error);
+        }
+        let OffsetRecords {
+            mut results,
+            records,
+            accepted,
+        } = self.offset_records(group_id, offsets, now);
         match self.append(group_id, &records) {
             Ok(()) => {
                 if let Some(group) = state.groups.get_mut(group_id) {

@@ -6,7 +6,8 @@
 
 use super::GroupError;
 use super::coordinator::{GroupCoordinator, GroupKind, PartitionResults, new_group};
-use super::records::{self, OffsetValue, RecordKey, encode_offset_value};
+use super::offsets::{OffsetRecords, OffsetsToCommit, fail_all};
+use super::records::{self, OffsetValue};
 use crate::storage::TopicPartition;
 
 /// A member as TxnOffsetCommit v3+ names it (empty / -1 from older clients: unchecked).
@@ -24,20 +25,13 @@ impl GroupCoordinator {
         group_id: &str,
         producer: (i64, i16),
         member: TxnMember<'_>,
-        offsets: Vec<(TopicPartition, i64, i32, Option<String>)>,
+        offsets: OffsetsToCommit,
     ) -> PartitionResults {
-        let fail_all = |offsets: Vec<(TopicPartition, i64, i32, Option<String>)>,
-                        error: GroupError| {
-            offsets
-                .into_iter()
-                .map(|(tp, ..)| (tp, Err(error.clone())))
-                .collect()
-        };
         if group_id.is_empty() {
-            return fail_all(offsets, GroupError::InvalidGroupId);
+            return fail_all(offsets, &GroupError::InvalidGroupId);
         }
         if let Err(error) = self.check_coordinator(group_id) {
-            return fail_all(offsets, error);
+            return fail_all(offsets, &error);
         }
         let now = self.now();
         let mut state = self.state.lock();
@@ -58,42 +52,14 @@ impl GroupCoordinator {
                 }
             };
             if let Err(error) = valid {
-                return fail_all(offsets, error);
+                return fail_all(offsets, &error);
             }
         }
-        let mut results = Vec::with_capacity(offsets.len());
-        let mut written = Vec::new();
-        let mut accepted = Vec::new();
-        for (tp, offset, leader_epoch, metadata) in offsets {
-            let metadata = metadata.unwrap_or_default();
-            if metadata.len() > self.config.offset_metadata_max_bytes {
-                results.push((tp, Err(GroupError::OffsetMetadataTooLarge)));
-                continue;
-            }
-            let value = OffsetValue {
-                offset,
-                leader_epoch,
-                metadata,
-                commit_timestamp: now,
-            };
-            let key = RecordKey::Offset {
-                group: group_id.to_string(),
-                topic: tp.topic.clone(),
-                partition: tp.partition,
-            };
-            match encode_offset_value(&value)
-                .map_err(|e| GroupError::EncodeRecord {
-                    reason: e.to_string(),
-                })
-                .and_then(|bytes| self.record(&key, Some(bytes)))
-            {
-                Ok(record) => {
-                    written.push(record);
-                    accepted.push((tp, value));
-                }
-                Err(error) => results.push((tp, Err(error))),
-            }
-        }
+        let OffsetRecords {
+            mut results,
+            records: written,
+            accepted,
+        } = self.offset_records(group_id, offsets, now);
         match self.append_batch(group_id, &written, Some(producer)) {
             Ok(()) => {
                 let pending = state.pending_transactions.entry(producer.0).or_default();

@@ -436,7 +436,10 @@ impl Log {
                 .append([&head, body], &stamped, config.index_interval_bytes, now)
                 .map_err(|e| self.fail(e))?;
             writer.producers.record(&stamped);
-            self.transactions.lock().record(&stamped, bytes);
+            // Only transactional batches (and their markers) touch the transactions.
+            if stamped.is_transactional() {
+                self.transactions.lock().record(&stamped, bytes);
+            }
             next_offset = last_offset + 1;
             record_count += header.record_count as u64;
             self.log_end_offset.store(next_offset, Ordering::Release);
@@ -645,7 +648,9 @@ impl Log {
                 .append([bytes, &[]], &header, config.index_interval_bytes, now)
                 .map_err(|e| self.fail(e))?;
             writer.producers.record(&header);
-            self.transactions.lock().record(&header, bytes);
+            if header.is_transactional() {
+                self.transactions.lock().record(&header, bytes);
+            }
             next_offset = last_offset + 1;
             record_count += header.record_count as u64;
             self.log_end_offset.store(next_offset, Ordering::Release);

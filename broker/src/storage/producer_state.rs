@@ -141,25 +141,8 @@ impl ProducerStateTable {
 
     /// Records an appended batch (its header with the assigned base offset).
     pub fn record(&mut self, header: &BatchHeader) {
-        if header.is_control() && header.has_producer_id() {
-            // A marker of a newer epoch (the coordinator bumped it to abort) fences the
-            // producer's older epoch from here on.
-            let entry = self
-                .producers
-                .entry(header.producer_id)
-                .or_insert_with(|| ProducerEntry {
-                    epoch: header.producer_epoch,
-                    batches: VecDeque::new(),
-                    last_timestamp: header.max_timestamp,
-                });
-            if header.producer_epoch > entry.epoch {
-                entry.epoch = header.producer_epoch;
-                entry.batches.clear();
-            }
-            entry.last_timestamp = header.max_timestamp;
-            return;
-        }
-        if !header.has_producer_id() || header.base_sequence < 0 {
+        let marker = header.is_control();
+        if !header.has_producer_id() || (!marker && header.base_sequence < 0) {
             return;
         }
         let entry = self
@@ -171,9 +154,20 @@ impl ProducerStateTable {
                 last_timestamp: header.max_timestamp,
             });
         entry.last_timestamp = header.max_timestamp;
-        if header.producer_epoch != entry.epoch {
+        // A new epoch starts the sequences again. A marker carries no sequence: one of a
+        // newer epoch (the coordinator bumped it to abort) fences the older epoch from here
+        // on, one of an older epoch changes nothing.
+        let new_epoch = if marker {
+            header.producer_epoch > entry.epoch
+        } else {
+            header.producer_epoch != entry.epoch
+        };
+        if new_epoch {
             entry.epoch = header.producer_epoch;
             entry.batches.clear();
+        }
+        if marker {
+            return;
         }
         entry.batches.push_back(BatchSequences {
             first_sequence: header.base_sequence,

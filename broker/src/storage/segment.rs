@@ -252,27 +252,28 @@ impl LogSegment {
             return Ok(None);
         }
         let mut bytes = [0u8; BATCH_HEADER_SIZE];
-        self.file
-            .read_exact_at(&mut bytes, position)
-            .map_err(|source| SegmentError::Read {
-                path: self.log_path.clone(),
-                position,
-                source,
-            })?;
+        self.read_exact_at(&mut bytes, position)?;
         Ok(BatchHeader::parse(&bytes).ok())
     }
 
-    /// `length` bytes from `position` (a whole batch whose header was read).
+    /// `length` bytes from `position` (a whole batch whose header was read), no more than
+    /// lie below the published size: a length read from a damaged header cannot make it
+    /// allocate beyond the segment.
     pub fn read_bytes(&self, position: u64, length: usize) -> Result<Vec<u8>, SegmentError> {
-        let mut bytes = vec![0u8; length];
+        let available = self.size().saturating_sub(position);
+        let mut bytes = vec![0u8; length.min(usize::try_from(available).unwrap_or(usize::MAX))];
+        self.read_exact_at(&mut bytes, position)?;
+        Ok(bytes)
+    }
+
+    fn read_exact_at(&self, bytes: &mut [u8], position: u64) -> Result<(), SegmentError> {
         self.file
-            .read_exact_at(&mut bytes, position)
+            .read_exact_at(bytes, position)
             .map_err(|source| SegmentError::Read {
                 path: self.log_path.clone(),
                 position,
                 source,
-            })?;
-        Ok(bytes)
+            })
     }
 
     /// The position and header of the first batch whose last offset is at or after
