@@ -22,6 +22,7 @@ use oxbow_testkit::client::{name, topic};
 use oxbow_testkit::{BrokerProcess, RawClient};
 
 const INVALID_PRODUCER_EPOCH: i16 = 47;
+const TRANSACTION_COORDINATOR_FENCED: i16 = 52;
 const INVALID_RECORD: i16 = 87;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
@@ -87,12 +88,23 @@ fn write_markers(
     commit: bool,
     partitions: &[i32],
 ) -> Vec<i16> {
+    write_markers_as(client, 0, producer, commit, partitions)
+}
+
+/// `write_markers` from a coordinator of epoch `coordinator_epoch`.
+fn write_markers_as(
+    client: &mut RawClient,
+    coordinator_epoch: i32,
+    producer: (i64, i16),
+    commit: bool,
+    partitions: &[i32],
+) -> Vec<i16> {
     let request = WriteTxnMarkersRequest::default().with_markers(vec![
         WritableTxnMarker::default()
             .with_producer_id(ProducerId(producer.0))
             .with_producer_epoch(producer.1)
             .with_transaction_result(commit)
-            .with_coordinator_epoch(0)
+            .with_coordinator_epoch(coordinator_epoch)
             .with_topics(vec![
                 WritableTxnMarkerTopic::default()
                     .with_name(name("txn"))
@@ -259,4 +271,33 @@ fn markers_decide_what_read_committed_consumers_see_across_restarts() {
     let mut client = broker.client();
     check(&mut client);
     assert_eq!(fetch(&mut client, 1, 1).1, 5);
+
+    // A deposed coordinator's late marker (an older coordinator epoch than the last
+    // marker's) must not end the producer's next transaction.
+    assert_eq!(
+        produce(&mut client, 1, transactional(bumped, 1, "a3", 1)),
+        (0, 5)
+    );
+    assert_eq!(
+        write_markers_as(&mut client, 3, bumped, true, &[1]),
+        vec![0]
+    );
+    assert_eq!(
+        produce(&mut client, 1, transactional(bumped, 2, "a4", 1)),
+        (0, 7)
+    );
+    assert_eq!(
+        write_markers_as(&mut client, 2, bumped, false, &[1]),
+        vec![TRANSACTION_COORDINATOR_FENCED]
+    );
+    assert_eq!(
+        fetch(&mut client, 1, 1).1,
+        7,
+        "the next transaction is open"
+    );
+    assert_eq!(
+        write_markers_as(&mut client, 3, bumped, true, &[1]),
+        vec![0]
+    );
+    assert_eq!(fetch(&mut client, 1, 1).1, 9);
 }

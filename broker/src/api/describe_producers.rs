@@ -53,7 +53,7 @@ impl Api for DescribeProducersApi {
                                                 .with_producer_epoch(i32::from(producer.epoch))
                                                 .with_last_sequence(producer.last_sequence)
                                                 .with_last_timestamp(producer.last_timestamp)
-                                                .with_coordinator_epoch(-1)
+                                                .with_coordinator_epoch(producer.coordinator_epoch)
                                                 .with_current_txn_start_offset(
                                                     open.map_or(-1, |o| o as i64),
                                                 )

@@ -69,6 +69,7 @@ pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = ResponseError::UnknownTopicOrPartiti
 pub const UNSUPPORTED_VERSION: i16 = ResponseError::UnsupportedVersion.code();
 
 pub const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
+pub const TRANSACTION_COORDINATOR_FENCED: i16 = ResponseError::TransactionCoordinatorFenced.code();
 pub const OPERATION_NOT_ATTEMPTED: i16 = ResponseError::OperationNotAttempted.code();
 pub const INVALID_TXN_STATE: i16 = ResponseError::InvalidTxnState.code();
 pub const UNSTABLE_OFFSET_COMMIT: i16 = ResponseError::UnstableOffsetCommit.code();
@@ -144,6 +145,7 @@ pub fn log_error(error: &LogError) -> i16 {
         LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
         LogError::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber.code(),
         LogError::ProducerFenced { .. } => ResponseError::InvalidProducerEpoch.code(),
+        LogError::CoordinatorFenced { .. } => ResponseError::TransactionCoordinatorFenced.code(),
         LogError::Closed { .. } => ResponseError::NotLeaderOrFollower.code(),
         LogError::Segment { .. }
         | LogError::Checkpoint { .. }

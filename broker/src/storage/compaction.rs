@@ -223,14 +223,14 @@ impl Log {
                                 .wrapping_add(i64::from(record.offset_delta)))
                                 as u64;
                             newest.get(key) == Some(&offset)
-                                && (record.value_bytes.is_some()
+                                && (record.value_bytes().is_some()
                                     || header.max_timestamp >= tombstone_horizon)
                         }
                     };
                 if keep {
                     survivors.extend_from_slice(record.raw);
                     kept += 1;
-                    kept_tombstone |= record.key.is_some() && record.value_bytes.is_none();
+                    kept_tombstone |= record.key.is_some() && record.value_bytes().is_none();
                 }
             }
             removed += u64::from((header.record_count - kept).unsigned_abs());

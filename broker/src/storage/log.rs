@@ -75,6 +75,11 @@ pub enum LogError {
         topic_partition: TopicPartition,
         source: SequenceError,
     },
+    #[error("stale transaction marker in {topic_partition}: {source}")]
+    CoordinatorFenced {
+        topic_partition: TopicPartition,
+        source: SequenceError,
+    },
     #[error("cannot decode a stored batch of {topic_partition} at offset {offset}: {reason}")]
     Decode {
         topic_partition: TopicPartition,
@@ -406,7 +411,7 @@ impl Log {
             (config.message_timestamp_type == TimestampType::LogAppendTime).then_some(now);
         let mut writer = self.writer.lock();
         self.check_usable()?;
-        if let Some(duplicate) = self.check_sequences(&writer.producers, &batches)? {
+        if let Some(duplicate) = self.check_sequences(&writer.producers, records, &batches)? {
             return Ok(duplicate);
         }
         let base_offset = self.log_end_offset();
@@ -435,7 +440,7 @@ impl Log {
                 .active
                 .append([&head, body], &stamped, config.index_interval_bytes, now)
                 .map_err(|e| self.fail(e))?;
-            writer.producers.record(&stamped);
+            writer.producers.record(&stamped, bytes);
             // Only transactional batches (and their markers) touch the transactions.
             if stamped.is_transactional() {
                 self.transactions.lock().record(&stamped, bytes);
@@ -468,11 +473,13 @@ impl Log {
     fn check_sequences(
         &self,
         producers: &ProducerStateTable,
+        records: &[u8],
         batches: &[(usize, usize, super::batch::BatchHeader)],
     ) -> Result<Option<AppendInfo>, LogError> {
         let mut duplicates = Vec::new();
-        for (_, _, header) in batches {
-            match producers.check(header) {
+        for (start, end, header) in batches {
+            let batch = records.get(*start..*end).unwrap_or_default();
+            match producers.check(header, batch) {
                 Ok(SequenceCheck::Append) => {}
                 Ok(SequenceCheck::Duplicate {
                     base_offset,
@@ -486,6 +493,12 @@ impl Log {
                 }
                 Err(source @ SequenceError::Fenced { .. }) => {
                     return Err(LogError::ProducerFenced {
+                        topic_partition: self.topic_partition.clone(),
+                        source,
+                    });
+                }
+                Err(source @ SequenceError::CoordinatorFenced { .. }) => {
+                    return Err(LogError::CoordinatorFenced {
                         topic_partition: self.topic_partition.clone(),
                         source,
                     });
@@ -527,15 +540,16 @@ impl Log {
         for segment in self.segments() {
             let mut position = 0;
             while let Some(header) = segment.header_at(position).map_err(|e| self.fail(e))? {
-                table.record(&header);
+                // Only markers are read past their header.
+                let bytes = if header.is_control() && header.is_transactional() {
+                    segment
+                        .read_bytes(position, header.total_size())
+                        .map_err(|e| self.fail(e))?
+                } else {
+                    Vec::new()
+                };
+                table.record(&header, &bytes);
                 if header.is_transactional() {
-                    let bytes = if header.is_control() {
-                        segment
-                            .read_bytes(position, header.total_size())
-                            .map_err(|e| self.fail(e))?
-                    } else {
-                        Vec::new()
-                    };
                     transactions.record(&header, &bytes);
                 }
                 epochs.assign(header.partition_leader_epoch, header.base_offset as u64);
@@ -647,7 +661,7 @@ impl Log {
                 .active
                 .append([bytes, &[]], &header, config.index_interval_bytes, now)
                 .map_err(|e| self.fail(e))?;
-            writer.producers.record(&header);
+            writer.producers.record(&header, bytes);
             if header.is_transactional() {
                 self.transactions.lock().record(&header, bytes);
             }

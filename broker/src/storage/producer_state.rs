@@ -9,6 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::batch::BatchHeader;
+use super::transactions::marker_coordinator_epoch;
 
 /// How many recent batches per producer are remembered for duplicate detection; Kafka
 /// allows at most five in-flight requests per idempotent connection.
@@ -28,6 +29,10 @@ struct ProducerEntry {
     batches: VecDeque<BatchSequences>,
     /// The largest timestamp of the producer's last batch or marker.
     last_timestamp: i64,
+    /// The transaction coordinator epoch of the producer's last marker here (-1 before
+    /// one): a marker from an older coordinator is refused (a deposed coordinator's
+    /// delayed marker must not end the transaction its successor is running).
+    coordinator_epoch: i32,
 }
 
 /// One producer as DescribeProducers reports it.
@@ -38,6 +43,8 @@ pub struct ProducerSummary {
     /// The sequence of its last record here, -1 when none (only markers).
     pub last_sequence: i32,
     pub last_timestamp: i64,
+    /// The coordinator epoch of its last marker here, -1 when none.
+    pub coordinator_epoch: i32,
 }
 
 /// The outcome of checking a batch's sequence numbers.
@@ -64,6 +71,14 @@ pub enum SequenceError {
         current: i16,
         received: i16,
     },
+    #[error(
+        "producer {producer_id}: a marker of coordinator epoch {received}, older than the last marker's {current}"
+    )]
+    CoordinatorFenced {
+        producer_id: i64,
+        current: i32,
+        received: i32,
+    },
 }
 
 /// Producer states of one partition.
@@ -73,18 +88,36 @@ pub struct ProducerStateTable {
 }
 
 impl ProducerStateTable {
-    /// Checks a batch against the producer's state; non-idempotent batches always append.
-    pub fn check(&self, header: &BatchHeader) -> Result<SequenceCheck, SequenceError> {
+    /// Checks a batch (`batch`: its bytes, header first; only a marker's are read)
+    /// against the producer's state; non-idempotent batches always append.
+    pub fn check(
+        &self,
+        header: &BatchHeader,
+        batch: &[u8],
+    ) -> Result<SequenceCheck, SequenceError> {
         // A transaction marker (or a coordinator's transactional write, TxnOffsetCommit)
         // carries no sequence; an older epoch than the producer's is a zombie's (Kafka's
-        // InvalidProducerEpoch).
+        // InvalidProducerEpoch), a marker of an older coordinator than the last marker's
+        // a deposed coordinator's (TransactionCoordinatorFenced).
         if header.has_producer_id() && (header.is_control() || header.base_sequence < 0) {
-            return match self.producers.get(&header.producer_id) {
-                Some(entry) if header.producer_epoch < entry.epoch => Err(SequenceError::Fenced {
+            let Some(entry) = self.producers.get(&header.producer_id) else {
+                return Ok(SequenceCheck::Append);
+            };
+            if header.producer_epoch < entry.epoch {
+                return Err(SequenceError::Fenced {
                     producer_id: header.producer_id,
                     current: entry.epoch,
                     received: header.producer_epoch,
-                }),
+                });
+            }
+            return match marker_coordinator_epoch(header, batch) {
+                Some(received) if received < entry.coordinator_epoch => {
+                    Err(SequenceError::CoordinatorFenced {
+                        producer_id: header.producer_id,
+                        current: entry.coordinator_epoch,
+                        received,
+                    })
+                }
                 _ => Ok(SequenceCheck::Append),
             };
         }
@@ -139,8 +172,9 @@ impl ProducerStateTable {
         Ok(SequenceCheck::Append)
     }
 
-    /// Records an appended batch (its header with the assigned base offset).
-    pub fn record(&mut self, header: &BatchHeader) {
+    /// Records an appended batch (its header with the assigned base offset; `batch`: its
+    /// bytes, read only for a marker's coordinator epoch).
+    pub fn record(&mut self, header: &BatchHeader, batch: &[u8]) {
         let marker = header.is_control();
         if !header.has_producer_id() || (!marker && header.base_sequence < 0) {
             return;
@@ -152,6 +186,7 @@ impl ProducerStateTable {
                 epoch: header.producer_epoch,
                 batches: VecDeque::new(),
                 last_timestamp: header.max_timestamp,
+                coordinator_epoch: -1,
             });
         entry.last_timestamp = header.max_timestamp;
         // A new epoch starts the sequences again. A marker carries no sequence: one of a
@@ -167,6 +202,9 @@ impl ProducerStateTable {
             entry.batches.clear();
         }
         if marker {
+            if let Some(epoch) = marker_coordinator_epoch(header, batch) {
+                entry.coordinator_epoch = epoch;
+            }
             return;
         }
         entry.batches.push_back(BatchSequences {
@@ -190,6 +228,7 @@ impl ProducerStateTable {
                 epoch: entry.epoch,
                 last_sequence: entry.batches.back().map_or(-1, |b| b.last_sequence),
                 last_timestamp: entry.last_timestamp,
+                coordinator_epoch: entry.coordinator_epoch,
             })
             .collect();
         all.sort_by_key(|p| p.producer_id);
@@ -247,17 +286,17 @@ mod tests {
     fn duplicates_gaps_and_fencing() {
         let mut table = ProducerStateTable::default();
         let first = header(7, 0, 0, 3, 0);
-        assert_eq!(table.check(&first), Ok(SequenceCheck::Append));
-        table.record(&first);
+        assert_eq!(table.check(&first, &[]), Ok(SequenceCheck::Append));
+        table.record(&first, &[]);
         assert_eq!(
-            table.check(&header(7, 0, 0, 3, 99)),
+            table.check(&header(7, 0, 0, 3, 99), &[]),
             Ok(SequenceCheck::Duplicate {
                 base_offset: 0,
                 last_offset: 2
             })
         );
         assert!(matches!(
-            table.check(&header(7, 0, 5, 1, 3)),
+            table.check(&header(7, 0, 5, 1, 3), &[]),
             Err(SequenceError::OutOfOrder {
                 expected: 3,
                 received: 5,
@@ -265,20 +304,20 @@ mod tests {
             })
         ));
         assert_eq!(
-            table.check(&header(7, 0, 3, 1, 3)),
+            table.check(&header(7, 0, 3, 1, 3), &[]),
             Ok(SequenceCheck::Append)
         );
-        table.record(&header(7, 1, 0, 1, 3));
+        table.record(&header(7, 1, 0, 1, 3), &[]);
         assert!(matches!(
-            table.check(&header(7, 0, 1, 1, 4)),
+            table.check(&header(7, 0, 1, 1, 4), &[]),
             Err(SequenceError::Fenced { current: 1, .. })
         ));
         assert!(matches!(
-            table.check(&header(7, 2, 4, 1, 4)),
+            table.check(&header(7, 2, 4, 1, 4), &[]),
             Err(SequenceError::OutOfOrder { .. })
         ));
         assert_eq!(
-            table.check(&header(-1, -1, -1, 1, 4)),
+            table.check(&header(-1, -1, -1, 1, 4), &[]),
             Ok(SequenceCheck::Append)
         );
     }

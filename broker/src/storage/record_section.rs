@@ -33,12 +33,16 @@ pub struct RecordView<'a> {
     /// `None` for a record without a key.
     pub key: Option<&'a [u8]>,
     /// `None` for a null value (a tombstone when the record has a key).
-    pub value_bytes: Option<usize>,
+    pub value: Option<&'a [u8]>,
 }
 
 impl RecordView<'_> {
     pub fn key_bytes(&self) -> usize {
         self.key.map_or(0, <[u8]>::len)
+    }
+
+    pub fn value_bytes(&self) -> Option<usize> {
+        self.value.map(<[u8]>::len)
     }
 }
 
@@ -98,13 +102,17 @@ fn read_fields<'a>(raw: &'a [u8], body: &'a [u8]) -> Option<RecordView<'a>> {
         Ok(length) => (Some(rest.get(..length)?), rest.get(length..)?),
         Err(_) => (None, rest),
     };
-    let (value_length, _) = read_varint(rest)?;
+    let (value_length, rest) = read_varint(rest)?;
+    let value = match usize::try_from(value_length) {
+        Ok(length) => Some(rest.get(..length)?),
+        Err(_) => None,
+    };
     Some(RecordView {
         raw,
         timestamp_delta,
         offset_delta: i32::try_from(offset_delta).ok()?,
         key,
-        value_bytes: usize::try_from(value_length).ok(),
+        value,
     })
 }
 

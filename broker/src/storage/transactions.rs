@@ -171,5 +171,26 @@ pub fn marker_of(header: &BatchHeader, batch: &[u8]) -> Option<Marker> {
     }
 }
 
+/// The coordinator epoch a transaction marker was written under: its first record's
+/// value is `version: i16, coordinator_epoch: i32` (Kafka's `EndTransactionMarker`).
+/// `None` for other control records and for batches that are not control batches.
+pub fn marker_coordinator_epoch(header: &BatchHeader, batch: &[u8]) -> Option<i32> {
+    if !header.is_control() {
+        return None;
+    }
+    marker_of(header, batch)?;
+    let section = batch.get(BATCH_HEADER_SIZE..)?;
+    let record = record_section::records(section, header.record_count.min(1))
+        .next()?
+        .ok()?;
+    let value = record.value?;
+    Some(i32::from_be_bytes([
+        *value.get(2)?,
+        *value.get(3)?,
+        *value.get(4)?,
+        *value.get(5)?,
+    ]))
+}
+
 #[cfg(test)]
 mod tests;

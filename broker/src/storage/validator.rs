@@ -293,7 +293,7 @@ fn check_records(
                 message: format!(
                     "Invalid timestamp type in message DefaultRecord(offset={offset}, timestamp={timestamp}, key={} bytes, value={} bytes). Producer should not set timestamp type to LogAppendTime.",
                     view.key_bytes(),
-                    view.value_bytes.unwrap_or(0)
+                    view.value_bytes().unwrap_or(0)
                 ),
             });
             continue;

@@ -156,6 +156,13 @@ pub async fn write_all(
                         tracing::warn!(topic_partition = %tp, producer_id = spec.producer_id, "A marker was refused as stale; not retrying it");
                         remaining.remove(&tp);
                     }
+                    errors::TRANSACTION_COORDINATOR_FENCED => {
+                        // A newer coordinator of the transactional id already wrote a marker
+                        // for this producer there: this broker was deposed and its successor
+                        // owns the transaction.
+                        tracing::warn!(topic_partition = %tp, producer_id = spec.producer_id, coordinator_epoch = spec.coordinator_epoch, "A marker was refused: a newer coordinator wrote there; not retrying it");
+                        remaining.remove(&tp);
+                    }
                     code => {
                         tracing::debug!(topic_partition = %tp, error = errors::error_name(code), "A transaction marker will be retried");
                     }

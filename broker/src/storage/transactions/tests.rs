@@ -129,6 +129,48 @@ fn a_marker_of_an_older_epoch_is_fenced_and_a_newer_one_fences() {
 }
 
 #[test]
+fn a_marker_of_a_deposed_coordinator_is_fenced_also_after_a_restart() {
+    let coordinated = |producer_id, epoch, commit, coordinator_epoch| {
+        build_marker(producer_id, epoch, commit, coordinator_epoch, START_MS)
+            .unwrap()
+            .to_vec()
+    };
+    let bytes = coordinated(7, 0, true, 5);
+    let header = BatchHeader::parse(&bytes).unwrap();
+    assert_eq!(marker_coordinator_epoch(&header, &bytes), Some(5));
+    assert_eq!(
+        marker_coordinator_epoch(&header, &bytes[..BATCH_HEADER_SIZE + 8]),
+        None,
+        "a marker cut short names no epoch"
+    );
+    let t = test_log(LogConfig::default());
+    t.log.append(&data(7, 0, 1, Compression::None), 0).unwrap(); // 0
+    t.log.append(&coordinated(7, 0, true, 5), 0).unwrap(); // 1, coordinator epoch 5
+    t.log.append(&data(7, 1, 1, Compression::None), 0).unwrap(); // 2, the next transaction
+    // The deposed coordinator (epoch 4) repeats its marker late: refused, the producer's
+    // next transaction stays open.
+    assert!(matches!(
+        t.log.append(&coordinated(7, 0, false, 4), 0),
+        Err(crate::storage::LogError::CoordinatorFenced { .. })
+    ));
+    assert_eq!(t.log.open_transaction(7), Some(2));
+    let (t, _) = t.reopen(false);
+    assert!(matches!(
+        t.log.append(&coordinated(7, 0, false, 4), 0),
+        Err(crate::storage::LogError::CoordinatorFenced { .. })
+    ));
+    let producer = t
+        .log
+        .producers()
+        .into_iter()
+        .find(|(p, _)| p.producer_id == 7);
+    assert_eq!(producer.map(|(p, _)| p.coordinator_epoch), Some(5));
+    // The same or a newer coordinator ends it.
+    t.log.append(&coordinated(7, 0, true, 5), 0).unwrap();
+    assert_eq!(t.log.open_transaction(7), None);
+}
+
+#[test]
 fn retention_and_truncation_forget_what_they_remove() {
     let t = test_log(small_config());
     t.log.append(&data(7, 0, 2, Compression::None), 0).unwrap(); // 0-1
