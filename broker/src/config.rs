@@ -672,6 +672,7 @@ impl BrokerConfig {
                     "transaction.abort.timed.out.transaction.cleanup.interval.ms",
                 )?,
                 id_expiration_ms: int("transactional.id.expiration.ms")?,
+                partition_verification: boolean("transaction.partition.verification.enable")?,
             },
             rack: optional("broker.rack"),
             cluster_id: optional("cluster.id"),
@@ -1036,6 +1037,8 @@ pub struct TransactionConfig {
     pub abort_check_interval_ms: i64,
     /// transactional.id.expiration.ms
     pub id_expiration_ms: i64,
+    /// transaction.partition.verification.enable
+    pub partition_verification: bool,
 }
 
 impl Default for TransactionConfig {
@@ -1047,6 +1050,7 @@ impl Default for TransactionConfig {
             max_timeout_ms: 900_000,
             abort_check_interval_ms: 10_000,
             id_expiration_ms: 7 * 24 * 60 * 60 * 1000,
+            partition_verification: true,
         }
     }
 }

@@ -14,6 +14,7 @@ use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use oxbow_broker::storage::batch_builder::{
     ProducerFields, SimpleRecord, build_batch, build_marker, build_transactional_batch,
@@ -21,6 +22,9 @@ use oxbow_broker::storage::batch_builder::{
 use oxbow_testkit::client::{name, topic};
 use oxbow_testkit::{BrokerProcess, RawClient};
 
+/// The coordinator is the test's: the broker does not verify transactional writes with
+/// its own (KIP-890 part 1 is `api_transaction_verification`'s).
+const UNVERIFIED: &[&str] = &["transaction.partition.verification.enable=false"];
 const INVALID_PRODUCER_EPOCH: i16 = 47;
 const TRANSACTION_COORDINATOR_FENCED: i16 = 52;
 const INVALID_RECORD: i16 = 87;
@@ -37,7 +41,11 @@ fn records(prefix: &str, count: usize) -> Vec<SimpleRecord> {
 }
 
 fn produce(client: &mut RawClient, partition: i32, batch: Bytes) -> (i16, i64) {
+    // The test plays the coordinator: its transactional id is not checked with one.
     let request = ProduceRequest::default()
+        .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str(
+            "played-by-the-test",
+        ))))
         .with_acks(-1)
         .with_timeout_ms(5000)
         .with_topic_data(vec![
@@ -191,7 +199,7 @@ fn latest(client: &mut RawClient, partition: i32, isolation: i8) -> i64 {
 
 #[test]
 fn markers_decide_what_read_committed_consumers_see_across_restarts() {
-    let mut broker = BrokerProcess::start_temp(&[]);
+    let mut broker = BrokerProcess::start_temp(UNVERIFIED);
     let mut client = broker.client();
     assert_eq!(
         client.create_topics(vec![topic("txn", 3)]).topics[0].error_code,
@@ -267,7 +275,7 @@ fn markers_decide_what_read_committed_consumers_see_across_restarts() {
     );
 
     broker.sigkill();
-    broker.restart(&[]);
+    broker.restart(UNVERIFIED);
     let mut client = broker.client();
     check(&mut client);
     assert_eq!(fetch(&mut client, 1, 1).1, 5);

@@ -130,24 +130,32 @@ async fn add(
         let outcome = if transaction.verify_only {
             coordinator
                 .verify(id, transaction.producer_id, transaction.epoch, &partitions)
-                .map(|all_in| {
-                    if all_in {
-                        errors::NONE
-                    } else {
-                        errors::INVALID_TXN_STATE
-                    }
+                .map(|found| {
+                    found
+                        .into_iter()
+                        .map(|in_transaction| {
+                            if in_transaction {
+                                errors::NONE
+                            } else {
+                                errors::INVALID_TXN_STATE
+                            }
+                        })
+                        .collect()
                 })
         } else {
             coordinator
                 .add_partitions(id, transaction.producer_id, transaction.epoch, &partitions)
                 .await
-                .map(|()| errors::NONE)
+                .map(|()| vec![errors::NONE; partitions.len()])
         };
-        let code = outcome.unwrap_or_else(|error| {
-            tracing::debug!(transactional_id = id, %error, "AddPartitionsToTxn refused");
-            errors::txn_error(&error)
-        });
-        partitions.into_iter().map(|tp| (tp, code)).collect()
+        match outcome {
+            Ok(codes) => partitions.into_iter().zip(codes).collect(),
+            Err(error) => {
+                tracing::debug!(transactional_id = id, %error, "AddPartitionsToTxn refused");
+                let code = errors::txn_error(&error);
+                partitions.into_iter().map(|tp| (tp, code)).collect()
+            }
+        }
     };
     let mut topics: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
     for (tp, code) in codes {

@@ -75,6 +75,12 @@ pub const INVALID_TXN_STATE: i16 = ResponseError::InvalidTxnState.code();
 pub const UNSTABLE_OFFSET_COMMIT: i16 = ResponseError::UnstableOffsetCommit.code();
 pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = ResponseError::TransactionalIdNotFound.code();
 pub const CONCURRENT_TRANSACTIONS: i16 = ResponseError::ConcurrentTransactions.code();
+pub const NETWORK_EXCEPTION: i16 = ResponseError::NetworkException.code();
+pub const PRODUCER_FENCED: i16 = ResponseError::ProducerFenced.code();
+pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = ResponseError::CoordinatorLoadInProgress.code();
+pub const NOT_COORDINATOR: i16 = ResponseError::NotCoordinator.code();
+pub const NOT_ENOUGH_REPLICAS: i16 = ResponseError::NotEnoughReplicas.code();
+pub const INVALID_PRODUCER_ID_MAPPING: i16 = ResponseError::InvalidProducerIdMapping.code();
 
 /// A transaction coordinator's refusal as Kafka's error code.
 pub fn txn_error(error: &crate::txn::TxnError) -> i16 {
@@ -146,6 +152,7 @@ pub fn log_error(error: &LogError) -> i16 {
         LogError::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber.code(),
         LogError::ProducerFenced { .. } => ResponseError::InvalidProducerEpoch.code(),
         LogError::CoordinatorFenced { .. } => ResponseError::TransactionCoordinatorFenced.code(),
+        LogError::TransactionNotVerified { .. } => ResponseError::InvalidTxnState.code(),
         LogError::Closed { .. } => ResponseError::NotLeaderOrFollower.code(),
         LogError::Segment { .. }
         | LogError::Checkpoint { .. }

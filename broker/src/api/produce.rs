@@ -27,7 +27,8 @@ use crate::replication::{CommitWait, Partition};
 use crate::security::acl::{Operation, ResourceType};
 use crate::state::BrokerState;
 use crate::storage::validator::{RecordError, ValidationError};
-use crate::storage::{AppendInfo, TopicPartition};
+use crate::storage::{AppendInfo, BatchHeader, TopicPartition, Verification};
+use crate::txn::verification;
 
 #[derive(Debug)]
 pub struct ProduceApi;
@@ -61,8 +62,23 @@ impl Api for ProduceApi {
             // a slow disk) stalls this connection, whose requests are answered in order
             // anyway, and never the reactor threads that serve every other client.
             let mut topics = Vec::with_capacity(request.topic_data.len());
-            let mut work = Vec::new();
+            let mut work: Vec<Work> = Vec::new();
             let access = context.access();
+            let transactional_id = request
+                .transactional_id
+                .as_ref()
+                .map(|id| id.0.to_string())
+                .filter(|id| !id.is_empty());
+            // Transactional records need WRITE on their transactional id, or the whole
+            // request is refused (as Kafka refuses it).
+            let transactional_refused = request.topic_data.iter().any(|topic| {
+                topic
+                    .partition_data
+                    .iter()
+                    .any(|p| first_batch(p.records.as_ref()).is_some_and(|h| h.is_transactional()))
+            }) && !transactional_id.as_deref().is_some_and(|id| {
+                access.allows(Operation::Write, ResourceType::TransactionalId, id)
+            });
             for topic in request.topic_data {
                 let name = topic_name(context.broker, &topic.name.0, &topic.topic_id);
                 // WRITE on the topic, or every partition of it is refused.
@@ -76,16 +92,38 @@ impl Api for ProduceApi {
                 let mut indexes = Vec::with_capacity(topic.partition_data.len());
                 for partition in topic.partition_data {
                     indexes.push(partition.index);
-                    work.push((target.clone(), partition.index, partition.records));
+                    let target = if transactional_refused {
+                        Err(Refusal::code(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+                    } else {
+                        target.clone().map_err(Refusal::code)
+                    };
+                    work.push(Work {
+                        target,
+                        index: partition.index,
+                        records: partition.records,
+                        verification: Verification::Unchecked,
+                    });
                 }
                 topics.push((topic.name, topic.topic_id, name, indexes));
+            }
+            if let Some(id) = transactional_id.as_deref()
+                && context.broker.config.transactions.partition_verification
+            {
+                verify_transactions(context.broker, id, &mut work).await;
             }
             let broker = Arc::clone(context.broker);
             let outcomes = tokio::task::spawn_blocking(move || {
                 work.into_iter()
-                    .map(|(target, index, records)| match target {
-                        Ok(name) => append(&broker, &name, index, records, acks),
-                        Err(code) => Err(Refusal::code(code)),
+                    .map(|item| match item.target {
+                        Ok(name) => append(
+                            &broker,
+                            &name,
+                            item.index,
+                            item.records,
+                            acks,
+                            item.verification,
+                        ),
+                        Err(refusal) => Err(refusal),
                     })
                     .collect::<Vec<_>>()
             })
@@ -221,6 +259,78 @@ impl Refusal {
 
 type ProduceError = Refusal;
 
+/// One partition of the request: where it goes (or why it does not) and what its
+/// transactional batches were checked against.
+struct Work {
+    target: Result<String, Refusal>,
+    index: i32,
+    records: Option<Bytes>,
+    verification: Verification,
+}
+
+/// The header of a partition's first batch, if its records have one.
+fn first_batch(records: Option<&Bytes>) -> Option<BatchHeader> {
+    BatchHeader::parse(records?).ok()
+}
+
+/// A partition whose first write must be verified: its place in the request's work, the
+/// partition, the guard its append must carry.
+type ToVerify = (usize, TopicPartition, u64);
+
+/// KIP-890 part 1: each partition whose first batch would open the producer's
+/// transaction there is checked with the transaction coordinator before the append; a
+/// partition not in the ongoing transaction is refused, the others carry the guard
+/// their append must match.
+async fn verify_transactions(broker: &BrokerState, transactional_id: &str, work: &mut [Work]) {
+    let mut pending: Vec<((i64, i16), Vec<ToVerify>)> = Vec::new();
+    for (at, item) in work.iter_mut().enumerate() {
+        let Ok(topic) = &item.target else {
+            continue;
+        };
+        let Some(header) = first_batch(item.records.as_ref()) else {
+            continue;
+        };
+        if !header.is_transactional() || header.is_control() || !header.has_producer_id() {
+            continue;
+        }
+        let tp = TopicPartition::new(topic.clone(), item.index);
+        // A partition led elsewhere is refused by the append as any other.
+        let Ok((replica, _)) = leader_partition(broker, &tp, -1) else {
+            continue;
+        };
+        let Some(guard) = replica.start_verification(header.producer_id) else {
+            item.verification = Verification::OPEN;
+            continue;
+        };
+        let producer = (header.producer_id, header.producer_epoch);
+        match pending.iter_mut().find(|(p, _)| *p == producer) {
+            Some((_, partitions)) => partitions.push((at, tp, guard)),
+            None => pending.push((producer, vec![(at, tp, guard)])),
+        }
+    }
+    for ((producer_id, epoch), partitions) in pending {
+        let tps: Vec<TopicPartition> = partitions.iter().map(|(_, tp, _)| tp.clone()).collect();
+        let producer = verification::Producer {
+            transactional_id,
+            producer_id,
+            epoch,
+        };
+        let verdicts = verification::verify(broker, producer, &tps).await;
+        for ((at, tp, guard), verdict) in partitions.into_iter().zip(verdicts) {
+            let Some(item) = work.get_mut(at) else {
+                continue;
+            };
+            match verdict {
+                None => item.verification = Verification::Guard(guard),
+                Some(unverified) => {
+                    tracing::info!(topic_partition = %tp, transactional_id, producer_id, error = errors::error_name(unverified.code), reason = %unverified.message, "Transactional produce refused: not verified");
+                    item.target = Err(Refusal::with_message(unverified.code, unverified.message));
+                }
+            }
+        }
+    }
+}
+
 /// An append the leader made, and what `acks=all` must wait for.
 struct Appended {
     info: AppendInfo,
@@ -309,6 +419,7 @@ fn append(
     partition: i32,
     records: Option<Bytes>,
     acks: i16,
+    verification: Verification,
 ) -> Result<Appended, ProduceError> {
     if !matches!(acks, -1..=1) {
         return Err(Refusal::code(errors::INVALID_REQUIRED_ACKS));
@@ -319,7 +430,7 @@ fn append(
         return Err(Refusal::with_message(errors::INVALID_RECORD, "no records"));
     };
     let bytes = records.len();
-    match replica.append_records(&records, acks) {
+    match replica.append_records_verified(&records, acks, verification) {
         Ok(info) => {
             if !info.duplicate {
                 broker

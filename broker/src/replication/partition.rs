@@ -17,7 +17,7 @@ use tokio::sync::watch;
 
 use crate::metadata::records::PartitionState;
 use crate::storage::validator::{RecordRules, Validated, ValidationError, validate_records};
-use crate::storage::{AppendInfo, Log, LogError, TopicPartition};
+use crate::storage::{AppendInfo, Log, LogError, TopicPartition, Verification};
 
 /// Pause after a refused ISR proposal.
 const PROPOSAL_BACKOFF_MS: i64 = 500;
@@ -258,13 +258,30 @@ impl Partition {
     /// else; then the records are validated against the topic's rules (re-encoded where
     /// they ask for it) and appended.
     pub fn append_records(&self, records: &[u8], acks: i16) -> Result<AppendInfo, AppendError> {
-        self.append_checked(records, acks, true)
+        self.append_checked(records, acks, true, Verification::Unchecked)
+    }
+
+    /// [`Partition::append_records`] of a request whose transactional batches were
+    /// checked with their coordinator (KIP-890 part 1, [`crate::txn::verification`]).
+    pub fn append_records_verified(
+        &self,
+        records: &[u8],
+        acks: i16,
+        verification: Verification,
+    ) -> Result<AppendInfo, AppendError> {
+        self.append_checked(records, acks, true, verification)
+    }
+
+    /// Starts verifying `producer_id`'s transaction here: `None` when it is open
+    /// already, else the guard the verified append must carry.
+    pub fn start_verification(&self, producer_id: i64) -> Option<u64> {
+        self.log.start_verification(producer_id)
     }
 
     /// The leader's append of records this broker wrote itself (the group coordinator's):
     /// the same leader and min.insync.replicas checks, no client validation.
     pub fn append_as_leader(&self, records: &[u8], acks: i16) -> Result<AppendInfo, AppendError> {
-        self.append_checked(records, acks, false)
+        self.append_checked(records, acks, false, Verification::Unchecked)
     }
 
     /// Writes a transaction marker (WriteTxnMarkers): a COMMIT or ABORT control batch of
@@ -291,7 +308,7 @@ impl Partition {
                 reason: error.to_string(),
             })
         })?;
-        self.append_checked(&marker, -1, false)
+        self.append_checked(&marker, -1, false, Verification::Unchecked)
     }
 
     fn append_checked(
@@ -299,6 +316,7 @@ impl Partition {
         records: &[u8],
         acks: i16,
         validate: bool,
+        verification: Verification,
     ) -> Result<AppendInfo, AppendError> {
         let role = self.role.read();
         if role.leader != self.node_id {
@@ -327,7 +345,9 @@ impl Partition {
         } else {
             records
         };
-        let info = self.log.append(stored, role.leader_epoch)?;
+        let info = self
+            .log
+            .append_verified(stored, role.leader_epoch, verification)?;
         drop(role);
         if !info.duplicate {
             self.log_end.send_replace(self.log.log_end_offset());

@@ -26,7 +26,7 @@ use super::leader_epochs::{LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCache};
 use super::log_config::{LogConfig, TimestampType};
 use super::producer_state::{ProducerStateTable, SequenceCheck, SequenceError};
 use super::segment::{ActiveSegment, LogSegment, SegmentError};
-use super::transactions::{AbortedTransaction, TransactionState};
+use super::transactions::{AbortedTransaction, TransactionState, Verification};
 use super::{LogDirHealth, TopicPartition};
 
 /// Failures of partition log operations.
@@ -74,6 +74,13 @@ pub enum LogError {
     ProducerFenced {
         topic_partition: TopicPartition,
         source: SequenceError,
+    },
+    #[error(
+        "{topic_partition}: a transactional write of producer {producer_id} that is not part of an ongoing transaction"
+    )]
+    TransactionNotVerified {
+        topic_partition: TopicPartition,
+        producer_id: i64,
     },
     #[error("stale transaction marker in {topic_partition}: {source}")]
     CoordinatorFenced {
@@ -395,6 +402,19 @@ impl Log {
     /// the broker's timestamp. `records` is not copied or changed: each batch is written
     /// as the broker's stamped copy of its 61-byte header followed by its produced body.
     pub fn append(&self, records: &[u8], leader_epoch: i32) -> Result<AppendInfo, LogError> {
+        self.append_verified(records, leader_epoch, Verification::Unchecked)
+    }
+
+    /// [`Log::append`] of a producer's request whose transactional batches were checked
+    /// with their transaction coordinator (KIP-890 part 1): a batch that would open a
+    /// transaction without the current guard is refused (a late write of a transaction
+    /// that already ended must not open a new one nobody will end).
+    pub fn append_verified(
+        &self,
+        records: &[u8],
+        leader_epoch: i32,
+        verification: Verification,
+    ) -> Result<AppendInfo, LogError> {
         self.check_usable()?;
         let config = self.config();
         let batches = validate_record_set(
@@ -413,6 +433,20 @@ impl Log {
         self.check_usable()?;
         if let Some(duplicate) = self.check_sequences(&writer.producers, records, &batches)? {
             return Ok(duplicate);
+        }
+        if verification != Verification::Unchecked {
+            let transactions = self.transactions.lock();
+            let unverified = batches.iter().find(|(_, _, header)| {
+                header.is_transactional()
+                    && !header.is_control()
+                    && !transactions.admits(header.producer_id, verification)
+            });
+            if let Some((_, _, header)) = unverified {
+                return Err(LogError::TransactionNotVerified {
+                    topic_partition: self.topic_partition.clone(),
+                    producer_id: header.producer_id,
+                });
+            }
         }
         let base_offset = self.log_end_offset();
         self.note_epoch_start(leader_epoch, base_offset)?;
@@ -966,6 +1000,12 @@ impl Log {
     /// The aborted transactions a `read_committed` read of `[from, upper)` reports.
     pub fn aborted_transactions(&self, from: u64, upper: u64) -> Vec<AbortedTransaction> {
         self.transactions.lock().aborted_between(from, upper)
+    }
+
+    /// Starts verifying `producer_id`'s transaction (KIP-890 part 1): `None` when it is
+    /// open here already, else the guard for [`Log::append_verified`].
+    pub fn start_verification(&self, producer_id: i64) -> Option<u64> {
+        self.transactions.lock().start_verification(producer_id)
     }
 
     /// The first offset of `producer_id`'s open transaction here, if it has one.

@@ -74,7 +74,7 @@ pub use manager::{LogManager, LogManagerError, StartupReport};
 pub use meta_properties::{META_PROPERTIES, encode_uuid, ensure_directory_id};
 pub use producer_state::ProducerSummary;
 pub use segment::{FileRegion, LogSegment};
-pub use transactions::{AbortedTransaction, Marker, marker_of};
+pub use transactions::{AbortedTransaction, Marker, Verification, marker_of};
 
 /// A partition of a topic: Kafka's `TopicPartition`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

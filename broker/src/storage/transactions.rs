@@ -63,6 +63,27 @@ pub struct TransactionState {
     /// Decided transactions whose markers may still be above the high watermark:
     /// `(first offset, marker offset)`.
     unreplicated: Vec<(u64, u64)>,
+    /// Producers whose next transaction is being verified with its coordinator (KIP-890
+    /// part 1), each with the guard of its latest verification: only a write carrying
+    /// that guard may open the transaction here. A marker or the opening write ends it.
+    verifying: HashMap<i64, u64>,
+    /// The last guard handed out (guards start at 1; 0 is "the transaction was open").
+    last_guard: u64,
+}
+
+/// What a leader's append of transactional data has checked with the coordinator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verification {
+    /// Nothing: the batch may open a transaction (verification off, or a broker's own write).
+    Unchecked,
+    /// The guard [`TransactionState::start_verification`] gave, once the coordinator said
+    /// the partition is in the transaction; [`Verification::OPEN`] when it was open then.
+    Guard(u64),
+}
+
+impl Verification {
+    /// The producer's transaction was already open here when the request was checked.
+    pub const OPEN: Self = Self::Guard(0);
 }
 
 impl TransactionState {
@@ -74,6 +95,7 @@ impl TransactionState {
         }
         let producer_id = header.producer_id;
         let offset = header.base_offset.max(0) as u64;
+        self.verifying.remove(&producer_id);
         if !header.is_control() {
             self.open.entry(producer_id).or_insert(offset);
             return;
@@ -105,6 +127,35 @@ impl TransactionState {
         let undecided = self.open.values().copied();
         let unreplicated = self.unreplicated.iter().map(|(first, _)| *first);
         undecided.chain(unreplicated).min()
+    }
+
+    /// Starts verifying `producer_id`'s transaction: `None` when it is open here already
+    /// (nothing to verify), else the guard its opening write must carry. Requests racing
+    /// to open the same transaction share one guard (a producer pipelines its first
+    /// batches); only a marker or the opening write ends it, so a write checked before
+    /// the transaction ended never opens the next one.
+    pub fn start_verification(&mut self, producer_id: i64) -> Option<u64> {
+        if self.open.contains_key(&producer_id) {
+            return None;
+        }
+        if let Some(guard) = self.verifying.get(&producer_id) {
+            return Some(*guard);
+        }
+        self.last_guard += 1;
+        self.verifying.insert(producer_id, self.last_guard);
+        Some(self.last_guard)
+    }
+
+    /// Whether a transactional data batch of `producer_id` may be appended: it continues
+    /// the producer's open transaction, or it opens one with the current guard.
+    pub fn admits(&self, producer_id: i64, verification: Verification) -> bool {
+        match verification {
+            Verification::Unchecked => true,
+            Verification::Guard(guard) => {
+                self.open.contains_key(&producer_id)
+                    || (guard != 0 && self.verifying.get(&producer_id) == Some(&guard))
+            }
+        }
     }
 
     /// The first offset of `producer_id`'s open transaction.

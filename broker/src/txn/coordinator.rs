@@ -437,15 +437,16 @@ impl TransactionCoordinator {
         .map(|_| ())
     }
 
-    /// Whether `partitions` are all in the id's ongoing transaction (AddPartitionsToTxn
-    /// v4+ `verify_only`).
+    /// Whether each of `partitions` is in the id's ongoing transaction (AddPartitionsToTxn
+    /// v4+ `verify_only`, what a partition leader asks before a transaction's first write
+    /// there); CONCURRENT_TRANSACTIONS while the transaction is being decided.
     pub fn verify(
         &self,
         transactional_id: &str,
         producer_id: i64,
         epoch: i16,
         partitions: &[TopicPartition],
-    ) -> Result<bool, TxnError> {
+    ) -> Result<Vec<bool>, TxnError> {
         let inner = self.inner.lock();
         self.coordinates(&inner, transactional_id)?;
         let entry = inner
@@ -453,10 +454,17 @@ impl TransactionCoordinator {
             .get(transactional_id)
             .ok_or(TxnError::InvalidProducerIdMapping)?;
         entry.metadata.check_producer(producer_id, epoch)?;
-        Ok(entry.metadata.state == TxnState::Ongoing
-            && partitions
-                .iter()
-                .all(|tp| entry.metadata.partitions.contains(tp)))
+        if matches!(
+            entry.metadata.state,
+            TxnState::PrepareCommit | TxnState::PrepareAbort
+        ) {
+            return Err(TxnError::ConcurrentTransactions);
+        }
+        let ongoing = entry.metadata.state == TxnState::Ongoing;
+        Ok(partitions
+            .iter()
+            .map(|tp| ongoing && entry.metadata.partitions.contains(tp))
+            .collect())
     }
 
     /// EndTxn: the transaction is decided once its PrepareCommit / PrepareAbort is

@@ -12,6 +12,7 @@ pub mod markers;
 pub mod metadata;
 pub mod metrics;
 pub mod records;
+pub mod verification;
 
 pub use coordinator::TransactionCoordinator;
 pub use metadata::{TxnError, TxnMetadata, TxnState};

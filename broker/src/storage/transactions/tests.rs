@@ -171,6 +171,59 @@ fn a_marker_of_a_deposed_coordinator_is_fenced_also_after_a_restart() {
 }
 
 #[test]
+fn a_verified_write_opens_a_transaction_only_while_its_guard_stands() {
+    let t = test_log(LogConfig::default());
+    let refused = |result: Result<crate::storage::AppendInfo, crate::storage::LogError>| {
+        matches!(
+            result,
+            Err(crate::storage::LogError::TransactionNotVerified { .. })
+        )
+    };
+    // Pipelined first writes share one guard; the first opens, the second continues.
+    let guard = t.log.start_verification(7).unwrap();
+    assert_eq!(t.log.start_verification(7), Some(guard));
+    let verified = Verification::Guard(guard);
+    t.log
+        .append_verified(&data(7, 0, 1, Compression::None), 0, verified)
+        .unwrap();
+    t.log
+        .append_verified(&data(7, 1, 1, Compression::Lz4), 0, verified)
+        .unwrap();
+    assert_eq!(t.log.start_verification(7), None, "open: nothing to verify");
+    // A check made while the transaction was open does not outlive it: after the marker,
+    // the same request's write is refused and opens nothing.
+    t.log.append(&marker(7, 0, true), 0).unwrap(); // 2
+    assert!(refused(t.log.append_verified(
+        &data(7, 2, 1, Compression::None),
+        0,
+        Verification::OPEN
+    )));
+    // Nor does a guard handed out before the marker.
+    let early = t.log.start_verification(7).unwrap();
+    t.log.append(&marker(7, 0, false), 0).unwrap(); // a repeated marker voids it
+    assert!(refused(t.log.append_verified(
+        &data(7, 2, 1, Compression::None),
+        0,
+        Verification::Guard(early)
+    )));
+    assert_eq!(t.log.open_transaction(7), None);
+    assert_eq!(t.log.last_stable_offset(), t.log.log_end_offset());
+    // A new verification opens the next transaction; unchecked writes (verification off)
+    // always may.
+    let next = t.log.start_verification(7).unwrap();
+    assert_ne!(next, early);
+    t.log
+        .append_verified(
+            &data(7, 2, 1, Compression::None),
+            0,
+            Verification::Guard(next),
+        )
+        .unwrap();
+    t.log.append(&data(8, 0, 1, Compression::None), 0).unwrap();
+    assert_eq!(t.log.open_transactions(), 2);
+}
+
+#[test]
 fn retention_and_truncation_forget_what_they_remove() {
     let t = test_log(small_config());
     t.log.append(&data(7, 0, 2, Compression::None), 0).unwrap(); // 0-1

@@ -1,0 +1,251 @@
+//! Transaction verification at the partition leader (KIP-890 part 1): before the first
+//! transactional write of a transaction to a partition, the leader asks the transaction
+//! coordinator whether the producer added that partition to its ongoing transaction
+//! (AddPartitionsToTxn v4 `verify_only`, or the local coordinator directly). A write that
+//! is not part of an ongoing transaction — a request delayed past its transaction's end, a
+//! client that forgot AddPartitionsToTxn — is refused instead of opening a transaction
+//! nobody will ever end (a hanging transaction holds the last stable offset back forever).
+//!
+//! The answer is tied to the partition's state by a guard
+//! ([`crate::storage::Verification`]): a marker written meanwhile voids it, so a write
+//! checked before the transaction ended still cannot open the next one.
+//!
+//! Errors as Kafka's leader answers a producer: a partition not in the transaction is
+//! INVALID_TXN_STATE; a fenced epoch INVALID_PRODUCER_EPOCH; a coordinator that cannot
+//! answer now (moving, loading, deciding, unreachable) NOT_ENOUGH_REPLICAS, which every
+//! producer retries without refreshing its metadata.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::add_partitions_to_txn_request::{
+    AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+};
+use kafka_protocol::messages::{AddPartitionsToTxnRequest, ProducerId, TopicName, TransactionalId};
+use kafka_protocol::protocol::StrBytes;
+
+use super::TRANSACTION_STATE_TOPIC;
+use crate::api::errors;
+use crate::state::BrokerState;
+use crate::storage::TopicPartition;
+
+const REMOTE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One producer's request to verify.
+#[derive(Debug, Clone, Copy)]
+pub struct Producer<'a> {
+    pub transactional_id: &'a str,
+    pub producer_id: i64,
+    pub epoch: i16,
+}
+
+/// A partition's refusal: the code a producer is answered and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unverified {
+    pub code: i16,
+    pub message: String,
+}
+
+/// Asks `producer`'s coordinator whether each of `partitions` is in its ongoing
+/// transaction; `None` for a verified partition.
+pub async fn verify(
+    broker: &BrokerState,
+    producer: Producer<'_>,
+    partitions: &[TopicPartition],
+) -> Vec<Option<Unverified>> {
+    let codes = match coordinator_codes(broker, producer, partitions).await {
+        Ok(codes) => codes,
+        Err(code) => vec![code; partitions.len()],
+    };
+    codes.into_iter().map(produce_error).collect()
+}
+
+/// The coordinator's code per partition, or one code for all of them.
+async fn coordinator_codes(
+    broker: &BrokerState,
+    producer: Producer<'_>,
+    partitions: &[TopicPartition],
+) -> Result<Vec<i16>, i16> {
+    let state_partition = broker.transactions.partition_for(producer.transactional_id);
+    let image = broker.controller.image();
+    let leader = image
+        .topics
+        .get(TRANSACTION_STATE_TOPIC)
+        .and_then(|topic| topic.partition(state_partition))
+        .map_or(-1, |p| p.leader);
+    if leader < 0 {
+        return Err(errors::COORDINATOR_NOT_AVAILABLE);
+    }
+    if leader == broker.replicas.node_id() {
+        return broker
+            .transactions
+            .verify(
+                producer.transactional_id,
+                producer.producer_id,
+                producer.epoch,
+                partitions,
+            )
+            .map(|found| {
+                found
+                    .into_iter()
+                    .map(|in_transaction| {
+                        if in_transaction {
+                            errors::NONE
+                        } else {
+                            errors::INVALID_TXN_STATE
+                        }
+                    })
+                    .collect()
+            })
+            .map_err(|error| errors::txn_error(&error));
+    }
+    let endpoint = image
+        .brokers
+        .get(&leader)
+        .map(|b| b.endpoint.clone())
+        .ok_or(errors::COORDINATOR_NOT_AVAILABLE)?;
+    drop(image);
+    ask_remote(broker, &endpoint, producer, partitions).await
+}
+
+async fn ask_remote(
+    broker: &BrokerState,
+    endpoint: &crate::metadata::records::Endpoint,
+    producer: Producer<'_>,
+    partitions: &[TopicPartition],
+) -> Result<Vec<i16>, i16> {
+    let client_id = format!("oxbow-txn-verification-{}", broker.replicas.node_id());
+    let mut connection = broker
+        .replicas
+        .connect_peer(endpoint, &client_id)
+        .await
+        .map_err(|error| {
+            tracing::info!(%error, "Transaction verification: the coordinator is unreachable");
+            errors::NETWORK_EXCEPTION
+        })?;
+    let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
+    for tp in partitions {
+        match topics.iter_mut().find(|t| t.name.0.as_str() == tp.topic) {
+            Some(topic) => topic.partitions.push(tp.partition),
+            None => topics.push(
+                AddPartitionsToTxnTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(tp.topic.clone())))
+                    .with_partitions(vec![tp.partition]),
+            ),
+        }
+    }
+    let request = AddPartitionsToTxnRequest::default().with_transactions(vec![
+        AddPartitionsToTxnTransaction::default()
+            .with_transactional_id(TransactionalId(StrBytes::from_string(
+                producer.transactional_id.to_string(),
+            )))
+            .with_producer_id(ProducerId(producer.producer_id))
+            .with_producer_epoch(producer.epoch)
+            .with_verify_only(true)
+            .with_topics(topics),
+    ]);
+    let response = connection
+        .call_version(&request, 4, REMOTE_TIMEOUT)
+        .await
+        .map_err(|error| {
+            tracing::info!(%error, "Transaction verification: the coordinator did not answer");
+            errors::NETWORK_EXCEPTION
+        })?;
+    if response.error_code != errors::NONE {
+        // A broker that may not ask (CLUSTER_ACTION) cannot verify: the write is refused,
+        // the authorization failure is not the producer's to see.
+        return Err(
+            if response.error_code == errors::CLUSTER_AUTHORIZATION_FAILED {
+                errors::INVALID_TXN_STATE
+            } else {
+                response.error_code
+            },
+        );
+    }
+    let answered: Vec<(String, i32, i16)> = response
+        .results_by_transaction
+        .into_iter()
+        .flat_map(|t| t.topic_results)
+        .flat_map(|topic| {
+            let name = topic.name.0.to_string();
+            topic
+                .results_by_partition
+                .into_iter()
+                .map(move |p| (name.clone(), p.partition_index, p.partition_error_code))
+        })
+        .collect();
+    Ok(partitions
+        .iter()
+        .map(|tp| {
+            answered
+                .iter()
+                .find(|(topic, index, _)| *topic == tp.topic && *index == tp.partition)
+                .map_or(errors::INVALID_TXN_STATE, |(_, _, code)| *code)
+        })
+        .collect())
+}
+
+/// What the producer is told for the coordinator's `code` (`None`: verified).
+fn produce_error(code: i16) -> Option<Unverified> {
+    let (code, message) = match code {
+        errors::NONE => return None,
+        errors::INVALID_TXN_STATE => (
+            errors::INVALID_TXN_STATE,
+            "Partition was not added to the transaction".to_string(),
+        ),
+        errors::PRODUCER_FENCED | errors::INVALID_PRODUCER_EPOCH => (
+            errors::INVALID_PRODUCER_EPOCH,
+            "a newer producer of the transactional id exists".to_string(),
+        ),
+        errors::CONCURRENT_TRANSACTIONS
+        | errors::NETWORK_EXCEPTION
+        | errors::COORDINATOR_LOAD_IN_PROGRESS
+        | errors::COORDINATOR_NOT_AVAILABLE
+        | errors::NOT_COORDINATOR => (
+            errors::NOT_ENOUGH_REPLICAS,
+            format!(
+                "Unable to verify the partition has been added to the transaction. Underlying error: {}",
+                errors::error_name(code)
+            ),
+        ),
+        code => (
+            code,
+            format!(
+                "the transaction coordinator refused the verification: {}",
+                errors::error_name(code)
+            ),
+        ),
+    };
+    Some(Unverified { code, message })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coordinator_codes_become_what_producers_retry_or_abort_on() {
+        assert_eq!(produce_error(errors::NONE), None);
+        let code = |c| produce_error(c).map(|u| u.code);
+        assert_eq!(
+            code(errors::INVALID_TXN_STATE),
+            Some(errors::INVALID_TXN_STATE)
+        );
+        assert_eq!(
+            code(errors::PRODUCER_FENCED),
+            Some(errors::INVALID_PRODUCER_EPOCH)
+        );
+        for retriable in [
+            errors::CONCURRENT_TRANSACTIONS,
+            errors::NETWORK_EXCEPTION,
+            errors::COORDINATOR_LOAD_IN_PROGRESS,
+            errors::COORDINATOR_NOT_AVAILABLE,
+            errors::NOT_COORDINATOR,
+        ] {
+            assert_eq!(code(retriable), Some(errors::NOT_ENOUGH_REPLICAS));
+        }
+        assert_eq!(
+            code(errors::INVALID_PRODUCER_ID_MAPPING),
+            Some(errors::INVALID_PRODUCER_ID_MAPPING)
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! Transaction verification at the partition leader (KIP-890 part 1), against a real
+//! broker process and its own transaction coordinator, over the raw protocol: a
+//! transactional write to a partition the producer did not add to its transaction is
+//! INVALID_TXN_STATE and opens nothing; a late write of a transaction that already ended
+//! is refused the same way (no hanging transaction holds the last stable offset); writes
+//! inside the transaction pass; transactional records need a transactional id.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::Compression;
+use oxbow_broker::storage::batch_builder::{
+    ProducerFields, SimpleRecord, build_transactional_batch,
+};
+use oxbow_testkit::client::{name, topic};
+use oxbow_testkit::{BrokerProcess, RawClient};
+
+const INVALID_TXN_STATE: i16 = 48;
+const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+const TXN: &str = "verified-txn";
+
+fn txn_id() -> TransactionalId {
+    TransactionalId(StrBytes::from_static_str(TXN))
+}
+
+fn batch(producer: (i64, i16), sequence: i32, count: usize) -> Bytes {
+    let records: Vec<SimpleRecord> = (0..count)
+        .map(|i| SimpleRecord {
+            value: Some(Bytes::from(format!("r-{sequence}-{i}"))),
+            timestamp: 1,
+            ..Default::default()
+        })
+        .collect();
+    build_transactional_batch(
+        &records,
+        Compression::None,
+        ProducerFields {
+            producer_id: producer.0,
+            producer_epoch: producer.1,
+            base_sequence: sequence,
+        },
+    )
+    .unwrap()
+    .freeze()
+}
+
+fn produce(client: &mut RawClient, id: Option<&str>, partition: i32, records: Bytes) -> i16 {
+    let request = ProduceRequest::default()
+        .with_transactional_id(id.map(|id| TransactionalId(StrBytes::from_string(id.into()))))
+        .with_acks(-1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(name("v"))
+                .with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(records)),
+                ]),
+        ]);
+    let response: ProduceResponse = client.request(ApiKey::Produce, 9, &request);
+    response.responses[0].partition_responses[0].error_code
+}
+
+/// LATEST at read_committed and at read_uncommitted.
+fn latest(client: &mut RawClient, partition: i32) -> (i64, i64) {
+    let mut at = |isolation: i8| {
+        let request = ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_isolation_level(isolation)
+            .with_topics(vec![
+                ListOffsetsTopic::default()
+                    .with_name(name("v"))
+                    .with_partitions(vec![
+                        ListOffsetsPartition::default()
+                            .with_partition_index(partition)
+                            .with_timestamp(-1),
+                    ]),
+            ]);
+        let response: ListOffsetsResponse = client.request(ApiKey::ListOffsets, 5, &request);
+        response.topics[0].partitions[0].offset
+    };
+    (at(1), at(0))
+}
+
+/// Retries a coordinator request while the coordinator is being created or loaded.
+fn until_coordinated<T>(mut call: impl FnMut() -> (i16, T)) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (code, value) = call();
+        if code == 0 {
+            return value;
+        }
+        // COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+        // CONCURRENT_TRANSACTIONS: the coordinator is on its way.
+        assert!(
+            [15, 16, 14, 51].contains(&code),
+            "unexpected coordinator error {code}"
+        );
+        assert!(Instant::now() < deadline, "no coordinator after 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn init(client: &mut RawClient) -> (i64, i16) {
+    // The first FindCoordinator for a transactional id creates `__transaction_state`.
+    until_coordinated(|| {
+        let request = FindCoordinatorRequest::default()
+            .with_key_type(1)
+            .with_coordinator_keys(vec![StrBytes::from_static_str(TXN)]);
+        let response: FindCoordinatorResponse =
+            client.request(ApiKey::FindCoordinator, 4, &request);
+        (response.coordinators[0].error_code, ())
+    });
+    until_coordinated(|| {
+        let request = InitProducerIdRequest::default()
+            .with_transactional_id(Some(txn_id()))
+            .with_transaction_timeout_ms(60_000)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+        let response: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 4, &request);
+        (
+            response.error_code,
+            (response.producer_id.0, response.producer_epoch),
+        )
+    })
+}
+
+fn add_partitions(client: &mut RawClient, producer: (i64, i16), partitions: &[i32]) {
+    until_coordinated(|| {
+        let request = AddPartitionsToTxnRequest::default()
+            .with_v3_and_below_transactional_id(txn_id())
+            .with_v3_and_below_producer_id(ProducerId(producer.0))
+            .with_v3_and_below_producer_epoch(producer.1)
+            .with_v3_and_below_topics(vec![
+                AddPartitionsToTxnTopic::default()
+                    .with_name(name("v"))
+                    .with_partitions(partitions.to_vec()),
+            ]);
+        let response: AddPartitionsToTxnResponse =
+            client.request(ApiKey::AddPartitionsToTxn, 3, &request);
+        let codes: Vec<i16> = response.results_by_topic_v3_and_below[0]
+            .results_by_partition
+            .iter()
+            .map(|p| p.partition_error_code)
+            .collect();
+        (codes.iter().copied().find(|c| *c != 0).unwrap_or(0), ())
+    });
+}
+
+fn end(client: &mut RawClient, producer: (i64, i16), commit: bool) {
+    until_coordinated(|| {
+        let request = EndTxnRequest::default()
+            .with_transactional_id(txn_id())
+            .with_producer_id(ProducerId(producer.0))
+            .with_producer_epoch(producer.1)
+            .with_committed(commit);
+        let response: EndTxnResponse = client.request(ApiKey::EndTxn, 3, &request);
+        (response.error_code, ())
+    });
+}
+
+/// Waits until partition `partition`'s markers are in (its last stable offset caught
+/// up with its end).
+fn settled(client: &mut RawClient, partition: i32) -> i64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (stable, end) = latest(client, partition);
+        if stable == end {
+            return end;
+        }
+        assert!(Instant::now() < deadline, "markers not written after 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn only_writes_of_the_ongoing_transaction_open_it_at_a_partition() {
+    let broker = BrokerProcess::start_temp(&[
+        "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1",
+        "transaction.state.log.num.partitions=3",
+    ]);
+    let mut client = broker.client();
+    assert_eq!(
+        client.create_topics(vec![topic("v", 2)]).topics[0].error_code,
+        0
+    );
+    let producer = init(&mut client);
+
+    // Partition 0 is in the transaction; partition 1 is not.
+    add_partitions(&mut client, producer, &[0]);
+    assert_eq!(produce(&mut client, Some(TXN), 0, batch(producer, 0, 2)), 0);
+    assert_eq!(
+        produce(&mut client, Some(TXN), 1, batch(producer, 0, 2)),
+        INVALID_TXN_STATE,
+        "a write to a partition the transaction did not add"
+    );
+    assert_eq!(
+        latest(&mut client, 1),
+        (0, 0),
+        "nothing written, no transaction opened"
+    );
+    // Later writes of the open transaction need no new check.
+    assert_eq!(produce(&mut client, Some(TXN), 0, batch(producer, 2, 1)), 0);
+    // Transactional records need a transactional id.
+    assert_eq!(
+        produce(&mut client, None, 0, batch(producer, 3, 1)),
+        TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    );
+    assert_eq!(latest(&mut client, 0), (0, 3), "the transaction is open");
+
+    end(&mut client, producer, true);
+    let end_offset = settled(&mut client, 0);
+    assert_eq!(end_offset, 4, "3 records and the COMMIT marker");
+
+    // A write of the ended transaction arriving late opens nothing.
+    assert_eq!(
+        produce(&mut client, Some(TXN), 0, batch(producer, 3, 1)),
+        INVALID_TXN_STATE,
+        "a late write after the commit"
+    );
+    assert_eq!(latest(&mut client, 0), (4, 4), "no hanging transaction");
+
+    // The next transaction adds both partitions and writes to both; aborted, it is gone.
+    add_partitions(&mut client, producer, &[0, 1]);
+    assert_eq!(produce(&mut client, Some(TXN), 0, batch(producer, 3, 1)), 0);
+    assert_eq!(produce(&mut client, Some(TXN), 1, batch(producer, 0, 1)), 0);
+    end(&mut client, producer, false);
+    assert_eq!(settled(&mut client, 0), 6);
+    assert_eq!(settled(&mut client, 1), 2);
+}
