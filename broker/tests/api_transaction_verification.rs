@@ -3,7 +3,9 @@
 //! transactional write to a partition the producer did not add to its transaction is
 //! INVALID_TXN_STATE and opens nothing; a late write of a transaction that already ended
 //! is refused the same way (no hanging transaction holds the last stable offset); writes
-//! inside the transaction pass; transactional records need a transactional id.
+//! inside the transaction pass; transactional records need a transactional id; clients
+//! that know TRANSACTION_ABORTABLE are told it; a TxnOffsetCommit for a group the
+//! transaction did not add (no AddOffsetsToTxn) is refused the same way.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::time::{Duration, Instant};
@@ -23,6 +25,7 @@ use oxbow_testkit::{BrokerProcess, RawClient};
 
 const INVALID_TXN_STATE: i16 = 48;
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+const TRANSACTION_ABORTABLE: i16 = 120;
 const TXN: &str = "verified-txn";
 
 fn txn_id() -> TransactionalId {
@@ -51,6 +54,16 @@ fn batch(producer: (i64, i16), sequence: i32, count: usize) -> Bytes {
 }
 
 fn produce(client: &mut RawClient, id: Option<&str>, partition: i32, records: Bytes) -> i16 {
+    produce_at(client, 9, id, partition, records)
+}
+
+fn produce_at(
+    client: &mut RawClient,
+    version: i16,
+    id: Option<&str>,
+    partition: i32,
+    records: Bytes,
+) -> i16 {
     let request = ProduceRequest::default()
         .with_transactional_id(id.map(|id| TransactionalId(StrBytes::from_string(id.into()))))
         .with_acks(-1)
@@ -64,7 +77,7 @@ fn produce(client: &mut RawClient, id: Option<&str>, partition: i32, records: By
                         .with_records(Some(records)),
                 ]),
         ]);
-    let response: ProduceResponse = client.request(ApiKey::Produce, 9, &request);
+    let response: ProduceResponse = client.request(ApiKey::Produce, version, &request);
     response.responses[0].partition_responses[0].error_code
 }
 
@@ -108,16 +121,21 @@ fn until_coordinated<T>(mut call: impl FnMut() -> (i16, T)) -> T {
     }
 }
 
-fn init(client: &mut RawClient) -> (i64, i16) {
-    // The first FindCoordinator for a transactional id creates `__transaction_state`.
+/// FindCoordinator of `key` (0 group, 1 transactional id), until there is one: the first
+/// creates `__consumer_offsets` / `__transaction_state`.
+fn find_coordinator(client: &mut RawClient, key_type: i8, key: &'static str) {
     until_coordinated(|| {
         let request = FindCoordinatorRequest::default()
-            .with_key_type(1)
-            .with_coordinator_keys(vec![StrBytes::from_static_str(TXN)]);
+            .with_key_type(key_type)
+            .with_coordinator_keys(vec![StrBytes::from_static_str(key)]);
         let response: FindCoordinatorResponse =
             client.request(ApiKey::FindCoordinator, 4, &request);
         (response.coordinators[0].error_code, ())
     });
+}
+
+fn init(client: &mut RawClient) -> (i64, i16) {
+    find_coordinator(client, 1, TXN);
     until_coordinated(|| {
         let request = InitProducerIdRequest::default()
             .with_transactional_id(Some(txn_id()))
@@ -166,6 +184,42 @@ fn end(client: &mut RawClient, producer: (i64, i16), commit: bool) {
     });
 }
 
+/// TxnOffsetCommit at `version` of offset 5 of `v`-0 for group `g`; its code.
+fn txn_offset_commit(client: &mut RawClient, producer: (i64, i16), version: i16) -> i16 {
+    let request = TxnOffsetCommitRequest::default()
+        .with_transactional_id(txn_id())
+        .with_group_id(GroupId(StrBytes::from_static_str("g")))
+        .with_producer_id(ProducerId(producer.0))
+        .with_producer_epoch(producer.1)
+        .with_generation_id(-1)
+        .with_topics(vec![
+            txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                .with_name(name("v"))
+                .with_partitions(vec![
+                    txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(5)
+                        .with_committed_leader_epoch(-1),
+                ]),
+        ]);
+    let response: TxnOffsetCommitResponse =
+        client.request(ApiKey::TxnOffsetCommit, version, &request);
+    response.topics[0].partitions[0].error_code
+}
+
+fn add_offsets(client: &mut RawClient, producer: (i64, i16)) {
+    until_coordinated(|| {
+        let request = AddOffsetsToTxnRequest::default()
+            .with_transactional_id(txn_id())
+            .with_producer_id(ProducerId(producer.0))
+            .with_producer_epoch(producer.1)
+            .with_group_id(GroupId(StrBytes::from_static_str("g")));
+        let response: AddOffsetsToTxnResponse =
+            client.request(ApiKey::AddOffsetsToTxn, 3, &request);
+        (response.error_code, ())
+    });
+}
+
 /// Waits until partition `partition`'s markers are in (its last stable offset caught
 /// up with its end).
 fn settled(client: &mut RawClient, partition: i32) -> i64 {
@@ -186,6 +240,8 @@ fn only_writes_of_the_ongoing_transaction_open_it_at_a_partition() {
         "transaction.state.log.replication.factor=1",
         "transaction.state.log.min.isr=1",
         "transaction.state.log.num.partitions=3",
+        "offsets.topic.replication.factor=1",
+        "offsets.topic.num.partitions=1",
     ]);
     let mut client = broker.client();
     assert_eq!(
@@ -235,4 +291,27 @@ fn only_writes_of_the_ongoing_transaction_open_it_at_a_partition() {
     end(&mut client, producer, false);
     assert_eq!(settled(&mut client, 0), 6);
     assert_eq!(settled(&mut client, 1), 2);
+
+    // Clients that know TRANSACTION_ABORTABLE (Produce v11) are told it instead.
+    assert_eq!(
+        produce_at(&mut client, 11, Some(TXN), 1, batch(producer, 1, 1)),
+        TRANSACTION_ABORTABLE
+    );
+    assert_eq!(latest(&mut client, 1), (2, 2), "nothing opened");
+
+    // Offsets of a group the transaction did not add (no AddOffsetsToTxn) are refused,
+    // instead of waiting forever for a marker; once added, they are taken.
+    find_coordinator(&mut client, 0, "g");
+    add_partitions(&mut client, producer, &[0]);
+    assert_eq!(
+        txn_offset_commit(&mut client, producer, 3),
+        INVALID_TXN_STATE
+    );
+    assert_eq!(
+        txn_offset_commit(&mut client, producer, 4),
+        TRANSACTION_ABORTABLE
+    );
+    add_offsets(&mut client, producer);
+    assert_eq!(txn_offset_commit(&mut client, producer, 3), 0);
+    end(&mut client, producer, true);
 }

@@ -49,7 +49,7 @@ impl Api for AddOffsetsToTxnApi {
                     Ok(()) => errors::NONE,
                     Err(error) => {
                         tracing::debug!(transactional_id = id, group, %error, "AddOffsetsToTxn refused");
-                        errors::txn_error(&error)
+                        errors::txn_error_at(&error, context.version, 2)
                     }
                 }
             };

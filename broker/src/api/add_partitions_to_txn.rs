@@ -152,7 +152,7 @@ async fn add(
             Ok(codes) => partitions.into_iter().zip(codes).collect(),
             Err(error) => {
                 tracing::debug!(transactional_id = id, %error, "AddPartitionsToTxn refused");
-                let code = errors::txn_error(&error);
+                let code = errors::txn_error_at(&error, context.version, 2);
                 partitions.into_iter().map(|tp| (tp, code)).collect()
             }
         }

@@ -35,13 +35,10 @@ impl Api for DescribeTransactionsApi {
                 .transactional_ids
                 .iter()
                 .map(|id| {
+                    // An id described with an error keeps the schema's defaults, as Kafka's.
                     let state = TransactionState::default()
                         .with_transactional_id(id.clone())
-                        .with_transaction_state(StrBytes::from_static_str(""))
-                        .with_producer_id(ProducerId(-1))
-                        .with_producer_epoch(-1)
-                        .with_transaction_timeout_ms(0)
-                        .with_transaction_start_time_ms(-1);
+                        .with_transaction_state(StrBytes::from_static_str(""));
                     if !access.allows(Operation::Describe, ResourceType::TransactionalId, &id.0) {
                         return state
                             .with_error_code(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);

@@ -41,7 +41,7 @@ impl Api for EndTxnApi {
                     Ok(()) => errors::NONE,
                     Err(error) => {
                         tracing::debug!(transactional_id = id, committed = request.committed, %error, "EndTxn refused");
-                        errors::txn_error(&error)
+                        errors::txn_error_at(&error, context.version, 2)
                     }
                 }
             };

@@ -75,12 +75,23 @@ pub const INVALID_TXN_STATE: i16 = ResponseError::InvalidTxnState.code();
 pub const UNSTABLE_OFFSET_COMMIT: i16 = ResponseError::UnstableOffsetCommit.code();
 pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = ResponseError::TransactionalIdNotFound.code();
 pub const CONCURRENT_TRANSACTIONS: i16 = ResponseError::ConcurrentTransactions.code();
+pub const TRANSACTION_ABORTABLE: i16 = ResponseError::TransactionAbortable.code();
 pub const NETWORK_EXCEPTION: i16 = ResponseError::NetworkException.code();
 pub const PRODUCER_FENCED: i16 = ResponseError::ProducerFenced.code();
 pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = ResponseError::CoordinatorLoadInProgress.code();
 pub const NOT_COORDINATOR: i16 = ResponseError::NotCoordinator.code();
 pub const NOT_ENOUGH_REPLICAS: i16 = ResponseError::NotEnoughReplicas.code();
 pub const INVALID_PRODUCER_ID_MAPPING: i16 = ResponseError::InvalidProducerIdMapping.code();
+
+/// [`txn_error`] for a client at `version` of an API whose `first_fenced` version
+/// introduced PRODUCER_FENCED (KIP-588): older clients are told INVALID_PRODUCER_EPOCH,
+/// the fencing they know.
+pub fn txn_error_at(error: &crate::txn::TxnError, version: i16, first_fenced: i16) -> i16 {
+    match txn_error(error) {
+        PRODUCER_FENCED if version < first_fenced => INVALID_PRODUCER_EPOCH,
+        code => code,
+    }
+}
 
 /// A transaction coordinator's refusal as Kafka's error code.
 pub fn txn_error(error: &crate::txn::TxnError) -> i16 {

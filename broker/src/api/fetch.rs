@@ -60,8 +60,9 @@ struct PartitionRead {
     realign: Option<(i64, i64)>,
     /// The replica this consumer should read from instead (KIP-392), and no records.
     preferred_read_replica: Option<i32>,
-    /// A `read_committed` consumer's aborted transactions in the range read.
-    aborted_transactions: Vec<crate::storage::AbortedTransaction>,
+    /// A `read_committed` consumer's aborted transactions in the range read (`None`,
+    /// sent as null as Kafka sends it, for other reads and for errors).
+    aborted_transactions: Option<Vec<crate::storage::AbortedTransaction>>,
 }
 
 /// Who fetches: a follower (its broker id) or a consumer (-1, with the rack it names).
@@ -267,7 +268,7 @@ fn read_all(
                 diverging: None,
                 realign: None,
                 preferred_read_replica: None,
-                aborted_transactions: Vec::new(),
+                aborted_transactions: None,
             };
             if let Some(code) = refused.get(topic_index).copied().flatten() {
                 read.outcome = Err(code);
@@ -347,7 +348,9 @@ fn read_one(
     read.diverging = answer.diverging;
     read.realign = answer.realign;
     read.preferred_read_replica = answer.preferred_read_replica;
-    read.aborted_transactions = answer.aborted_transactions;
+    read.aborted_transactions =
+        (fetcher.read_committed && fetcher.replica_id < 0 && read.outcome.is_ok())
+            .then_some(answer.aborted_transactions);
 }
 
 /// The response: every read partition, or (an incremental session's answer) those
@@ -398,16 +401,16 @@ fn respond(
         let mut data = PartitionData::default()
             .with_partition_index(read.partition)
             .with_preferred_read_replica(BrokerId(read.preferred_read_replica.unwrap_or(-1)))
-            .with_aborted_transactions(Some(
-                read.aborted_transactions
+            .with_aborted_transactions(read.aborted_transactions.as_ref().map(|aborted| {
+                aborted
                     .iter()
                     .map(|aborted| {
                         AbortedTransaction::default()
                             .with_producer_id(ProducerId(aborted.producer_id))
                             .with_first_offset(aborted.first_offset as i64)
                     })
-                    .collect(),
-            ));
+                    .collect()
+            }));
         match read.outcome {
             Ok(result) => {
                 if let Some((epoch, end_offset)) = read.diverging {

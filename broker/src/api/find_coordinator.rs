@@ -52,8 +52,8 @@ impl Api for FindCoordinatorApi {
             let image = broker.controller.image();
             let access = context.access();
             let answer = |key: &StrBytes| -> Coordinator {
-                // An unknown key type, or an empty key.
-                let coordinator = if topic.is_empty() || key.is_empty() {
+                // An unknown key type. An empty key is a key as any other, as in Kafka.
+                let coordinator = if topic.is_empty() {
                     Err(errors::INVALID_REQUEST)
                 } else if !access.allows(Operation::Describe, resource, key) {
                     Err(denied)

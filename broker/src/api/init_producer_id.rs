@@ -48,7 +48,7 @@ impl Api for InitProducerIdApi {
                         .with_producer_epoch(epoch),
                     Err(error) => {
                         tracing::debug!(transactional_id = id, %error, "InitProducerId refused");
-                        response.with_error_code(errors::txn_error(&error))
+                        response.with_error_code(errors::txn_error_at(&error, context.version, 4))
                     }
                 };
                 return context.respond(&response);

@@ -109,7 +109,8 @@ impl Api for ProduceApi {
             if let Some(id) = transactional_id.as_deref()
                 && context.broker.config.transactions.partition_verification
             {
-                verify_transactions(context.broker, id, &mut work).await;
+                let requester = verification::Requester::Produce(context.version);
+                verify_transactions(context.broker, requester, id, &mut work).await;
             }
             let broker = Arc::clone(context.broker);
             let outcomes = tokio::task::spawn_blocking(move || {
@@ -281,7 +282,12 @@ type ToVerify = (usize, TopicPartition, u64);
 /// transaction there is checked with the transaction coordinator before the append; a
 /// partition not in the ongoing transaction is refused, the others carry the guard
 /// their append must match.
-async fn verify_transactions(broker: &BrokerState, transactional_id: &str, work: &mut [Work]) {
+async fn verify_transactions(
+    broker: &BrokerState,
+    requester: verification::Requester,
+    transactional_id: &str,
+    work: &mut [Work],
+) {
     let mut pending: Vec<((i64, i16), Vec<ToVerify>)> = Vec::new();
     for (at, item) in work.iter_mut().enumerate() {
         let Ok(topic) = &item.target else {
@@ -315,7 +321,7 @@ async fn verify_transactions(broker: &BrokerState, transactional_id: &str, work:
             producer_id,
             epoch,
         };
-        let verdicts = verification::verify(broker, producer, &tps).await;
+        let verdicts = verification::verify(broker, requester, producer, &tps).await;
         for ((at, tp, guard), verdict) in partitions.into_iter().zip(verdicts) {
             let Some(item) = work.get_mut(at) else {
                 continue;

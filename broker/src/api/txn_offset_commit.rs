@@ -16,7 +16,8 @@ use super::offset_commit::committed;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::TxnMember;
 use crate::security::acl::{Operation, ResourceType};
-use crate::storage::TopicPartition;
+use crate::storage::{TopicPartition, Verification};
+use crate::txn::verification as txn_verification;
 
 #[derive(Debug)]
 pub struct TxnOffsetCommitApi;
@@ -68,6 +69,41 @@ impl Api for TxnOffsetCommitApi {
                     }
                 }
             }
+            // KIP-890 part 1: the group's offsets partition must be in the transaction
+            // (AddOffsetsToTxn), or offsets would wait for a marker that never comes.
+            let mut verification = Verification::Unchecked;
+            if !offsets.is_empty()
+                && context.broker.config.transactions.partition_verification
+                && let Some((tp, guard)) = context
+                    .broker
+                    .groups
+                    .start_txn_verification(group, request.producer_id.0)
+            {
+                verification = Verification::OPEN;
+                if let Some(guard) = guard {
+                    let producer = txn_verification::Producer {
+                        transactional_id: id,
+                        producer_id: request.producer_id.0,
+                        epoch: request.producer_epoch,
+                    };
+                    let requester = txn_verification::Requester::TxnOffsetCommit(context.version);
+                    let verdict =
+                        txn_verification::verify(context.broker, requester, producer, &[tp])
+                            .await
+                            .into_iter()
+                            .next()
+                            .flatten();
+                    match verdict {
+                        None => verification = Verification::Guard(guard),
+                        Some(unverified) => {
+                            tracing::info!(transactional_id = id, group, error = errors::error_name(unverified.code), reason = %unverified.message, "TxnOffsetCommit refused: not verified");
+                            for (tp, ..) in offsets.drain(..) {
+                                answers.push((tp.topic, tp.partition, unverified.code));
+                            }
+                        }
+                    }
+                }
+            }
             if !offsets.is_empty() {
                 let member = TxnMember {
                     member_id: request.member_id.as_str(),
@@ -79,6 +115,7 @@ impl Api for TxnOffsetCommitApi {
                     (request.producer_id.0, request.producer_epoch),
                     member,
                     offsets,
+                    verification,
                 );
                 if results.iter().any(|(_, r)| r.is_ok())
                     && let Err(error) = committed(context, group).await

@@ -30,7 +30,7 @@ use crate::replication::ReplicaManager;
 use crate::storage::batch_builder::{
     ProducerFields, SimpleRecord, build_batch, build_transactional_batch,
 };
-use crate::storage::{Clock, LogManager, TopicPartition};
+use crate::storage::{Clock, LogManager, TopicPartition, Verification};
 
 /// A group's protocol and state.
 #[derive(Debug)]
@@ -104,7 +104,7 @@ pub struct GroupCoordinator {
     pub metrics: GroupMetrics,
     /// Once attached, appends go through the replica of the group's partition, and only
     /// where this broker leads it.
-    replicas: parking_lot::RwLock<Option<Arc<ReplicaManager>>>,
+    pub(super) replicas: parking_lot::RwLock<Option<Arc<ReplicaManager>>>,
     /// Offsets partitions whose groups are loaded (with replicas: the ones led here).
     loaded: Mutex<std::collections::BTreeSet<i32>>,
 }
@@ -249,16 +249,18 @@ impl GroupCoordinator {
 
     /// Appends `records` to the group's offsets partition.
     pub(super) fn append(&self, group: &str, records: &[SimpleRecord]) -> Result<(), GroupError> {
-        self.append_batch(group, records, None)
+        self.append_batch(group, records, None, Verification::Unchecked)
     }
 
     /// Appends `records` to the group's offsets partition, as a transactional batch of
-    /// `producer` (id, epoch) when given (TxnOffsetCommit).
+    /// `producer` (id, epoch) when given (TxnOffsetCommit, checked with its transaction
+    /// coordinator as `verification` says).
     pub(super) fn append_batch(
         &self,
         group: &str,
         records: &[SimpleRecord],
         producer: Option<(i64, i16)>,
+        verification: Verification,
     ) -> Result<(), GroupError> {
         if records.is_empty() {
             return Ok(());
@@ -287,7 +289,7 @@ impl GroupCoordinator {
                 .filter(|p| p.is_leader())
                 .ok_or(GroupError::NotCoordinator)?;
             return replica
-                .append_as_leader(&batch, 1)
+                .append_as_leader_verified(&batch, 1, verification)
                 .map(|_| ())
                 .map_err(|error| {
                     tracing::warn!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
@@ -304,7 +306,7 @@ impl GroupCoordinator {
             .logs
             .get(&tp)
             .ok_or(GroupError::CoordinatorNotAvailable)?;
-        log.append(&batch, 0).map_err(|error| {
+        log.append_verified(&batch, 0, verification).map_err(|error| {
             tracing::error!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
             GroupError::Append {
                 partition: tp.clone(),

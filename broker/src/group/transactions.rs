@@ -8,7 +8,7 @@ use super::GroupError;
 use super::coordinator::{GroupCoordinator, GroupKind, PartitionResults, new_group};
 use super::offsets::{OffsetRecords, OffsetsToCommit, fail_all};
 use super::records::{self, OffsetValue};
-use crate::storage::TopicPartition;
+use crate::storage::{TopicPartition, Verification};
 
 /// A member as TxnOffsetCommit v3+ names it (empty / -1 from older clients: unchecked).
 #[derive(Debug, Clone, Copy)]
@@ -19,13 +19,31 @@ pub struct TxnMember<'a> {
 }
 
 impl GroupCoordinator {
-    /// TxnOffsetCommit: `offsets` are (partition, offset, leader epoch, metadata).
+    /// The group's offsets partition, if this broker leads it, and the guard of a
+    /// verification of `producer_id`'s transaction there (`None`: the transaction is open
+    /// there already), for [`GroupCoordinator::txn_commit_offsets`].
+    pub fn start_txn_verification(
+        &self,
+        group_id: &str,
+        producer_id: i64,
+    ) -> Option<(TopicPartition, Option<u64>)> {
+        let partition = records::partition_for(group_id, self.config.offsets_partitions);
+        let tp = TopicPartition::new(super::OFFSETS_TOPIC, partition);
+        let replicas = self.replicas.read().clone()?;
+        let replica = replicas.partition(&tp).filter(|p| p.is_leader())?;
+        Some((tp, replica.start_verification(producer_id)))
+    }
+
+    /// TxnOffsetCommit: `offsets` are (partition, offset, leader epoch, metadata);
+    /// `verification` what the producer's transaction coordinator said of the group's
+    /// offsets partition.
     pub fn txn_commit_offsets(
         &self,
         group_id: &str,
         producer: (i64, i16),
         member: TxnMember<'_>,
         offsets: OffsetsToCommit,
+        verification: Verification,
     ) -> PartitionResults {
         if group_id.is_empty() {
             return fail_all(offsets, &GroupError::InvalidGroupId);
@@ -60,7 +78,7 @@ impl GroupCoordinator {
             records: written,
             accepted,
         } = self.offset_records(group_id, offsets, now);
-        match self.append_batch(group_id, &written, Some(producer)) {
+        match self.append_batch(group_id, &written, Some(producer), verification) {
             Ok(()) => {
                 let pending = state.pending_transactions.entry(producer.0).or_default();
                 for (tp, value) in accepted {

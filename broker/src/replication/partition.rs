@@ -284,6 +284,17 @@ impl Partition {
         self.append_checked(records, acks, false, Verification::Unchecked)
     }
 
+    /// [`Partition::append_as_leader`] of a transactional write checked with its
+    /// transaction coordinator (the group coordinator's TxnOffsetCommit).
+    pub fn append_as_leader_verified(
+        &self,
+        records: &[u8],
+        acks: i16,
+        verification: Verification,
+    ) -> Result<AppendInfo, AppendError> {
+        self.append_checked(records, acks, false, verification)
+    }
+
     /// Writes a transaction marker (WriteTxnMarkers): a COMMIT or ABORT control batch of
     /// `producer_id`'s transaction, as the leader. A marker of an epoch older than the
     /// producer's is refused (INVALID_PRODUCER_EPOCH).

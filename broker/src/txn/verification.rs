@@ -10,10 +10,13 @@
 //! ([`crate::storage::Verification`]): a marker written meanwhile voids it, so a write
 //! checked before the transaction ended still cannot open the next one.
 //!
-//! Errors as Kafka's leader answers a producer: a partition not in the transaction is
-//! INVALID_TXN_STATE; a fenced epoch INVALID_PRODUCER_EPOCH; a coordinator that cannot
-//! answer now (moving, loading, deciding, unreachable) NOT_ENOUGH_REPLICAS, which every
-//! producer retries without refreshing its metadata.
+//! Errors as Kafka answers them: a partition not in the transaction is INVALID_TXN_STATE
+//! for clients that predate TRANSACTION_ABORTABLE (Produce v10 and older, TxnOffsetCommit
+//! v3 and older) and TRANSACTION_ABORTABLE for the others; a fenced epoch
+//! INVALID_PRODUCER_EPOCH; a coordinator that cannot answer now (moving, loading,
+//! deciding, unreachable) NOT_ENOUGH_REPLICAS to a producer, which every producer retries
+//! without refreshing its metadata, and COORDINATOR_NOT_AVAILABLE to a TxnOffsetCommit.
+//! The group coordinator verifies a TxnOffsetCommit's offsets partition the same way.
 
 use std::time::Duration;
 
@@ -38,6 +41,23 @@ pub struct Producer<'a> {
     pub epoch: i16,
 }
 
+/// Which request is verified, and at which version (what decides its error codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requester {
+    Produce(i16),
+    TxnOffsetCommit(i16),
+}
+
+impl Requester {
+    /// Whether the client knows TRANSACTION_ABORTABLE (Kafka's "generic error supported").
+    fn knows_abortable(self) -> bool {
+        match self {
+            Self::Produce(version) => version > 10,
+            Self::TxnOffsetCommit(version) => version > 3,
+        }
+    }
+}
+
 /// A partition's refusal: the code a producer is answered and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unverified {
@@ -49,6 +69,7 @@ pub struct Unverified {
 /// transaction; `None` for a verified partition.
 pub async fn verify(
     broker: &BrokerState,
+    requester: Requester,
     producer: Producer<'_>,
     partitions: &[TopicPartition],
 ) -> Vec<Option<Unverified>> {
@@ -56,7 +77,10 @@ pub async fn verify(
         Ok(codes) => codes,
         Err(code) => vec![code; partitions.len()],
     };
-    codes.into_iter().map(produce_error).collect()
+    codes
+        .into_iter()
+        .map(|code| client_error(code, requester))
+        .collect()
 }
 
 /// The coordinator's code per partition, or one code for all of them.
@@ -184,12 +208,16 @@ async fn ask_remote(
         .collect())
 }
 
-/// What the producer is told for the coordinator's `code` (`None`: verified).
-fn produce_error(code: i16) -> Option<Unverified> {
+/// What the client is told for the coordinator's `code` (`None`: verified).
+fn client_error(code: i16, requester: Requester) -> Option<Unverified> {
     let (code, message) = match code {
         errors::NONE => return None,
         errors::INVALID_TXN_STATE => (
-            errors::INVALID_TXN_STATE,
+            if requester.knows_abortable() {
+                errors::TRANSACTION_ABORTABLE
+            } else {
+                errors::INVALID_TXN_STATE
+            },
             "Partition was not added to the transaction".to_string(),
         ),
         errors::PRODUCER_FENCED | errors::INVALID_PRODUCER_EPOCH => (
@@ -201,7 +229,10 @@ fn produce_error(code: i16) -> Option<Unverified> {
         | errors::COORDINATOR_LOAD_IN_PROGRESS
         | errors::COORDINATOR_NOT_AVAILABLE
         | errors::NOT_COORDINATOR => (
-            errors::NOT_ENOUGH_REPLICAS,
+            match requester {
+                Requester::Produce(_) => errors::NOT_ENOUGH_REPLICAS,
+                Requester::TxnOffsetCommit(_) => errors::COORDINATOR_NOT_AVAILABLE,
+            },
             format!(
                 "Unable to verify the partition has been added to the transaction. Underlying error: {}",
                 errors::error_name(code)
@@ -224,11 +255,26 @@ mod tests {
 
     #[test]
     fn coordinator_codes_become_what_producers_retry_or_abort_on() {
-        assert_eq!(produce_error(errors::NONE), None);
-        let code = |c| produce_error(c).map(|u| u.code);
+        let old = Requester::Produce(10);
+        assert_eq!(client_error(errors::NONE, old), None);
+        let code = |c| client_error(c, old).map(|u| u.code);
         assert_eq!(
             code(errors::INVALID_TXN_STATE),
             Some(errors::INVALID_TXN_STATE)
+        );
+        for knows in [Requester::Produce(11), Requester::TxnOffsetCommit(4)] {
+            assert_eq!(
+                client_error(errors::INVALID_TXN_STATE, knows).map(|u| u.code),
+                Some(errors::TRANSACTION_ABORTABLE)
+            );
+        }
+        assert_eq!(
+            client_error(errors::INVALID_TXN_STATE, Requester::TxnOffsetCommit(3)).map(|u| u.code),
+            Some(errors::INVALID_TXN_STATE)
+        );
+        assert_eq!(
+            client_error(errors::NOT_COORDINATOR, Requester::TxnOffsetCommit(3)).map(|u| u.code),
+            Some(errors::COORDINATOR_NOT_AVAILABLE)
         );
         assert_eq!(
             code(errors::PRODUCER_FENCED),
