@@ -18,9 +18,17 @@
 // create topics with invalid compression and timestamp configs, ask metadata for an
 // unknown topic, and feed a compacted topic a seeded sequence of batches (codecs, tombstones,
 // a batch whose newest record of a key is in its middle), then read it back once cleaned
-// (compaction.go). With -kafka-secure/-oxbow-secure, a second pair of brokers with the same
-// security settings plays the security scenario (security.go): SCRAM credentials, ACLs,
-// authentication failures, what each principal is answered, client quotas.
+// (compaction.go). Transactions (transactions.go, raw requests pinned to transaction
+// version 1, which is all Oxbow offers): commits and aborts as readers see them at both
+// isolation levels (last stable offset, aborted transactions, control batches), an open
+// transaction holding the last stable offset, offsets committed in transactions
+// (require_stable), refused EndTxn / AddPartitionsToTxn / InitProducerId requests each
+// followed by a transaction that still commits, a transaction aborted by its timeout,
+// Describe/ListTransactions, DescribeProducers, and a transactional write to a partition
+// the transaction never added. With -kafka-secure/-oxbow-secure, a second pair of brokers
+// with the same security settings plays the security scenario (security.go): SCRAM
+// credentials, ACLs, authentication failures, what each principal is answered, client
+// quotas.
 package main
 
 import (

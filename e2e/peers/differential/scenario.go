@@ -405,6 +405,8 @@ func runScenario(ctx context.Context, bootstrap string) (Observations, error) {
 	step("log_append_time_bit", func() error { return logAppendTimeBitStep(ctx, cl, adm, obs, create, suffix) })
 	// 17. Log compaction: a seeded produce sequence, then what a consumer reads once cleaned.
 	step("compaction", func() error { return compactionStep(ctx, bootstrap, cl, adm, obs, create, suffix) })
+	// 18. Transactions: commits, aborts, open transactions, offsets in transactions, refusals.
+	step("transactions", func() error { return transactionsStep(ctx, bootstrap, cl, adm, obs, create, suffix) })
 
 	// 11. Metadata for an unknown topic, without auto-creation.
 	step("metadata_unknown_topic", func() error {
