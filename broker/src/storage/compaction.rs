@@ -10,7 +10,15 @@
 //!       batch with nothing left           → dropped, unless it is an idempotent producer's
 //!                                           last: then kept empty (no records), so its
 //!                                           sequence survives a restart (Kafka's rule)
+//!       transaction marker                → dropped once no batch of its transaction
+//!                                           is left (none seen by this pass) and it is
+//!                                           older than `delete.retention.ms`
 //! ```
+//!
+//! Aborted transactions' records are removed (they never count as a key's value), and
+//! nothing at or past the last stable offset is cleaned. A marker goes in a pass after
+//! its transaction's data went, as Kafka's cleaner does it: a consumer that read the data
+//! still finds the marker for `delete.retention.ms`.
 //!
 //! A record's offset and timestamp are deltas from its batch's header, so keeping the
 //! header keeps every survivor at its original offset without re-encoding a record; the
@@ -30,7 +38,7 @@
 //! and fresh indexes are built from it. A crash at any point leaves either the old or
 //! the new log, and a segment without index files is rebuilt when the log is opened.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::sync::Arc;
 
@@ -60,7 +68,8 @@ pub struct CompactionReport {
     pub records_removed: u64,
     pub bytes_before: u64,
     pub bytes_after: u64,
-    /// Largest timestamp of the oldest batch holding a tombstone that was kept.
+    /// Largest timestamp of the oldest batch holding a tombstone (or of the oldest
+    /// marker of a transaction with no data left) that was kept.
     pub oldest_kept_tombstone_ms: Option<i64>,
 }
 
@@ -116,12 +125,18 @@ impl Log {
             producers_last: &producers_last,
             aborted: &aborted,
         };
+        let mut pass = PassState::default();
         for segment in cleanable {
-            let cleaned = self.clean_segment(&segment, &rules, &mut report)?;
+            let cleaned = self.clean_segment(&segment, &rules, &mut pass, &mut report)?;
             if let Some(cleaned) = cleaned {
                 self.segments.write().insert(cleaned.base_offset(), cleaned);
                 report.segments_cleaned += 1;
             }
+        }
+        if !pass.removed_markers.is_empty() {
+            self.transactions
+                .lock()
+                .forget_markers(&pass.removed_markers);
         }
         *self.cleaner.lock() = CleanerState {
             first_dirty_offset: end,
@@ -193,6 +208,7 @@ impl Log {
         &self,
         segment: &Arc<LogSegment>,
         rules: &CleaningRules<'_>,
+        pass: &mut PassState,
         report: &mut CompactionReport,
     ) -> Result<Option<Arc<LogSegment>>, LogError> {
         let CleaningRules {
@@ -206,8 +222,24 @@ impl Log {
         let config = self.config();
         for_each_batch(self, segment, |raw, header, section| {
             if header.is_control() {
+                let emptied_transaction = header.is_transactional()
+                    && header.has_producer_id()
+                    && !pass.transactions_seen.remove(&header.producer_id);
+                if emptied_transaction && header.max_timestamp < tombstone_horizon {
+                    removed += u64::from(header.record_count.unsigned_abs());
+                    pass.removed_markers.insert(header.base_offset as u64);
+                    return Ok(());
+                }
+                if emptied_transaction {
+                    // Due later, as a tombstone is.
+                    let oldest = report.oldest_kept_tombstone_ms.get_or_insert(i64::MAX);
+                    *oldest = (*oldest).min(header.max_timestamp);
+                }
                 output.extend_from_slice(raw);
                 return Ok(());
+            }
+            if header.is_transactional() && header.has_producer_id() {
+                pass.transactions_seen.insert(header.producer_id);
             }
             let mut survivors = Vec::with_capacity(section.len());
             let (mut kept, mut kept_tombstone) = (0i32, false);
@@ -318,6 +350,15 @@ struct CleaningRules<'a> {
     producers_last: &'a HashMap<i64, u64>,
     /// Each producer's aborted transactions, `(first offset, marker offset)`.
     aborted: &'a HashMap<i64, Vec<(u64, u64)>>,
+}
+
+/// What one pass carries from segment to segment (they are cleaned in offset order).
+#[derive(Debug, Default)]
+struct PassState {
+    /// Producers with a batch of their current transaction seen so far.
+    transactions_seen: HashSet<i64>,
+    /// The offsets of the markers removed.
+    removed_markers: HashSet<u64>,
 }
 
 /// Whether `header` is a data batch of an aborted transaction.

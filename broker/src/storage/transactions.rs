@@ -198,6 +198,12 @@ impl TransactionState {
         by_producer
     }
 
+    /// Forgets the aborted transactions whose markers the cleaner removed (their data
+    /// went before them).
+    pub fn forget_markers(&mut self, markers: &std::collections::HashSet<u64>) {
+        self.aborted.retain(|t| !markers.contains(&t.last_offset));
+    }
+
     /// Forgets the aborted transactions whose markers lie below `log_start` (retention
     /// or DeleteRecords removed them).
     pub fn forget_before(&mut self, log_start: u64) {

@@ -296,6 +296,54 @@ fn compaction_removes_aborted_records_and_keeps_the_committed_value() {
     );
 }
 
+#[test]
+fn compaction_removes_markers_once_their_transactions_data_is_gone() {
+    let t = test_log(LogConfig {
+        cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
+        delete_retention_ms: 1000,
+        min_cleanable_dirty_ratio: crate::storage::log_config::DirtyRatio(0.0),
+        ..small_config()
+    });
+    t.log.append(&keyed_data(7, 0, "k", "v1"), 0).unwrap(); // 0
+    t.log.append(&marker(7, 0, true), 0).unwrap(); // 1
+    t.log.append(&keyed_data(7, 1, "k", "v2"), 0).unwrap(); // 2: hides v1
+    t.log.append(&marker(7, 0, true), 0).unwrap(); // 3
+    t.log.append(&keyed_data(8, 0, "a", "x"), 0).unwrap(); // 4
+    t.log.append(&marker(8, 0, false), 0).unwrap(); // 5: aborted
+    t.log.append(&keyed_data(8, 1, "b", "y"), 0).unwrap(); // 6
+    t.log.append(&marker(8, 0, true), 0).unwrap(); // 7
+    t.log.roll().unwrap();
+    t.clock.advance(2000);
+    let offsets = |log: &crate::storage::Log| -> Vec<u64> {
+        let mut found = Vec::new();
+        for segment in log.segments() {
+            let mut position = 0;
+            while let Some(header) = segment.header_at(position).unwrap() {
+                found.push(header.base_offset as u64);
+                position += header.total_size() as u64;
+            }
+        }
+        found
+    };
+    // The first pass removes the superseded and the aborted data; the markers of those
+    // transactions stay (their batches were seen by this pass).
+    t.log.compact().unwrap();
+    assert_eq!(offsets(&t.log), vec![1, 2, 3, 5, 6, 7]);
+    assert_eq!(t.log.aborted_transactions(0, 8).len(), 1);
+    // A later pass, past delete.retention.ms, finds no data of them left: they go. The
+    // markers of transactions with data left stay.
+    t.log.append(&batch(1, 10, START_MS), 0).unwrap(); // 8, dirty
+    t.log.roll().unwrap();
+    t.log.compact().unwrap();
+    assert_eq!(offsets(&t.log), vec![2, 3, 6, 7, 8]);
+    assert!(t.log.aborted_transactions(0, 9).is_empty());
+    assert_eq!(t.log.last_stable_offset(), 9);
+    let (t, _) = t.reopen(false);
+    assert_eq!(t.log.open_transactions(), 0);
+    assert_eq!(t.log.last_stable_offset(), 9);
+    assert!(t.log.aborted_transactions(0, 9).is_empty());
+}
+
 /// One step of a partition's history in the model test.
 #[derive(Debug, Clone)]
 enum Step {
