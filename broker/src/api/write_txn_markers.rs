@@ -19,7 +19,7 @@ use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::security::acl::Operation;
 use crate::storage::TopicPartition;
-use crate::txn::markers::{MARKER_TIMEOUT, MarkerSpec, write_local};
+use crate::txn::markers::{MARKER_TIMEOUT, MarkerSpec, write_local_all};
 
 #[derive(Debug)]
 pub struct WriteTxnMarkersApi;
@@ -36,22 +36,21 @@ impl Api for WriteTxnMarkersApi {
             let deadline = Instant::now() + MARKER_TIMEOUT;
             let mut markers = Vec::with_capacity(request.markers.len());
             for marker in &request.markers {
+                let codes = write_marker(context, marker, allowed, deadline).await;
+                let mut codes = codes.into_iter();
                 let mut topics = Vec::with_capacity(marker.topics.len());
                 for topic in &marker.topics {
-                    let mut partitions = Vec::with_capacity(topic.partition_indexes.len());
-                    for &index in &topic.partition_indexes {
-                        let code = if allowed {
-                            let tp = TopicPartition::new(topic.name.0.to_string(), index);
-                            write_one(context, &tp, marker, deadline).await
-                        } else {
-                            errors::CLUSTER_AUTHORIZATION_FAILED
-                        };
-                        partitions.push(
+                    let partitions = topic
+                        .partition_indexes
+                        .iter()
+                        .map(|&index| {
                             WritableTxnMarkerPartitionResult::default()
                                 .with_partition_index(index)
-                                .with_error_code(code),
-                        );
-                    }
+                                .with_error_code(
+                                    codes.next().unwrap_or(errors::UNKNOWN_SERVER_ERROR),
+                                )
+                        })
+                        .collect();
                     topics.push(
                         WritableTxnMarkerTopicResult::default()
                             .with_name(topic.name.clone())
@@ -69,22 +68,50 @@ impl Api for WriteTxnMarkersApi {
     }
 }
 
-/// Writes one partition's marker and waits for its in-sync replicas; the error code.
-async fn write_one(
+/// Writes one marker to each of its partitions, then waits for their in-sync replicas
+/// (their replication overlaps); each partition's code, in the request's order.
+async fn write_marker(
     context: &RequestContext<'_>,
-    tp: &TopicPartition,
     marker: &kafka_protocol::messages::write_txn_markers_request::WritableTxnMarker,
+    allowed: bool,
     deadline: Instant,
-) -> i16 {
-    // UNKNOWN_TOPIC_OR_PARTITION and NOT_LEADER_OR_FOLLOWER as every partition API says them.
-    if let Err(code) = leader_partition(context.broker, tp, -1) {
-        return code;
-    }
+) -> Vec<i16> {
     let spec = MarkerSpec {
         producer_id: marker.producer_id.0,
         producer_epoch: marker.producer_epoch,
         commit: marker.transaction_result,
         coordinator_epoch: marker.coordinator_epoch,
     };
-    write_local(context.broker, tp, spec, deadline).await
+    // Each partition's code, or `None` while its marker is to be written.
+    let mut codes: Vec<Option<i16>> = Vec::new();
+    let mut led = Vec::new();
+    for topic in &marker.topics {
+        for &index in &topic.partition_indexes {
+            let tp = TopicPartition::new(topic.name.0.to_string(), index);
+            // UNKNOWN_TOPIC_OR_PARTITION and NOT_LEADER_OR_FOLLOWER as every partition
+            // API says them.
+            let refused = if allowed {
+                leader_partition(context.broker, &tp, -1).err()
+            } else {
+                Some(errors::CLUSTER_AUTHORIZATION_FAILED)
+            };
+            if refused.is_none() {
+                led.push(tp);
+            }
+            codes.push(refused);
+        }
+    }
+    let mut written = write_local_all(context.broker, led, spec, deadline)
+        .await
+        .into_iter();
+    codes
+        .into_iter()
+        .map(|code| {
+            code.unwrap_or_else(|| {
+                written
+                    .next()
+                    .map_or(errors::UNKNOWN_SERVER_ERROR, |(_, code)| code)
+            })
+        })
+        .collect()
 }

@@ -28,6 +28,7 @@ mod high_watermarks;
 mod log_dirs;
 mod metrics;
 mod partition;
+mod peer_pool;
 mod read_replica;
 mod throttle;
 
@@ -88,6 +89,8 @@ pub struct ReplicaManager {
     /// Told when this broker starts or stops leading a partition (the group coordinator
     /// loads and unloads `__consumer_offsets` partitions with it).
     leadership_hook: RwLock<Option<LeadershipHook>>,
+    /// Idle connections to other brokers for the coordinators' requests.
+    peer_pool: peer_pool::PeerPool,
 }
 
 /// Called with a partition and whether this broker now leads it.
@@ -149,6 +152,7 @@ impl ReplicaManager {
             proposals,
             checkpointed: parking_lot::Mutex::new(checkpointed),
             leadership_hook: RwLock::new(None),
+            peer_pool: peer_pool::PeerPool::default(),
         });
         (manager, receiver)
     }

@@ -5,6 +5,7 @@
 //! transaction's offsets visible or drop them.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::write_txn_markers_request::{
@@ -16,7 +17,7 @@ use tokio::time::Instant;
 
 use crate::api::errors;
 use crate::group::OFFSETS_TOPIC;
-use crate::replication::{CommitWait, Serving};
+use crate::replication::{CommitWait, Partition, Serving};
 use crate::state::BrokerState;
 use crate::storage::TopicPartition;
 
@@ -35,33 +36,83 @@ pub const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
 const RETRY_BACKOFF: Duration = Duration::from_millis(200);
 const REMOTE_TIMEOUT: Duration = Duration::from_secs(35);
 
-/// Writes `spec`'s marker to `tp`, which this broker must lead, and waits for its
-/// in-sync replicas; Kafka's error code (0 when written).
-pub async fn write_local(
+/// A marker appended here, waiting for its partition's in-sync replicas.
+#[derive(Debug)]
+pub struct Appended {
+    tp: TopicPartition,
+    partition: Arc<Partition>,
+    leader_epoch: i32,
+    next_offset: u64,
+    spec: MarkerSpec,
+}
+
+/// Writes the markers of `partitions`, all led here, and then waits for them (so their
+/// replication overlaps); each partition's code.
+pub async fn write_local_all(
+    broker: &BrokerState,
+    partitions: Vec<TopicPartition>,
+    spec: MarkerSpec,
+    deadline: Instant,
+) -> Vec<(TopicPartition, i16)> {
+    let appended: Vec<(TopicPartition, Result<Appended, i16>)> = partitions
+        .into_iter()
+        .map(|tp| {
+            let appended = append_local(broker, &tp, spec);
+            (tp, appended)
+        })
+        .collect();
+    let mut codes = Vec::with_capacity(appended.len());
+    for (tp, appended) in appended {
+        let code = match appended {
+            Ok(appended) => replicated(broker, appended, deadline).await,
+            Err(code) => code,
+        };
+        codes.push((tp, code));
+    }
+    codes
+}
+
+/// Appends `spec`'s marker to `tp` as its leader.
+pub fn append_local(
     broker: &BrokerState,
     tp: &TopicPartition,
     spec: MarkerSpec,
-    deadline: Instant,
-) -> i16 {
-    let (partition, leader_epoch) = match broker.replicas.serving(tp, -1, Serving::Leader) {
-        Ok(found) => found,
-        Err(code) => return code,
-    };
-    let info = match partition.append_marker(
-        spec.producer_id,
-        spec.producer_epoch,
-        spec.commit,
-        spec.coordinator_epoch,
-    ) {
-        Ok(info) => info,
-        Err(error) => {
+) -> Result<Appended, i16> {
+    let (partition, leader_epoch) = broker.replicas.serving(tp, -1, Serving::Leader)?;
+    let info = partition
+        .append_marker(
+            spec.producer_id,
+            spec.producer_epoch,
+            spec.commit,
+            spec.coordinator_epoch,
+        )
+        .map_err(|error| {
             tracing::info!(topic_partition = %tp, producer_id = spec.producer_id, %error, "Transaction marker refused");
-            return errors::append_error(&error);
-        }
-    };
+            errors::append_error(&error)
+        })?;
+    Ok(Appended {
+        tp: tp.clone(),
+        partition,
+        leader_epoch,
+        next_offset: info.last_offset + 1,
+        spec,
+    })
+}
+
+/// Waits for an appended marker's in-sync replicas; Kafka's error code (0 when they have
+/// it). A marker on a `__consumer_offsets` partition then settles the transaction's
+/// offsets there.
+async fn replicated(broker: &BrokerState, appended: Appended, deadline: Instant) -> i16 {
+    let Appended {
+        tp,
+        partition,
+        leader_epoch,
+        next_offset,
+        spec,
+    } = appended;
     let waited = partition
         .wait_committed(
-            info.last_offset + 1,
+            next_offset,
             leader_epoch,
             deadline,
             broker.shutting_down.clone(),
@@ -127,12 +178,7 @@ pub async fn write_all(
         let deadline = Instant::now() + MARKER_TIMEOUT;
         for (leader, tps) in by_leader {
             let codes: Vec<(TopicPartition, i16)> = if leader == broker.replicas.node_id() {
-                let mut codes = Vec::with_capacity(tps.len());
-                for tp in tps {
-                    let code = write_local(broker, &tp, spec, deadline).await;
-                    codes.push((tp, code));
-                }
-                codes
+                write_local_all(broker, tps, spec, deadline).await
             } else {
                 let Some(endpoint) = image.brokers.get(&leader).map(|b| b.endpoint.clone()) else {
                     continue;
@@ -180,7 +226,6 @@ async fn send_remote(
     tps: &[TopicPartition],
 ) -> Result<Vec<(TopicPartition, i16)>, oxbow_kafka_client::WireError> {
     let client_id = format!("oxbow-txn-markers-{}", broker.replicas.node_id());
-    let mut connection = broker.replicas.connect_peer(endpoint, &client_id).await?;
     let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
     for tp in tps {
         topics.entry(&tp.topic).or_default().push(tp.partition);
@@ -202,7 +247,10 @@ async fn send_remote(
                     .collect(),
             ),
     ]);
-    let response = connection.call_version(&request, 1, REMOTE_TIMEOUT).await?;
+    let response = broker
+        .replicas
+        .call_peer(endpoint, &client_id, &request, 1, REMOTE_TIMEOUT)
+        .await?;
     let mut codes = Vec::new();
     for marker in response.markers {
         for topic in marker.topics {

@@ -138,14 +138,6 @@ async fn ask_remote(
     partitions: &[TopicPartition],
 ) -> Result<Vec<i16>, i16> {
     let client_id = format!("oxbow-txn-verification-{}", broker.replicas.node_id());
-    let mut connection = broker
-        .replicas
-        .connect_peer(endpoint, &client_id)
-        .await
-        .map_err(|error| {
-            tracing::info!(%error, "Transaction verification: the coordinator is unreachable");
-            errors::NETWORK_EXCEPTION
-        })?;
     let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
     for tp in partitions {
         match topics.iter_mut().find(|t| t.name.0.as_str() == tp.topic) {
@@ -167,8 +159,9 @@ async fn ask_remote(
             .with_verify_only(true)
             .with_topics(topics),
     ]);
-    let response = connection
-        .call_version(&request, 4, REMOTE_TIMEOUT)
+    let response = broker
+        .replicas
+        .call_peer(endpoint, &client_id, &request, 4, REMOTE_TIMEOUT)
         .await
         .map_err(|error| {
             tracing::info!(%error, "Transaction verification: the coordinator did not answer");
