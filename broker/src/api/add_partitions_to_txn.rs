@@ -130,18 +130,7 @@ async fn add(
         let outcome = if transaction.verify_only {
             coordinator
                 .verify(id, transaction.producer_id, transaction.epoch, &partitions)
-                .map(|found| {
-                    found
-                        .into_iter()
-                        .map(|in_transaction| {
-                            if in_transaction {
-                                errors::NONE
-                            } else {
-                                errors::INVALID_TXN_STATE
-                            }
-                        })
-                        .collect()
-                })
+                .map(crate::txn::verification::membership_codes)
         } else {
             coordinator
                 .add_partitions(id, transaction.producer_id, transaction.epoch, &partitions)

@@ -108,18 +108,7 @@ async fn coordinator_codes(
                 producer.epoch,
                 partitions,
             )
-            .map(|found| {
-                found
-                    .into_iter()
-                    .map(|in_transaction| {
-                        if in_transaction {
-                            errors::NONE
-                        } else {
-                            errors::INVALID_TXN_STATE
-                        }
-                    })
-                    .collect()
-            })
+            .map(membership_codes)
             .map_err(|error| errors::txn_error(&error));
     }
     let endpoint = image
@@ -199,6 +188,21 @@ async fn ask_remote(
                 .map_or(errors::INVALID_TXN_STATE, |(_, _, code)| *code)
         })
         .collect())
+}
+
+/// The coordinator's answer per partition as AddPartitionsToTxn `verify_only` says it:
+/// NONE for a partition in the ongoing transaction, INVALID_TXN_STATE for the others.
+pub fn membership_codes(in_transaction: Vec<bool>) -> Vec<i16> {
+    in_transaction
+        .into_iter()
+        .map(|found| {
+            if found {
+                errors::NONE
+            } else {
+                errors::INVALID_TXN_STATE
+            }
+        })
+        .collect()
 }
 
 /// What the client is told for the coordinator's `code` (`None`: verified).
