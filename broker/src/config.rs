@@ -673,6 +673,7 @@ impl BrokerConfig {
                 )?,
                 id_expiration_ms: int("transactional.id.expiration.ms")?,
                 partition_verification: boolean("transaction.partition.verification.enable")?,
+                version: int("transaction.version")? as i16,
             },
             rack: optional("broker.rack"),
             cluster_id: optional("cluster.id"),
@@ -1039,6 +1040,9 @@ pub struct TransactionConfig {
     pub id_expiration_ms: i64,
     /// transaction.partition.verification.enable
     pub partition_verification: bool,
+    /// transaction.version: the `transaction.version` feature finalized in ApiVersions
+    /// (2: KIP-890 part 2, the epoch bumped at every transaction end).
+    pub version: i16,
 }
 
 impl Default for TransactionConfig {
@@ -1051,6 +1055,7 @@ impl Default for TransactionConfig {
             abort_check_interval_ms: 10_000,
             id_expiration_ms: 7 * 24 * 60 * 60 * 1000,
             partition_verification: true,
+            version: 2,
         }
     }
 }

@@ -43,6 +43,7 @@ impl Api for AddOffsetsToTxnApi {
                         request.producer_id.0,
                         request.producer_epoch,
                         std::slice::from_ref(&offsets),
+                        0,
                     )
                     .await
                 {

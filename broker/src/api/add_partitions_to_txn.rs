@@ -132,8 +132,21 @@ async fn add(
                 .verify(id, transaction.producer_id, transaction.epoch, &partitions)
                 .map(crate::txn::verification::membership_codes)
         } else {
+            // v5 comes from a leader adding a version 2 producer's partition implicitly.
+            let client_version =
+                if context.version >= 5 && coordinator.version() >= crate::txn::metadata::TV2 {
+                    crate::txn::metadata::TV2
+                } else {
+                    0
+                };
             coordinator
-                .add_partitions(id, transaction.producer_id, transaction.epoch, &partitions)
+                .add_partitions(
+                    id,
+                    transaction.producer_id,
+                    transaction.epoch,
+                    &partitions,
+                    client_version,
+                )
                 .await
                 .map(|()| vec![errors::NONE; partitions.len()])
         };

@@ -22,10 +22,19 @@ impl Api for EndTxnApi {
             let request: EndTxnRequest = context.decode(body)?;
             let id = request.transactional_id.0.as_str();
             let access = context.access();
-            let code = if id.is_empty() {
-                errors::INVALID_REQUEST
+            // v5 is a transaction version 2 client: every end bumps its epoch, and the
+            // answer carries the producer id and epoch it goes on with.
+            let client_version = if context.version >= 5
+                && context.broker.transactions.version() >= crate::txn::metadata::TV2
+            {
+                crate::txn::metadata::TV2
+            } else {
+                0
+            };
+            let (code, (producer_id, producer_epoch)) = if id.is_empty() {
+                (errors::INVALID_REQUEST, (-1, -1))
             } else if !access.allows(Operation::Write, ResourceType::TransactionalId, id) {
-                errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                (errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, (-1, -1))
             } else {
                 match context
                     .broker
@@ -35,23 +44,22 @@ impl Api for EndTxnApi {
                         request.producer_id.0,
                         request.producer_epoch,
                         request.committed,
+                        client_version,
                     )
                     .await
                 {
-                    Ok(()) => errors::NONE,
+                    Ok(next) => (errors::NONE, next),
                     Err(error) => {
                         tracing::debug!(transactional_id = id, committed = request.committed, %error, "EndTxn refused");
-                        errors::txn_error_at(&error, context.version, 2)
+                        (errors::txn_error_at(&error, context.version, 2), (-1, -1))
                     }
                 }
             };
-            // v5's producer id and epoch are for transaction version 2, which Oxbow does
-            // not offer: -1 as Kafka answers under version 1.
             context.respond(
                 &EndTxnResponse::default()
                     .with_error_code(code)
-                    .with_producer_id(ProducerId(-1))
-                    .with_producer_epoch(-1),
+                    .with_producer_id(ProducerId(producer_id))
+                    .with_producer_epoch(producer_epoch),
             )
         })
     }

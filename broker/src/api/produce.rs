@@ -106,10 +106,13 @@ impl Api for ProduceApi {
                 }
                 topics.push((topic.name, topic.topic_id, name, indexes));
             }
+            let requester = verification::Requester::Produce(context.version);
+            // A transaction version 2 producer's partitions are added by this check, so it
+            // runs whether or not verification is enabled.
             if let Some(id) = transactional_id.as_deref()
-                && context.broker.config.transactions.partition_verification
+                && (context.broker.config.transactions.partition_verification
+                    || requester.adds_implicitly())
             {
-                let requester = verification::Requester::Produce(context.version);
                 verify_transactions(context.broker, requester, id, &mut work).await;
             }
             let broker = Arc::clone(context.broker);
@@ -278,18 +281,79 @@ fn first_batch(records: Option<&Bytes>) -> Option<BatchHeader> {
 /// partition, the guard its append must carry.
 type ToVerify = (usize, TopicPartition, u64);
 
-/// KIP-890 part 1: each partition whose first batch would open the producer's
-/// transaction there is checked with the transaction coordinator before the append; a
-/// partition not in the ongoing transaction is refused, the others carry the guard
-/// their append must match.
+/// KIP-890: each partition whose first batch would open the producer's transaction
+/// there is checked with (version 2: added by) the transaction coordinator before the
+/// append; a partition not in the ongoing transaction is refused, the others carry the
+/// guard their append must match. An add the coordinator cannot take yet (it is writing
+/// the previous transaction's markers) is retried for a moment, with a new guard.
 async fn verify_transactions(
     broker: &BrokerState,
     requester: verification::Requester,
     transactional_id: &str,
     work: &mut [Work],
 ) {
+    let started = tokio::time::Instant::now();
+    let mut todo: Vec<usize> = (0..work.len()).collect();
+    while !todo.is_empty() {
+        let mut again = Vec::new();
+        for ((producer_id, epoch), partitions) in to_verify(broker, work, &todo) {
+            let tps: Vec<TopicPartition> = partitions.iter().map(|(_, tp, _)| tp.clone()).collect();
+            let producer = verification::Producer {
+                transactional_id,
+                producer_id,
+                epoch,
+            };
+            let verdicts = verification::verify(broker, requester, producer, &tps).await;
+            for ((at, tp, guard), verdict) in partitions.into_iter().zip(verdicts) {
+                let Some(item) = work.get_mut(at) else {
+                    continue;
+                };
+                match verdict {
+                    None if requester.adds_implicitly() => {
+                        // The partition is in the transaction now; a marker of the previous
+                        // one may have ended the guard meanwhile, and this producer's older
+                        // epochs are fenced by the bumped one, so a guard taken now is sound.
+                        item.verification = leader_partition(broker, &tp, -1)
+                            .ok()
+                            .and_then(|(replica, _)| replica.start_verification(producer_id))
+                            .map_or(Verification::OPEN, Verification::Guard);
+                    }
+                    None => item.verification = Verification::Guard(guard),
+                    Some(unverified)
+                        if unverified.retry
+                            && started.elapsed() + verification::ADD_RETRY_BACKOFF
+                                < verification::ADD_RETRY_FOR =>
+                    {
+                        again.push(at);
+                    }
+                    Some(unverified) => {
+                        tracing::info!(topic_partition = %tp, transactional_id, producer_id, error = errors::error_name(unverified.code), reason = %unverified.message, "Transactional produce refused: not verified");
+                        item.target =
+                            Err(Refusal::with_message(unverified.code, unverified.message));
+                    }
+                }
+            }
+        }
+        if !again.is_empty() {
+            tokio::time::sleep(verification::ADD_RETRY_BACKOFF).await;
+        }
+        todo = again;
+    }
+}
+
+/// The partitions among `todo` whose first batch would open a transaction here, by
+/// producer, each with the guard its append must carry; the others are marked as
+/// continuing an open transaction.
+fn to_verify(
+    broker: &BrokerState,
+    work: &mut [Work],
+    todo: &[usize],
+) -> Vec<((i64, i16), Vec<ToVerify>)> {
     let mut pending: Vec<((i64, i16), Vec<ToVerify>)> = Vec::new();
-    for (at, item) in work.iter_mut().enumerate() {
+    for &at in todo {
+        let Some(item) = work.get_mut(at) else {
+            continue;
+        };
         let Ok(topic) = &item.target else {
             continue;
         };
@@ -314,27 +378,7 @@ async fn verify_transactions(
             None => pending.push((producer, vec![(at, tp, guard)])),
         }
     }
-    for ((producer_id, epoch), partitions) in pending {
-        let tps: Vec<TopicPartition> = partitions.iter().map(|(_, tp, _)| tp.clone()).collect();
-        let producer = verification::Producer {
-            transactional_id,
-            producer_id,
-            epoch,
-        };
-        let verdicts = verification::verify(broker, requester, producer, &tps).await;
-        for ((at, tp, guard), verdict) in partitions.into_iter().zip(verdicts) {
-            let Some(item) = work.get_mut(at) else {
-                continue;
-            };
-            match verdict {
-                None => item.verification = Verification::Guard(guard),
-                Some(unverified) => {
-                    tracing::info!(topic_partition = %tp, transactional_id, producer_id, error = errors::error_name(unverified.code), reason = %unverified.message, "Transactional produce refused: not verified");
-                    item.target = Err(Refusal::with_message(unverified.code, unverified.message));
-                }
-            }
-        }
-    }
+    pending
 }
 
 /// An append the leader made, and what `acks=all` must wait for.

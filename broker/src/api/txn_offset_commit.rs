@@ -69,37 +69,22 @@ impl Api for TxnOffsetCommitApi {
                     }
                 }
             }
-            // KIP-890 part 1: the group's offsets partition must be in the transaction
-            // (AddOffsetsToTxn), or offsets would wait for a marker that never comes.
+            // KIP-890: the group's offsets partition must be in the transaction
+            // (AddOffsetsToTxn, or for a version 2 producer added here), or offsets would
+            // wait for a marker that never comes.
+            let requester = txn_verification::Requester::TxnOffsetCommit(context.version);
             let mut verification = Verification::Unchecked;
             if !offsets.is_empty()
-                && context.broker.config.transactions.partition_verification
-                && let Some((tp, guard)) = context
-                    .broker
-                    .groups
-                    .start_txn_verification(group, request.producer_id.0)
+                && (context.broker.config.transactions.partition_verification
+                    || requester.adds_implicitly())
             {
-                verification = Verification::OPEN;
-                if let Some(guard) = guard {
-                    let producer = txn_verification::Producer {
-                        transactional_id: id,
-                        producer_id: request.producer_id.0,
-                        epoch: request.producer_epoch,
-                    };
-                    let requester = txn_verification::Requester::TxnOffsetCommit(context.version);
-                    let verdict =
-                        txn_verification::verify(context.broker, requester, producer, &[tp])
-                            .await
-                            .into_iter()
-                            .next()
-                            .flatten();
-                    match verdict {
-                        None => verification = Verification::Guard(guard),
-                        Some(unverified) => {
-                            tracing::info!(transactional_id = id, group, error = errors::error_name(unverified.code), reason = %unverified.message, "TxnOffsetCommit refused: not verified");
-                            for (tp, ..) in offsets.drain(..) {
-                                answers.push((tp.topic, tp.partition, unverified.code));
-                            }
+                match verify_offsets_partition(context, requester, id, group, &request).await {
+                    Ok(Some(checked)) => verification = checked,
+                    Ok(None) => {}
+                    Err(unverified) => {
+                        tracing::info!(transactional_id = id, group, error = errors::error_name(unverified.code), reason = %unverified.message, "TxnOffsetCommit refused: not verified");
+                        for (tp, ..) in offsets.drain(..) {
+                            answers.push((tp.topic, tp.partition, unverified.code));
                         }
                     }
                 }
@@ -146,5 +131,56 @@ impl Api for TxnOffsetCommitApi {
             }
             context.respond(&TxnOffsetCommitResponse::default().with_topics(topics))
         })
+    }
+}
+
+/// Verifies (version 2: adds) the group's offsets partition in the producer's
+/// transaction: the guard the offsets' write must carry, `None` when this broker does not
+/// lead the partition (the write refuses itself), or the refusal. An add the coordinator
+/// cannot take yet is retried for a moment, as Produce's are.
+async fn verify_offsets_partition(
+    context: &RequestContext<'_>,
+    requester: txn_verification::Requester,
+    transactional_id: &str,
+    group: &str,
+    request: &TxnOffsetCommitRequest,
+) -> Result<Option<Verification>, txn_verification::Unverified> {
+    let groups = &context.broker.groups;
+    let producer_id = request.producer_id.0;
+    let started = tokio::time::Instant::now();
+    loop {
+        let Some((tp, guard)) = groups.start_txn_verification(group, producer_id) else {
+            return Ok(None);
+        };
+        let Some(guard) = guard else {
+            return Ok(Some(Verification::OPEN));
+        };
+        let producer = txn_verification::Producer {
+            transactional_id,
+            producer_id,
+            epoch: request.producer_epoch,
+        };
+        let verdict = txn_verification::verify(context.broker, requester, producer, &[tp])
+            .await
+            .into_iter()
+            .next()
+            .flatten();
+        match verdict {
+            // Added: a guard taken now (see Produce's) is sound, the older epochs fenced.
+            None if requester.adds_implicitly() => {
+                return Ok(groups
+                    .start_txn_verification(group, producer_id)
+                    .map(|(_, guard)| guard.map_or(Verification::OPEN, Verification::Guard)));
+            }
+            None => return Ok(Some(Verification::Guard(guard))),
+            Some(unverified)
+                if unverified.retry
+                    && started.elapsed() + txn_verification::ADD_RETRY_BACKOFF
+                        < txn_verification::ADD_RETRY_FOR =>
+            {
+                tokio::time::sleep(txn_verification::ADD_RETRY_BACKOFF).await;
+            }
+            Some(unverified) => return Err(unverified),
+        }
     }
 }

@@ -123,6 +123,17 @@ impl TransactionCoordinator {
         self.clock.now_ms()
     }
 
+    /// The cluster's transaction version (`transaction.version`), which the coordinator's
+    /// own transitions (timeouts, fencing) are made at.
+    pub fn version(&self) -> i16 {
+        self.config.version
+    }
+
+    /// `TransactionLogValue` v1 from transaction version 1 on, as Kafka writes it.
+    fn log_value_version(&self) -> i16 {
+        if self.config.version >= 1 { 1 } else { 0 }
+    }
+
     /// This broker started or stopped leading `__transaction_state` partition
     /// `partition`: its ids are loaded from the log, or dropped.
     pub fn leadership_changed(&self, partition: i32, leading: bool) {
@@ -270,7 +281,8 @@ impl TransactionCoordinator {
         let leader_epoch = replica.role().leader_epoch;
         let record = SimpleRecord {
             key: Some(Bytes::from(records::encode_key(transactional_id))),
-            value: metadata.map(|m| Bytes::from(records::encode_value(m))),
+            value: metadata
+                .map(|m| Bytes::from(records::encode_value(m, self.log_value_version()))),
             timestamp: self.now(),
             headers: Vec::new(),
         };
@@ -387,7 +399,7 @@ impl TransactionCoordinator {
             Some((_, true)) => return Err(TxnError::ConcurrentTransactions),
             Some((metadata, false)) if metadata.state == TxnState::Ongoing => {
                 self.transition(transactional_id, |m| match m {
-                    Some(m) if *m == metadata => Ok(m.fence_and_abort(now)),
+                    Some(m) if *m == metadata => Ok(m.fence_and_abort(self.version(), now)),
                     _ => Err(TxnError::ConcurrentTransactions),
                 })
                 .await?;
@@ -416,13 +428,15 @@ impl TransactionCoordinator {
         Ok((written.producer_id, written.producer_epoch))
     }
 
-    /// AddPartitionsToTxn / AddOffsetsToTxn.
+    /// AddPartitionsToTxn / AddOffsetsToTxn, and a leader's implicit add of a version 2
+    /// producer's partition (`client_version` 2).
     pub async fn add_partitions(
         &self,
         transactional_id: &str,
         producer_id: i64,
         epoch: i16,
         partitions: &[TopicPartition],
+        client_version: i16,
     ) -> Result<(), TxnError> {
         let now = self.now();
         self.transition(transactional_id, |m| {
@@ -430,6 +444,7 @@ impl TransactionCoordinator {
                 producer_id,
                 epoch,
                 partitions,
+                client_version,
                 now,
             )
         })
@@ -468,25 +483,52 @@ impl TransactionCoordinator {
     }
 
     /// EndTxn: the transaction is decided once its PrepareCommit / PrepareAbort is
-    /// written; the markers follow in the background.
+    /// written; the markers follow in the background. The producer id and epoch the
+    /// producer goes on with (transaction version 2 bumps the epoch at every end, and moves
+    /// an exhausted epoch to a new producer id).
     pub async fn end_transaction(
         &self,
         transactional_id: &str,
         producer_id: i64,
         epoch: i16,
         commit: bool,
-    ) -> Result<(), TxnError> {
+        client_version: i16,
+    ) -> Result<(i64, i16), TxnError> {
+        let needs_id = {
+            let inner = self.inner.lock();
+            self.coordinates(&inner, transactional_id)?;
+            inner
+                .txns
+                .get(transactional_id)
+                .is_some_and(|e| e.metadata.end_needs_new_producer_id(client_version))
+        };
+        let next_producer_id = if needs_id {
+            let broker = self
+                .broker
+                .get()
+                .and_then(Weak::upgrade)
+                .ok_or(TxnError::NotAvailable)?;
+            Some(allocate(&broker).await?)
+        } else {
+            None
+        };
         let now = self.now();
-        let (_, changed) = self
+        let (metadata, changed) = self
             .transition(transactional_id, |m| {
-                m.ok_or(TxnError::InvalidProducerIdMapping)?
-                    .end(producer_id, epoch, commit, now)
+                m.ok_or(TxnError::InvalidProducerIdMapping)?.end(
+                    producer_id,
+                    epoch,
+                    commit,
+                    client_version,
+                    next_producer_id,
+                    now,
+                )
             })
             .await?;
         if changed {
             self.spawn_completion(transactional_id.to_string());
         }
-        Ok(())
+        Ok(metadata.next_producer())
     }
 
     fn spawn_completion(&self, transactional_id: String) {
@@ -649,7 +691,7 @@ impl TransactionCoordinator {
                 tracing::info!(transactional_id = %id, producer_id = metadata.producer_id, timeout_ms = metadata.timeout_ms, "Aborting a transaction past its timeout");
                 let aborted = self
                     .transition(&id, |m| match m {
-                        Some(m) if *m == metadata => Ok(m.fence_and_abort(now)),
+                        Some(m) if *m == metadata => Ok(m.fence_and_abort(self.version(), now)),
                         _ => Ok(None),
                     })
                     .await;

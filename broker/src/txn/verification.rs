@@ -17,6 +17,13 @@
 //! deciding, unreachable) NOT_ENOUGH_REPLICAS to a producer, which every producer retries
 //! without refreshing its metadata, and COORDINATOR_NOT_AVAILABLE to a TxnOffsetCommit.
 //! The group coordinator verifies a TxnOffsetCommit's offsets partition the same way.
+//!
+//! Transaction version 2 (KIP-890 part 2; Produce v12+, TxnOffsetCommit v5+) asks the
+//! coordinator to *add* the partition instead (AddPartitionsToTxn v5, not `verify_only`):
+//! such producers never send AddPartitionsToTxn themselves. Their next transaction's
+//! first writes follow EndTxn at once and find the coordinator still writing the last
+//! one's markers (CONCURRENT_TRANSACTIONS); the caller retries those for a moment, as
+//! Kafka's leaders do, with a fresh guard each time.
 
 use std::time::Duration;
 
@@ -32,6 +39,11 @@ use crate::state::BrokerState;
 use crate::storage::TopicPartition;
 
 const REMOTE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a leader keeps retrying an implicit add the coordinator answered
+/// CONCURRENT_TRANSACTIONS, and how often (Kafka's `add.partitions.to.txn.retry.backoff.*`
+/// defaults); past it the producer is told NOT_ENOUGH_REPLICAS and retries itself.
+pub const ADD_RETRY_FOR: Duration = Duration::from_millis(100);
+pub const ADD_RETRY_BACKOFF: Duration = Duration::from_millis(20);
 
 /// One producer's request to verify.
 #[derive(Debug, Clone, Copy)]
@@ -49,6 +61,15 @@ pub enum Requester {
 }
 
 impl Requester {
+    /// Whether the request is a transaction version 2 client's, whose partitions the
+    /// leader adds to the transaction itself (Kafka's "add partition" operation).
+    pub fn adds_implicitly(self) -> bool {
+        match self {
+            Self::Produce(version) => version > 11,
+            Self::TxnOffsetCommit(version) => version > 4,
+        }
+    }
+
     /// Whether the client knows TRANSACTION_ABORTABLE (Kafka's "generic error supported").
     fn knows_abortable(self) -> bool {
         match self {
@@ -63,6 +84,9 @@ impl Requester {
 pub struct Unverified {
     pub code: i16,
     pub message: String,
+    /// The coordinator was deciding the producer's previous transaction: worth asking
+    /// again shortly (an implicit add only).
+    pub retry: bool,
 }
 
 /// Asks `producer`'s coordinator whether each of `partitions` is in its ongoing
@@ -73,21 +97,30 @@ pub async fn verify(
     producer: Producer<'_>,
     partitions: &[TopicPartition],
 ) -> Vec<Option<Unverified>> {
-    let codes = match coordinator_codes(broker, producer, partitions).await {
+    let add =
+        requester.adds_implicitly() && broker.transactions.version() >= crate::txn::metadata::TV2;
+    let codes = match coordinator_codes(broker, producer, partitions, add).await {
         Ok(codes) => codes,
         Err(code) => vec![code; partitions.len()],
     };
     codes
         .into_iter()
-        .map(|code| client_error(code, requester))
+        .map(|code| {
+            client_error(code, requester).map(|mut unverified| {
+                unverified.retry = add && code == errors::CONCURRENT_TRANSACTIONS;
+                unverified
+            })
+        })
         .collect()
 }
 
-/// The coordinator's code per partition, or one code for all of them.
+/// The coordinator's code per partition, or one code for all of them; `add` adds the
+/// partitions rather than asking about them.
 async fn coordinator_codes(
     broker: &BrokerState,
     producer: Producer<'_>,
     partitions: &[TopicPartition],
+    add: bool,
 ) -> Result<Vec<i16>, i16> {
     let state_partition = broker.transactions.partition_for(producer.transactional_id);
     let image = broker.controller.image();
@@ -98,6 +131,20 @@ async fn coordinator_codes(
         .map_or(-1, |p| p.leader);
     if leader < 0 {
         return Err(errors::COORDINATOR_NOT_AVAILABLE);
+    }
+    if leader == broker.replicas.node_id() && add {
+        return broker
+            .transactions
+            .add_partitions(
+                producer.transactional_id,
+                producer.producer_id,
+                producer.epoch,
+                partitions,
+                crate::txn::metadata::TV2,
+            )
+            .await
+            .map(|()| vec![errors::NONE; partitions.len()])
+            .map_err(|error| errors::txn_error(&error));
     }
     if leader == broker.replicas.node_id() {
         return broker
@@ -117,7 +164,7 @@ async fn coordinator_codes(
         .map(|b| b.endpoint.clone())
         .ok_or(errors::COORDINATOR_NOT_AVAILABLE)?;
     drop(image);
-    ask_remote(broker, &endpoint, producer, partitions).await
+    ask_remote(broker, &endpoint, producer, partitions, add).await
 }
 
 async fn ask_remote(
@@ -125,6 +172,7 @@ async fn ask_remote(
     endpoint: &crate::metadata::records::Endpoint,
     producer: Producer<'_>,
     partitions: &[TopicPartition],
+    add: bool,
 ) -> Result<Vec<i16>, i16> {
     let client_id = format!("oxbow-txn-verification-{}", broker.replicas.node_id());
     let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
@@ -145,12 +193,14 @@ async fn ask_remote(
             )))
             .with_producer_id(ProducerId(producer.producer_id))
             .with_producer_epoch(producer.epoch)
-            .with_verify_only(true)
+            .with_verify_only(!add)
             .with_topics(topics),
     ]);
+    // v5 tells the coordinator the producer speaks transaction version 2.
+    let version = if add { 5 } else { 4 };
     let response = broker
         .replicas
-        .call_peer(endpoint, &client_id, &request, 4, REMOTE_TIMEOUT)
+        .call_peer(endpoint, &client_id, &request, version, REMOTE_TIMEOUT)
         .await
         .map_err(|error| {
             tracing::info!(%error, "Transaction verification: the coordinator did not answer");
@@ -243,7 +293,11 @@ fn client_error(code: i16, requester: Requester) -> Option<Unverified> {
             ),
         ),
     };
-    Some(Unverified { code, message })
+    Some(Unverified {
+        code,
+        message,
+        retry: false,
+    })
 }
 
 #[cfg(test)]
