@@ -8,6 +8,8 @@
 #  2. the Java client through Apache Kafka 4.1's own tools: kafka-producer-perf-test as a
 #     transactional producer (a commit every 100 ms), read back by kafka-console-consumer
 #     at read_committed; kafka-transactions list / describe on the coordinator's state;
+#     kafka-features shows transaction.version 2, and the producer used it (its epoch
+#     bumped at every commit);
 #  3. a hanging transaction (its producer gone, a 10-minute timeout): the metrics show it,
 #     kafka-transactions describe-producers finds its start offset, kafka-transactions
 #     abort ends it (WriteTxnMarkers from the admin client) and read_committed consumers
@@ -60,6 +62,15 @@ described="$("$tools/kafka-transactions" "${bootstrap[@]}" describe --transactio
   failed "kafka-transactions describe" "$described"
 grep -qE "CompleteCommit" <<<"$described" || failed "kafka-transactions describe" "$described"
 echo "ok   kafka-transactions list and describe: java-perf is CompleteCommit on coordinator 0"
+# Transaction version 2 (KIP-890 part 2): the broker finalizes it, so the Java client
+# bumped its epoch at every commit (with version 1 the epoch stays 0 for a session).
+features="$("$tools/kafka-features" "${bootstrap[@]}" describe 2>&1)" || failed "kafka-features describe" "$features"
+grep -qE "Feature: transaction.version[[:space:]]+SupportedMinVersion: 0[[:space:]]+SupportedMaxVersion: 2[[:space:]]+FinalizedVersionLevel: 2" <<<"$features" ||
+  failed "kafka-features describe does not show transaction.version finalized at 2" "$features"
+epoch="$(awk 'NR==1 { for (i = 1; i <= NF; i++) if ($i == "ProducerEpoch") col = i; next } col { print $col }' <<<"$described")"
+[[ "$epoch" =~ ^[0-9]+$ ]] && [ "$epoch" -ge 2 ] ||
+  failed "the Java producer's epoch is '$epoch' after its commits: transaction version 2 was not used" "$described"
+echo "ok   transaction version 2: kafka-features shows transaction.version finalized at 2; the Java producer's epoch reached $epoch, bumped by its commits"
 
 echo "--- a hanging transaction"
 metric() { curl -sf "http://127.0.0.1:$metrics_port/metrics" | awk -v name="$1" '$1 == name { print $2 }'; }
