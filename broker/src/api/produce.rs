@@ -315,7 +315,7 @@ async fn verify_transactions(
                         // epochs are fenced by the bumped one, so a guard taken now is sound.
                         item.verification = leader_partition(broker, &tp, -1)
                             .ok()
-                            .and_then(|(replica, _)| replica.start_verification(producer_id))
+                            .and_then(|(replica, _)| replica.start_verification(producer_id, epoch))
                             .map_or(Verification::OPEN, Verification::Guard);
                     }
                     None => item.verification = Verification::Guard(guard),
@@ -368,7 +368,8 @@ fn to_verify(
         let Ok((replica, _)) = leader_partition(broker, &tp, -1) else {
             continue;
         };
-        let Some(guard) = replica.start_verification(header.producer_id) else {
+        let Some(guard) = replica.start_verification(header.producer_id, header.producer_epoch)
+        else {
             item.verification = Verification::OPEN;
             continue;
         };

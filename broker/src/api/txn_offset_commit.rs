@@ -149,7 +149,9 @@ async fn verify_offsets_partition(
     let producer_id = request.producer_id.0;
     let started = tokio::time::Instant::now();
     loop {
-        let Some((tp, guard)) = groups.start_txn_verification(group, producer_id) else {
+        let Some((tp, guard)) =
+            groups.start_txn_verification(group, producer_id, request.producer_epoch)
+        else {
             return Ok(None);
         };
         let Some(guard) = guard else {
@@ -169,7 +171,7 @@ async fn verify_offsets_partition(
             // Added: a guard taken now (see Produce's) is sound, the older epochs fenced.
             None if requester.adds_implicitly() => {
                 return Ok(groups
-                    .start_txn_verification(group, producer_id)
+                    .start_txn_verification(group, producer_id, request.producer_epoch)
                     .map(|(_, guard)| guard.map_or(Verification::OPEN, Verification::Guard)));
             }
             None => return Ok(Some(Verification::Guard(guard))),

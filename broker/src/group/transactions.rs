@@ -26,12 +26,13 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
         producer_id: i64,
+        epoch: i16,
     ) -> Option<(TopicPartition, Option<u64>)> {
         let partition = records::partition_for(group_id, self.config.offsets_partitions);
         let tp = TopicPartition::new(super::OFFSETS_TOPIC, partition);
         let replicas = self.replicas.read().clone()?;
         let replica = replicas.partition(&tp).filter(|p| p.is_leader())?;
-        Some((tp, replica.start_verification(producer_id)))
+        Some((tp, replica.start_verification(producer_id, epoch)))
     }
 
     /// TxnOffsetCommit: `offsets` are (partition, offset, leader epoch, metadata);

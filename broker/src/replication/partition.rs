@@ -274,8 +274,8 @@ impl Partition {
 
     /// Starts verifying `producer_id`'s transaction here: `None` when it is open
     /// already, else the guard the verified append must carry.
-    pub fn start_verification(&self, producer_id: i64) -> Option<u64> {
-        self.log.start_verification(producer_id)
+    pub fn start_verification(&self, producer_id: i64, epoch: i16) -> Option<u64> {
+        self.log.start_verification(producer_id, epoch)
     }
 
     /// The leader's append of records this broker wrote itself (the group coordinator's):

@@ -439,7 +439,14 @@ impl Log {
             let unverified = batches.iter().find(|(_, _, header)| {
                 header.is_transactional()
                     && !header.is_control()
-                    && !transactions.admits(header.producer_id, verification)
+                    && !transactions.admits(
+                        header.producer_id,
+                        verification,
+                        writer
+                            .producers
+                            .epoch(header.producer_id)
+                            .is_some_and(|current| header.producer_epoch > current),
+                    )
             });
             if let Some((_, _, header)) = unverified {
                 return Err(LogError::TransactionNotVerified {
@@ -1004,8 +1011,15 @@ impl Log {
 
     /// Starts verifying `producer_id`'s transaction (KIP-890 part 1): `None` when it is
     /// open here already, else the guard for [`Log::append_verified`].
-    pub fn start_verification(&self, producer_id: i64) -> Option<u64> {
-        self.transactions.lock().start_verification(producer_id)
+    pub fn start_verification(&self, producer_id: i64, epoch: i16) -> Option<u64> {
+        let writer = self.writer.lock();
+        let open_is_older = writer
+            .producers
+            .epoch(producer_id)
+            .is_some_and(|current| epoch > current);
+        self.transactions
+            .lock()
+            .start_verification(producer_id, open_is_older)
     }
 
     /// The first offset of `producer_id`'s open transaction here, if it has one.

@@ -88,6 +88,11 @@ pub struct ProducerStateTable {
 }
 
 impl ProducerStateTable {
+    /// The producer's current epoch here, if it is known.
+    pub fn epoch(&self, producer_id: i64) -> Option<i16> {
+        self.producers.get(&producer_id).map(|entry| entry.epoch)
+    }
+
     /// Checks a batch (`batch`: its bytes, header first; only a marker's are read)
     /// against the producer's state; non-idempotent batches always append.
     pub fn check(

@@ -134,8 +134,12 @@ impl TransactionState {
     /// to open the same transaction share one guard (a producer pipelines its first
     /// batches); only a marker or the opening write ends it, so a write checked before
     /// the transaction ended never opens the next one.
-    pub fn start_verification(&mut self, producer_id: i64) -> Option<u64> {
-        if self.open.contains_key(&producer_id) {
+    ///
+    /// `open_is_older`: the open transaction is of an older epoch than the write's (a
+    /// transaction version 2 producer's next transaction, its previous one's marker not
+    /// here yet). It does not count as open: the write must wait for that marker.
+    pub fn start_verification(&mut self, producer_id: i64, open_is_older: bool) -> Option<u64> {
+        if self.open.contains_key(&producer_id) && !open_is_older {
             return None;
         }
         if let Some(guard) = self.verifying.get(&producer_id) {
@@ -147,10 +151,20 @@ impl TransactionState {
     }
 
     /// Whether a transactional data batch of `producer_id` may be appended: it continues
-    /// the producer's open transaction, or it opens one with the current guard.
-    pub fn admits(&self, producer_id: i64, verification: Verification) -> bool {
+    /// the producer's open transaction, or it opens one with the current guard. A batch of
+    /// a newer epoch than the open transaction's (`open_is_older`) never joins it: it
+    /// belongs to the producer's next transaction, which that one's marker must precede.
+    pub fn admits(
+        &self,
+        producer_id: i64,
+        verification: Verification,
+        open_is_older: bool,
+    ) -> bool {
         match verification {
             Verification::Unchecked => true,
+            Verification::Guard(_) if open_is_older && self.open.contains_key(&producer_id) => {
+                false
+            }
             Verification::Guard(guard) => {
                 self.open.contains_key(&producer_id)
                     || (guard != 0 && self.verifying.get(&producer_id) == Some(&guard))

@@ -25,12 +25,22 @@ fn records(count: usize, size: usize) -> Vec<SimpleRecord> {
 }
 
 fn data(producer_id: i64, sequence: i32, count: usize, codec: Compression) -> Vec<u8> {
+    data_at(producer_id, 0, sequence, count, codec)
+}
+
+fn data_at(
+    producer_id: i64,
+    epoch: i16,
+    sequence: i32,
+    count: usize,
+    codec: Compression,
+) -> Vec<u8> {
     build_transactional_batch(
         &records(count, 40),
         codec,
         ProducerFields {
             producer_id,
-            producer_epoch: 0,
+            producer_epoch: epoch,
             base_sequence: sequence,
         },
     )
@@ -180,8 +190,8 @@ fn a_verified_write_opens_a_transaction_only_while_its_guard_stands() {
         )
     };
     // Pipelined first writes share one guard; the first opens, the second continues.
-    let guard = t.log.start_verification(7).unwrap();
-    assert_eq!(t.log.start_verification(7), Some(guard));
+    let guard = t.log.start_verification(7, 0).unwrap();
+    assert_eq!(t.log.start_verification(7, 0), Some(guard));
     let verified = Verification::Guard(guard);
     t.log
         .append_verified(&data(7, 0, 1, Compression::None), 0, verified)
@@ -189,7 +199,11 @@ fn a_verified_write_opens_a_transaction_only_while_its_guard_stands() {
     t.log
         .append_verified(&data(7, 1, 1, Compression::Lz4), 0, verified)
         .unwrap();
-    assert_eq!(t.log.start_verification(7), None, "open: nothing to verify");
+    assert_eq!(
+        t.log.start_verification(7, 0),
+        None,
+        "open: nothing to verify"
+    );
     // A check made while the transaction was open does not outlive it: after the marker,
     // the same request's write is refused and opens nothing.
     t.log.append(&marker(7, 0, true), 0).unwrap(); // 2
@@ -199,7 +213,7 @@ fn a_verified_write_opens_a_transaction_only_while_its_guard_stands() {
         Verification::OPEN
     )));
     // Nor does a guard handed out before the marker.
-    let early = t.log.start_verification(7).unwrap();
+    let early = t.log.start_verification(7, 0).unwrap();
     t.log.append(&marker(7, 0, false), 0).unwrap(); // a repeated marker voids it
     assert!(refused(t.log.append_verified(
         &data(7, 2, 1, Compression::None),
@@ -210,7 +224,7 @@ fn a_verified_write_opens_a_transaction_only_while_its_guard_stands() {
     assert_eq!(t.log.last_stable_offset(), t.log.log_end_offset());
     // A new verification opens the next transaction; unchecked writes (verification off)
     // always may.
-    let next = t.log.start_verification(7).unwrap();
+    let next = t.log.start_verification(7, 0).unwrap();
     assert_ne!(next, early);
     t.log
         .append_verified(
@@ -221,6 +235,45 @@ fn a_verified_write_opens_a_transaction_only_while_its_guard_stands() {
         .unwrap();
     t.log.append(&data(8, 0, 1, Compression::None), 0).unwrap();
     assert_eq!(t.log.open_transactions(), 2);
+}
+
+#[test]
+fn a_newer_epoch_never_joins_the_open_transaction_of_an_older_one() {
+    // Transaction version 2: the producer's next transaction (epoch 1) may reach a
+    // partition before the previous one's marker (epoch 1, bumped by EndTxn) does.
+    for codec in [Compression::None, Compression::Zstd] {
+        let t = test_log(LogConfig::default());
+        let guard = t.log.start_verification(7, 0).unwrap();
+        let first = t
+            .log
+            .append_verified(&data_at(7, 0, 0, 2, codec), 0, Verification::Guard(guard))
+            .unwrap();
+        assert_eq!(t.log.start_verification(7, 0), None, "open at its epoch");
+        let early = t
+            .log
+            .start_verification(7, 1)
+            .expect("a newer epoch must be verified, not taken as open");
+        for verification in [Verification::OPEN, Verification::Guard(early)] {
+            assert!(matches!(
+                t.log
+                    .append_verified(&data_at(7, 1, 0, 1, codec), 0, verification),
+                Err(crate::storage::LogError::TransactionNotVerified { .. })
+            ));
+        }
+        assert_eq!(t.log.open_transaction(7), Some(first.base_offset));
+        // The marker, with the bumped epoch, ends the old transaction; a new check opens
+        // the next one, sequences starting again under epoch 1.
+        t.log.append(&marker(7, 1, true), 0).unwrap();
+        let next = t.log.start_verification(7, 1).unwrap();
+        let opened = t
+            .log
+            .append_verified(&data_at(7, 1, 0, 1, codec), 0, Verification::Guard(next))
+            .unwrap();
+        assert_eq!(t.log.open_transaction(7), Some(opened.base_offset));
+        t.log.append(&marker(7, 2, false), 0).unwrap();
+        assert_eq!(t.log.open_transaction(7), None);
+        assert_eq!(t.log.last_stable_offset(), t.log.log_end_offset());
+    }
 }
 
 #[test]
