@@ -19,13 +19,16 @@
 // unknown topic, and feed a compacted topic a seeded sequence of batches (codecs, tombstones,
 // a batch whose newest record of a key is in its middle), then read it back once cleaned
 // (compaction.go). Transactions (transactions.go, raw requests pinned to transaction
-// version 1, which is all Oxbow offers): commits and aborts as readers see them at both
+// version 1 as older clients speak it): commits and aborts as readers see them at both
 // isolation levels (last stable offset, aborted transactions, control batches), an open
 // transaction holding the last stable offset, offsets committed in transactions
 // (require_stable), refused EndTxn / AddPartitionsToTxn / InitProducerId requests each
 // followed by a transaction that still commits, a transaction aborted by its timeout,
 // Describe/ListTransactions, DescribeProducers, and a transactional write to a partition
-// the transaction never added. With -kafka-secure/-oxbow-secure, a second pair of brokers
+// the transaction never added; then transaction version 2 as Kafka 4 clients speak it
+// (txnv2.go): the transaction.version feature, partitions and offsets added by Produce
+// v12 / TxnOffsetCommit v5, EndTxn v5's epoch bumps, its retries and refusals, a zombie's
+// late write, an aborted and a timed-out transaction. With -kafka-secure/-oxbow-secure, a second pair of brokers
 // with the same security settings plays the security scenario (security.go): SCRAM
 // credentials, ACLs, authentication failures, what each principal is answered, client
 // quotas.

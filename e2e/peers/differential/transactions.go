@@ -1,8 +1,10 @@
 package main
 
-// The transactions scenario: transactional producers driven with raw requests pinned to
-// transaction version 1 (txnrequests.go; Kafka 4.1 enables version 2 on a new cluster,
-// Oxbow does not offer it), and what a client sees of their transactions.
+// The transactions scenario: transactional producers driven with raw requests, and what a
+// client sees of their transactions. Both brokers finalize transaction version 2 (KIP-890
+// part 2) on a new cluster. Every part but the v2_ ones pins the requests to version 1
+// (txnrequests.go), as librdkafka and older Java clients still speak it; the v2_ parts
+// (txnv2.go) speak version 2 as a Kafka 4 client does.
 //
 //	commit_abort   FindCoordinator (TRANSACTION), InitProducerId, AddPartitionsToTxn for 3
 //	               partitions, transactional batches, EndTxn commit; a second transaction
@@ -24,6 +26,11 @@ package main
 //	               transaction that must still commit
 //	listing        ListTransactions (no filter, CompleteCommit, Ongoing, an unknown state),
 //	               DescribeTransactions of every id, at rest
+//	v2_features, v2_commit, v2_retries, v2_timed_out
+//	               transaction version 2 (txnv2.go): the feature in ApiVersions, implicit
+//	               adds by Produce v12 and TxnOffsetCommit v5, EndTxn v5's epoch bumps,
+//	               its retries and refusals, a zombie's write, an aborted transaction, a
+//	               transaction aborted by its timeout
 //	unadded_produce  a transactional batch to a partition not added to the transaction
 //	               (Kafka verifies with the coordinator, KIP-890 part 1), last: it may leave
 //	               its partition's transaction open
@@ -55,10 +62,13 @@ type txnScenario struct {
 	ctx                 context.Context
 	obs                 Observations
 	b, old              *txnBroker // pinned to transaction version 1; EndTxn/AddPartitionsToTxn v1
+	v2                  *txnBroker // at the transaction version 2 versions (txnVersionsV2)
 	prefix              string     // of every transactional id and group of this run
 	txnTopic, badTopic  string
 	strayTopic, missing string
+	v2Topic, v2Group    string // written and committed by the v2_ parts only
 	txnTopicID          [16]byte
+	v2TopicID           [16]byte
 	producers           map[string]*producer // the last InitProducerId answer of each id
 	unknownID, longID   string
 	group, unaddedGroup string
@@ -70,7 +80,7 @@ func transactionsStep(ctx context.Context, bootstrap string, cl *kgo.Client, adm
 	t := &txnScenario{
 		ctx: ctx, obs: obs, prefix: prefix,
 		txnTopic: prefix + "topic", badTopic: prefix + "bad", strayTopic: prefix + "stray",
-		missing:   prefix + "missing",
+		missing: prefix + "missing", v2Topic: prefix + "v2", v2Group: prefix + "group-v2",
 		producers: map[string]*producer{},
 		unknownID: prefix + "unknown", group: prefix + "group", unaddedGroup: prefix + "group-unadded",
 	}
@@ -78,7 +88,7 @@ func transactionsStep(ctx context.Context, bootstrap string, cl *kgo.Client, adm
 	for _, topic := range []struct {
 		name  string
 		count int32
-	}{{t.txnTopic, partitions}, {t.badTopic, partitions}, {t.strayTopic, 1}} {
+	}{{t.txnTopic, partitions}, {t.badTopic, partitions}, {t.strayTopic, 1}, {t.v2Topic, partitions}} {
 		created, err := create(topic.name, topic.count, nil)
 		if err != nil {
 			return fmt.Errorf("create %s: %w", topic.name, err)
@@ -90,8 +100,11 @@ func transactionsStep(ctx context.Context, bootstrap string, cl *kgo.Client, adm
 		if err != nil {
 			return err
 		}
-		if topic.name == t.txnTopic {
+		switch topic.name {
+		case t.txnTopic:
 			t.txnTopicID = tgt.topicID
+		case t.v2Topic:
+			t.v2TopicID = tgt.topicID
 		}
 	}
 	var err error
@@ -103,6 +116,10 @@ func transactionsStep(ctx context.Context, bootstrap string, cl *kgo.Client, adm
 		return err
 	}
 	defer t.old.client.Close()
+	if t.v2, err = newTxnBroker(ctx, bootstrap, txnVersionsV2); err != nil {
+		return err
+	}
+	defer t.v2.client.Close()
 
 	for _, part := range []struct {
 		name string
@@ -113,6 +130,11 @@ func transactionsStep(ctx context.Context, bootstrap string, cl *kgo.Client, adm
 		{"offsets", t.offsets},
 		{"bad_input", t.badInput},
 		{"listing", t.listing},
+		// After listing, which lists every transactional id of the run at rest.
+		{"v2_features", t.v2Features},
+		{"v2_commit", t.v2Commit},
+		{"v2_retries", t.v2Retries},
+		{"v2_timed_out", t.v2TimedOut},
 		{"unadded_produce", t.unaddedProduce},
 	} {
 		if err := part.run(); err != nil {
@@ -133,6 +155,8 @@ func (t *txnScenario) topicName(topic string) string {
 		return "stray"
 	case t.missing:
 		return "missing"
+	case t.v2Topic:
+		return "v2"
 	}
 	return "other"
 }
@@ -141,7 +165,7 @@ func (t *txnScenario) topicName(topic string) string {
 // __consumer_offsets is named for the group (its number depends on the run's group name).
 func (t *txnScenario) partitionName(topic string, partition int32) string {
 	if topic == "__consumer_offsets" {
-		for _, group := range []string{t.group, t.unaddedGroup} {
+		for _, group := range []string{t.group, t.unaddedGroup, t.v2Group} {
 			if partition == groupPartition(group) {
 				return topic + ":<partition of " + strings.TrimPrefix(group, t.prefix) + ">"
 			}
@@ -257,18 +281,23 @@ func (t *txnScenario) goodTransaction(key string, p *producer, partition int32) 
 // observeReads records, per partition of the scenario's topic, the latest offsets at both
 // isolation levels and what a fetch from offset 0 returns at both.
 func (t *txnScenario) observeReads(key string) error {
+	return t.observeTopicReads(key, t.b, t.txnTopic, t.txnTopicID)
+}
+
+// observeTopicReads is observeReads for a topic of `partitions` partitions, through b.
+func (t *txnScenario) observeTopicReads(key string, b *txnBroker, topic string, topicID [16]byte) error {
 	for p := int32(0); p < partitions; p++ {
 		for _, iso := range []struct {
 			name  string
 			level int8
 		}{{"read_uncommitted", readUncommitted}, {"read_committed", readCommitted}} {
-			latest, err := t.b.listLatest(t.ctx, t.txnTopic, p, iso.level)
+			latest, err := b.listLatest(t.ctx, topic, p, iso.level)
 			if err != nil {
 				return err
 			}
 			k := fmt.Sprintf("%s.p%d.%s", key, p, iso.name)
 			t.set(k+".list_offsets_latest", latest)
-			f, err := t.b.fetch(t.ctx, t.txnTopic, t.txnTopicID, p, 0, iso.level)
+			f, err := b.fetch(t.ctx, topic, topicID, p, 0, iso.level)
 			if err != nil {
 				return err
 			}
@@ -405,22 +434,8 @@ func (t *txnScenario) offsets() error {
 		t.set(key+".partitions", parts)
 		return nil
 	}
-	// Once a transaction is complete its offsets become stable when the group coordinator
-	// has read the marker: wait for that, then observe.
 	fetchSettled := func(key, group string) error {
-		deadline := time.Now().Add(txnSettle)
-		for {
-			top, parts, err := t.b.offsetFetch(t.ctx, group, t.txnTopic, []int32{0, 1}, true)
-			if err != nil {
-				return err
-			}
-			if !unstable(top, parts) || time.Now().After(deadline) {
-				t.set(key+".error", top)
-				t.set(key+".partitions", parts)
-				return nil
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		return t.waitStableOffsets(key, t.b, group, t.txnTopic)
 	}
 	for _, txn := range []struct {
 		name    string
@@ -484,6 +499,25 @@ func (t *txnScenario) offsets() error {
 	}
 	t.set("offsets.unadded.state_after", state.String())
 	return fetchOffsets("offsets.unadded.offset_fetch_require_stable", t.unaddedGroup, true)
+}
+
+// waitStableOffsets records OffsetFetch (require_stable) of a group's offsets for
+// partitions 0 and 1 of topic once stable: a complete transaction's offsets become stable
+// when the group coordinator has read the marker.
+func (t *txnScenario) waitStableOffsets(key string, b *txnBroker, group, topic string) error {
+	deadline := time.Now().Add(txnSettle)
+	for {
+		top, parts, err := b.offsetFetch(t.ctx, group, topic, []int32{0, 1}, true)
+		if err != nil {
+			return err
+		}
+		if !unstable(top, parts) || time.Now().After(deadline) {
+			t.set(key+".error", top)
+			t.set(key+".partitions", parts)
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // listing: ListTransactions and DescribeTransactions with every transaction at rest.

@@ -1,9 +1,10 @@
 package main
 
 // Raw requests of the transactions scenario (transactions.go), sent through a client whose
-// request versions are pinned to transaction version 1 (txnVersions), each answer reduced
-// to what may be compared: Kafka error names, epochs, offsets, states. Producer ids never
-// leave this file's callers: they differ between the brokers.
+// request versions are pinned (txnVersions: transaction version 1; txnVersionsV2 in
+// txnv2.go), each answer reduced to what may be compared: Kafka error names, epochs,
+// offsets, states. Producer ids never leave this file's callers: they differ between the
+// brokers.
 
 import (
 	"context"
@@ -23,10 +24,11 @@ import (
 )
 
 // txnVersions pins the requests whose newer versions mean transaction version 2 (KIP-890
-// part 2), which Kafka 4.1 enables on a new cluster and Oxbow does not offer: EndTxn v5+,
-// AddPartitionsToTxn v4+ (brokers' verification), Produce v12+ (partitions added by the
-// leader), TxnOffsetCommit v5+. OffsetFetch stays at v7, the last with one group and
-// require_stable at the top.
+// part 2), which both brokers finalize on a new cluster, to transaction version 1, as
+// librdkafka and older Java clients speak it: EndTxn v4, AddPartitionsToTxn v3 (v4+ is
+// the brokers' verification), Produce v11 (v12+ has the leader add the partition),
+// TxnOffsetCommit v4. OffsetFetch stays at v7, the last with one group and require_stable
+// at the top.
 var txnVersions = map[kmsg.Key]int16{
 	kmsg.Produce:            11,
 	kmsg.EndTxn:             4,
