@@ -1019,7 +1019,7 @@ impl Log {
             .is_some_and(|current| epoch > current);
         self.transactions
             .lock()
-            .start_verification(producer_id, open_is_older)
+            .start_verification(producer_id, open_is_older, self.clock.now_ms())
     }
 
     /// The first offset of `producer_id`'s open transaction here, if it has one.

@@ -66,10 +66,19 @@ pub struct TransactionState {
     /// Producers whose next transaction is being verified with its coordinator (KIP-890
     /// part 1), each with the guard of its latest verification: only a write carrying
     /// that guard may open the transaction here. A marker or the opening write ends it.
-    verifying: HashMap<i64, u64>,
+    /// Each entry keeps when it was handed out: a producer that was verified and never
+    /// wrote (refused, gone) is forgotten after [`VERIFICATION_EXPIRY_MS`].
+    verifying: HashMap<i64, (u64, i64)>,
     /// The last guard handed out (guards start at 1; 0 is "the transaction was open").
     last_guard: u64,
 }
+
+/// How long a verification waits for its write. The write follows the check within the
+/// same request, so this only bounds what producers that never write leave behind
+/// (Kafka expires them with the producer's state).
+pub const VERIFICATION_EXPIRY_MS: i64 = 10 * 60 * 1000;
+/// Expired verifications are looked for once this many are pending.
+const VERIFICATIONS_BEFORE_EXPIRY: usize = 1024;
 
 /// What a leader's append of transactional data has checked with the coordinator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,16 +147,32 @@ impl TransactionState {
     /// `open_is_older`: the open transaction is of an older epoch than the write's (a
     /// transaction version 2 producer's next transaction, its previous one's marker not
     /// here yet). It does not count as open: the write must wait for that marker.
-    pub fn start_verification(&mut self, producer_id: i64, open_is_older: bool) -> Option<u64> {
+    pub fn start_verification(
+        &mut self,
+        producer_id: i64,
+        open_is_older: bool,
+        now_ms: i64,
+    ) -> Option<u64> {
         if self.open.contains_key(&producer_id) && !open_is_older {
             return None;
         }
-        if let Some(guard) = self.verifying.get(&producer_id) {
+        if let Some((guard, _)) = self.verifying.get(&producer_id) {
             return Some(*guard);
         }
+        if self.verifying.len() >= VERIFICATIONS_BEFORE_EXPIRY {
+            self.verifying
+                .retain(|_, (_, since)| now_ms.saturating_sub(*since) < VERIFICATION_EXPIRY_MS);
+        }
         self.last_guard += 1;
-        self.verifying.insert(producer_id, self.last_guard);
+        self.verifying
+            .insert(producer_id, (self.last_guard, now_ms));
         Some(self.last_guard)
+    }
+
+    /// Producers whose verification is pending here.
+    #[cfg(test)]
+    pub fn verifications(&self) -> usize {
+        self.verifying.len()
     }
 
     /// Whether a transactional data batch of `producer_id` may be appended: it continues
@@ -167,7 +192,8 @@ impl TransactionState {
             }
             Verification::Guard(guard) => {
                 self.open.contains_key(&producer_id)
-                    || (guard != 0 && self.verifying.get(&producer_id) == Some(&guard))
+                    || (guard != 0
+                        && self.verifying.get(&producer_id).map(|(g, _)| *g) == Some(guard))
             }
         }
     }

@@ -508,3 +508,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn verifications_that_never_write_expire() {
+    let mut state = TransactionState::default();
+    for producer_id in 0..VERIFICATIONS_BEFORE_EXPIRY as i64 {
+        assert!(state.start_verification(producer_id, false, 0).is_some());
+    }
+    let young = state
+        .start_verification(-7, false, VERIFICATION_EXPIRY_MS - 1)
+        .unwrap();
+    assert_eq!(
+        state.verifications(),
+        VERIFICATIONS_BEFORE_EXPIRY + 1,
+        "none expired yet"
+    );
+    // Past the expiry the old ones go; the young one keeps its guard.
+    state.start_verification(-8, false, VERIFICATION_EXPIRY_MS);
+    assert_eq!(state.verifications(), 2);
+    assert_eq!(
+        state.start_verification(-7, false, VERIFICATION_EXPIRY_MS),
+        Some(young)
+    );
+}
