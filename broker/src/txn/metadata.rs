@@ -258,7 +258,10 @@ impl TxnMetadata {
         next_producer_id: Option<i64>,
         now: i64,
     ) -> Result<Option<Self>, TxnError> {
-        let bumps_each_end = self.client_version >= TV2;
+        // The request's version picks the rules, as in Kafka 4.1: an old client's late
+        // EndTxn after a version 2 transaction (or a coordinator's abort) is judged as
+        // version 1 judges it, the epoch equal to the current one.
+        let bumps_each_end = client_version >= TV2;
         let retry_on_bump =
             bumps_each_end && i32::from(self.producer_epoch) == i32::from(epoch) + 1;
         let retry_on_overflow = bumps_each_end
@@ -616,6 +619,13 @@ mod tests {
         // A version 1 request on the same state does not bump.
         let v1 = ongoing.end(7, 3, true, 0, None, 20).unwrap().unwrap();
         assert_eq!(v1.producer_epoch, 3);
+        // Version 1 requests after a version 2 commit: the current epoch is a retry, the
+        // one before the bump is fenced.
+        assert_eq!(done.end(7, 4, true, 0, None, 31), Ok(None));
+        assert_eq!(
+            done.end(7, 3, true, 0, None, 31),
+            Err(TxnError::ProducerFenced)
+        );
     }
 
     #[test]
@@ -678,5 +688,12 @@ mod tests {
             aborted.end(7, 2, true, TV2, None, 1_400),
             Err(TxnError::InvalidTxnState)
         );
+        // A version 1 client's late end is fenced, whatever the coordinator's version.
+        for commit in [true, false] {
+            assert_eq!(
+                aborted.end(7, 2, commit, 0, None, 1_400),
+                Err(TxnError::ProducerFenced)
+            );
+        }
     }
 }
