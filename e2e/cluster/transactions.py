@@ -1,20 +1,27 @@
 """Transactions on three `oxbow` nodes under faults, checked from the outside.
 
-Two librdkafka transactional producers write transactions of 9 records, 3 to each of the 3
+Three transactional producers write transactions of 9 records, 3 to each of the 3
 partitions of an RF=3, min.insync.replicas=2 topic (one transaction in four aborted on
-purpose), while a consume-transform-produce worker copies an input topic to an output
-topic in small transactions that carry the group's offsets, paced to span the faults.
-Meanwhile a nemesis, one fault at a time, alternates two kinds of faults:
+purpose): two librdkafka ones (transaction version 1: AddPartitionsToTxn, one epoch per
+session) and one on the Java client, Kafka 4.1.2 (e2e/peers/kafka-streams/TxnWriter.java, a
+child process), which uses transaction version 2 as Oxbow finalizes it: no
+AddPartitionsToTxn (the partition leaders add the partitions through the coordinator, maybe
+on another node, on Produce v12) and an epoch bump at every EndTxn. Meanwhile a
+consume-transform-produce worker copies an input topic to an output topic in small
+transactions that carry the group's offsets, paced to span the faults. And a nemesis, one
+fault at a time, alternates two kinds of faults:
 
 - SIGKILL of the transaction coordinator of a producer's transactional.id (the leader of its
-  `__transaction_state` partition) or of a leader of the data topic, restarted on its data;
+  `__transaction_state` partition; each producer's in turn) or of a leader of the data topic,
+  restarted on its data;
 - (root with `ip netns`) a network partition: each node runs in its own network namespace
   and the victim is cut off from the other brokers and the quorum, not from its clients,
   for well past broker.session.timeout.ms (it is fenced and its leaderships move while it
   still runs and clients still reach it), then healed. The victim is in turn the copier's
   group coordinator (the leader of its `__consumer_offsets` partition), a producer's
-  transaction coordinator, and a leader of the data topic. Without namespaces the partitions
-  are reported as skipped (exit 77 after the checks) and only the kills run.
+  transaction coordinator (the Java writer's first), and a leader of the data topic.
+  Without namespaces the partitions are reported as skipped (exit 77 after the checks) and
+  only the kills run.
 
 After each fault, the next waits until every node is ready and unfenced and every partition
 (the internal topics' too) has a live leader and all its replicas in sync. Then, read at
@@ -22,9 +29,17 @@ read_committed:
 
 - every transaction whose commit returned is there whole (all 9 records), every aborted one
   is absent, one whose commit failed with an unknown outcome is all there or all absent;
-  no record twice;
+  no record twice; the figures per client;
+- the Java writer used transaction version 2: its producer epoch, as its coordinator
+  describes it (kafka-transactions describe), is at least the number of transactions it
+  committed or aborted (with version 1 only a new session bumps it);
 - the output topic holds every input record exactly once, and the group's committed
   offsets are the input's end offsets.
+
+The Java writer handles errors as the KafkaProducer documentation says (fenced, out of order,
+not authorized: fatal, a new producer, the outcome unknown; another error: abortTransaction;
+a commit timing out: retried once, else unknown and a new producer) and prints one line per
+outcome, read here; its stderr is `java-writer.log` in the work directory, shown on a failure.
 
 librdkafka's send_offsets_to_transaction can block long past its timeout when the group
 coordinator's broker handle was decommissioned (the node left a Metadata answer while
@@ -37,12 +52,15 @@ Usage: transactions.py BINARY [--kills N] [--partitions N]
 Knobs (environment): OXBOW_TXN_SEED (7, the victims' order), OXBOW_TXN_NETNS (auto | 0 | 1:
 network namespaces, needed by --partitions), OXBOW_TXN_DEBUG (librdkafka debug contexts for
 the copier's clients, e.g. eos,cgrp,protocol; to stderr). A client thread that stalls is
-reported with the client call it is in. Times in the log are UTC, as the node logs
-print them; on a failure the node logs' tails follow and the work directory is kept."""
+reported with the client call it is in; so is the Java writer when it goes STALL without an
+outcome. Times in the log are UTC, as the node logs print them; on a failure the node logs'
+tails follow and the work directory is kept."""
 import argparse
+import contextlib
 import os
 import random
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -56,7 +74,12 @@ from confluent_kafka import (  # noqa: E402
     OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition)
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+JAVA_RUN = os.path.join(ROOT, "e2e", "peers", "kafka-streams", "run")
+KAFKA_TRANSACTIONS = os.path.join(ROOT, "e2e", "peers", "kafka", "bin", "kafka-transactions")
 TOPIC, SOURCE, SINK, GROUP = "txn-history", "ctp-source", "ctp-sink", "ctp-group"
+JAVA_ID = "java-writer"  # its __transaction_state partition (2) is neither librdkafka writer's
+MAX_EPOCH = 32766  # past it a producer id is rotated and the epoch starts again from 0
 PARTITIONS = 3
 STATE_PARTITIONS = 3
 INPUT = 3000
@@ -376,7 +399,147 @@ class Copier(Client):
             self.errors.append(repr(error))
 
 
-def read_committed(bootstrap, topic, idle=5.0, timeout=120.0):
+class JavaWriter(Client):
+    """The third writer: the same transactions from the Java client (Kafka 4.1.2,
+    e2e/peers/kafka-streams/TxnWriter.java) in a child process, which uses transaction
+    version 2 with Oxbow: no AddPartitionsToTxn (the partition leaders add the partitions,
+    through the coordinator, on Produce v12) and an epoch bump at every EndTxn. This thread
+    follows its stdout: `call WHAT` (the client call it is in, for a stall's report),
+    `session N` (its Nth producer's initTransactions returned) and one line per transaction,
+    `committed|aborted|unknown NAME`. Its stderr (the client's warnings, why an outcome was
+    not the planned one) goes to `log_path`. Closing its stdin stops it."""
+
+    def __init__(self, bootstrap, log_path):
+        super().__init__()
+        self.transactional_id, self.log_path = JAVA_ID, log_path
+        self.command = [JAVA_RUN, "--class", "TxnWriter", bootstrap, TOPIC, JAVA_ID]
+        self.committed, self.aborted, self.unknown = [], [], []
+        self.sessions = 0
+        self.quiet_since = time.monotonic()  # the last outcome line (or the start)
+        self.stalls = []  # every wait of more than STALL for an outcome line
+        self.process = None
+
+    def start(self):
+        with open(self.log_path, "ab") as stderr:
+            # Its own session: a ^C to the suite reaches it as the end of its stdin instead.
+            self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=stderr, start_new_session=True)
+        self.quiet_since = time.monotonic()
+        super().start()
+
+    def run(self):
+        for raw in self.process.stdout:
+            kind, _, rest = raw.decode(errors="replace").strip().partition(" ")
+            if kind == "call":
+                self.step(rest)
+            elif kind == "session":
+                self.sessions = int(rest)
+            elif kind in ("committed", "aborted", "unknown"):
+                self.note_stall()
+                getattr(self, kind).append(rest)
+                self.quiet_since = time.monotonic()
+        # The end: an exit long after the last outcome is a stall too.
+        self.note_stall()
+
+    def note_stall(self):
+        quiet = time.monotonic() - self.quiet_since
+        if quiet > STALL:
+            self.stalls.append(f"no outcome for {quiet:.0f} s until {utc()}, {self.stuck()}")
+
+    def stop(self):
+        """Tells it to stop (the end of its stdin): it ends the transaction under way. What
+        went wrong before: an exit of its own."""
+        if self.process.poll() is not None:
+            return f"exited with {self.process.returncode} before it was told to stop"
+        self.process.stdin.close()
+        return None
+
+    def finish(self, within):
+        """Waits for its exit after `stop`; what went wrong, if anything (it is killed then)."""
+        try:
+            code = self.process.wait(within)
+        except subprocess.TimeoutExpired:
+            report = f"still running {within:.0f} s after it was told to stop: {self.stuck()}"
+            self.kill()
+            return report
+        self.join(10)
+        if code != 0:
+            return f"exited with {code}"
+        return None
+
+    def kill(self):
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def log_tail(self, lines=40):
+        if os.path.exists(self.log_path):
+            with open(self.log_path, "rb") as f:
+                tail = f.read().decode(errors="replace").splitlines()[-lines:]
+            print(f"--- {os.path.basename(self.log_path)} (tail) ---\n" + "\n".join(tail), flush=True)
+
+
+@contextlib.contextmanager
+def java_writer(cluster):
+    """The Java writer, its stderr in the work directory; on a failure its log's tail is
+    shown (before the nodes'), and it never outlives the test."""
+    writer = JavaWriter(cluster.bootstrap, os.path.join(cluster.work, "java-writer.log"))
+    try:
+        yield writer
+    except BaseException:
+        writer.log_tail()
+        raise
+    finally:
+        writer.kill()
+
+
+def producer_epoch(bootstrap, transactional_id):
+    """(producer id, epoch) of `transactional_id` as its coordinator describes it
+    (DescribeTransactions, through Kafka's kafka-transactions: confluent-kafka has no call
+    for it)."""
+    done = subprocess.run([KAFKA_TRANSACTIONS, "--bootstrap-server", bootstrap, "describe",
+                           "--transactional-id", transactional_id],
+                          capture_output=True, text=True, timeout=120)
+    rows = [line.split() for line in done.stdout.splitlines()]
+    header = next((i for i, row in enumerate(rows) if "ProducerEpoch" in row), None)
+    if done.returncode != 0 or header is None or header + 1 >= len(rows):
+        fail(f"kafka-transactions describe --transactional-id {transactional_id} (exit {done.returncode}): "
+             f"{(done.stdout + done.stderr).strip()[-1500:]}")
+    row = rows[header + 1]
+    return int(row[rows[header].index("ProducerId")]), int(row[rows[header].index("ProducerEpoch")])
+
+
+def figures(committed, aborted, unknown, per_txn):
+    return (f"{len(committed)} committed transactions whole ({len(committed) * 9} records), "
+            f"{len(aborted)} aborted ones absent, {len(unknown)} of unknown outcome all-or-nothing "
+            f"({sum(1 for n in unknown if n in per_txn)} visible)")
+
+
+def check_epoch_bumps(cluster, java):
+    """The Java writer used transaction version 2: with version 1 only a new session (and
+    a coordinator's abort of a timed-out transaction) bumps the producer epoch; with version
+    2 every EndTxn does too, so the epoch its coordinator describes is at least the number of
+    transactions it committed or aborted."""
+    ended = len(java.committed) + len(java.aborted)
+    if ended <= java.sessions:
+        fail(f"the Java writer ended only {ended} transactions in {java.sessions} sessions: too few to tell its "
+             f"transaction version; see {java.log_path}")
+    producer_id, epoch = producer_epoch(cluster.bootstrap, JAVA_ID)
+    if ended + java.sessions > MAX_EPOCH:
+        log(f"ok the Java writer ended {ended} transactions, past the epochs of one producer id (now producer "
+            f"id {producer_id}, epoch {epoch}): its epochs were not checked")
+        return
+    if epoch < ended:
+        fail(f"the Java writer's producer epoch is {epoch} (producer id {producer_id}) after {java.sessions} "
+             f"sessions and {ended} transactions committed or aborted: transaction version 2 (an epoch bump "
+             f"at every EndTxn) was not used")
+    log(f"ok the Java writer used transaction version 2: producer {producer_id}'s epoch is {epoch} after "
+        f"{java.sessions} sessions and {ended} transactions committed or aborted")
+
+
+def read_committed(bootstrap, topic, idle=5.0, timeout=300.0):
+    """Every value in `topic` at read_committed: read until none came for `idle` seconds; a
+    read cut short by `timeout` fails (it would look like missing transactions)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{time.time()}",
                          "enable.auto.commit": False, "isolation.level": "read_committed"})
     # Assigned, not subscribed: no group join to wait for before the first record.
@@ -387,7 +550,10 @@ def read_committed(bootstrap, topic, idle=5.0, timeout=120.0):
         if message is not None and not message.error():
             values.append(message.value().decode())
             last = time.monotonic()
+    cut_short = time.monotonic() - last < idle
     consumer.close()
+    if cut_short:
+        fail(f"{topic} not read to its end at read_committed within {timeout:.0f} s ({len(values)} records)")
     return values
 
 
@@ -417,10 +583,12 @@ def main():
     rng = random.Random(int(os.environ.get("OXBOW_TXN_SEED", "7")))
     where = f"network namespaces on {network.subnet}.0/24" if use_netns else "loopback"
     log(f"work dir {work}, {where}; faults: {args.kills} SIGKILLs, {args.partitions} network partitions")
+    # The Java writer is compiled before the cluster starts (a javac error fails here).
+    subprocess.run([JAVA_RUN, "--compile-only"], check=True)
     try:
         network.setup()
-        with cluster.running():
-            run(cluster, network, args, rng)
+        with cluster.running(), java_writer(cluster) as java:
+            run(cluster, network, args, rng, java)
     finally:
         network.teardown()
     for reason in skipped:
@@ -429,7 +597,7 @@ def main():
         sys.exit(SKIP_EXIT)
 
 
-def run(cluster, network, args, rng):
+def run(cluster, network, args, rng, java):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     topics = [NewTopic(t, num_partitions=PARTITIONS, replication_factor=3,
                        config={"min.insync.replicas": "2"}) for t in (TOPIC, SOURCE, SINK)]
@@ -447,9 +615,12 @@ def run(cluster, network, args, rng):
     nemesis = args.kills * KILL_SECONDS + args.partitions * PARTITION_SECONDS
     copier = Copier(cluster.bootstrap, max(0.05, 0.8 * nemesis / (INPUT / 10)))
     began = time.monotonic()
-    for thread in (*writers, copier):
+    for thread in (*writers, java, copier):
         thread.start()
     await_settled(cluster, "the start")
+    # The faults' transaction coordinators: each writer's in turn, the Java writer's (on
+    # transaction version 2) among them.
+    transactional = (*writers, java)
 
     def coordinator(writer):
         state = java_hash_partition(writer.transactional_id, STATE_PARTITIONS)
@@ -466,14 +637,15 @@ def run(cluster, network, args, rng):
     for n, (kind, i) in enumerate(schedule):
         time.sleep(4)
         if kind == "SIGKILL" and i % 2 == 0:
-            target, what = coordinator(writers[i // 2 % 2])
+            target, what = coordinator(transactional[i // 2 % len(transactional)])
         elif kind == "SIGKILL":
             target, what = (TOPIC, rng.randrange(PARTITIONS)), "partition leader"
         elif i % 3 == 0:
             target = ("__consumer_offsets", java_hash_partition(GROUP, OFFSETS_PARTITIONS))
             what = f"group coordinator of {GROUP}"
         elif i % 3 == 1:
-            target, what = coordinator(writers[(i // 3 + 1) % 2])
+            # The Java writer's first: by default it is the only coordinator cut off.
+            target, what = coordinator(transactional[(i // 3 + 2) % len(transactional)])
         else:
             target, what = (TOPIC, rng.randrange(PARTITIONS)), "partition leader"
         victim = leader_of(cluster, *target)
@@ -495,13 +667,22 @@ def run(cluster, network, args, rng):
         took = await_settled(cluster, f"the {kind} of node {victim} ({what})")
         log(f"  {outcome}; whole again {took:.1f} s later")
     time.sleep(3)
+    stopped = time.monotonic()
     for writer in writers:
         writer.stopping.set()
+    early = java.stop()
+    if early:
+        fail(f"the Java writer {early}; see {java.log_path}")
     for writer in writers:
         writer.join(120)
     stalled = [f"{w.transactional_id} {w.stuck()}" for w in writers if w.is_alive()]
     if stalled:
         fail(f"writers still running 120 s after they were told to stop: {'; '.join(stalled)}")
+    late = java.finish(max(10.0, 120 - (time.monotonic() - stopped)))
+    if late:
+        fail(f"the Java writer {JAVA_ID} {late}")
+    if java.stalls:
+        fail(f"the Java writer {JAVA_ID} stalled: {'; '.join(java.stalls[:3])}")
     # Every client call has a timeout of 60 s at most: one that lasts far longer is a stall.
     deadline = time.monotonic() + 600 + copier.pace * INPUT / 10
     while copier.is_alive() and time.monotonic() < deadline:
@@ -523,24 +704,27 @@ def run(cluster, network, args, rng):
     for value in values:
         name = value.rsplit("-p", 1)[0]
         per_txn[name] = per_txn.get(name, 0) + 1
-    committed = [n for w in writers for n in w.committed]
-    aborted = [n for w in writers for n in w.aborted]
-    unknown = [n for w in writers for n in w.unknown]
+    committed = [n for w in (*writers, java) for n in w.committed]
+    aborted = [n for w in (*writers, java) for n in w.aborted]
+    unknown = [n for w in (*writers, java) for n in w.unknown]
     partial = {n: c for n, c in per_txn.items() if c != 3 * PARTITIONS}
     if partial:
-        fail(f"transactions seen in part: {list(partial.items())[:5]}")
+        fail(f"{len(partial)} transactions seen in part, e.g. {list(partial.items())[:5]}")
     missing = [n for n in committed if n not in per_txn]
     if missing:
         fail(f"{len(missing)} committed transactions missing, e.g. {missing[:5]}")
     visible_aborts = [n for n in aborted if n in per_txn]
     if visible_aborts:
         fail(f"{len(visible_aborts)} aborted transactions visible, e.g. {visible_aborts[:5]}")
-    strays = [n for n in per_txn if n not in committed and n not in unknown]
+    known = set(committed) | set(unknown)  # a set: the Java writer alone ends thousands
+    strays = [n for n in per_txn if n not in known]
     if strays:
         fail(f"transactions visible that were neither committed nor of unknown outcome: {strays[:5]}")
-    log(f"ok {len(committed)} committed transactions whole ({len(committed) * 9} records), "
-        f"{len(aborted)} aborted ones absent, {len(unknown)} of unknown outcome all-or-nothing "
-        f"({sum(1 for n in unknown if n in per_txn)} visible); no record twice; {faults}")
+    librdkafka = figures([n for w in writers for n in w.committed], [n for w in writers for n in w.aborted],
+                         [n for w in writers for n in w.unknown], per_txn)
+    log(f"ok librdkafka (transaction version 1, {len(writers)} writers): {librdkafka}; java (transaction "
+        f"version 2): {figures(java.committed, java.aborted, java.unknown, per_txn)}; no record twice; {faults}")
+    check_epoch_bumps(cluster, java)
     output = read_committed(cluster.bootstrap, SINK)
     expected = sorted(f"out-{i}" for i in range(INPUT))
     if sorted(output) != expected:
