@@ -9,51 +9,29 @@
 //! older protocol only.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod txn_support;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::Compression;
-use oxbow_broker::storage::batch_builder::{
-    ProducerFields, SimpleRecord, build_transactional_batch,
-};
 use oxbow_testkit::client::{name, topic};
 use oxbow_testkit::{BrokerProcess, RawClient};
+use txn_support::{batch, find_coordinator, init, latest, settled, until_coordinated};
 
 const INVALID_PRODUCER_EPOCH: i16 = 47;
 const INVALID_TXN_STATE: i16 = 48;
 const NOT_ENOUGH_REPLICAS: i16 = 19;
 const PRODUCER_FENCED: i16 = 90;
+const TOPIC: &str = "w";
 const TXN: &str = "v2-txn";
 const GROUP: &str = "v2-group";
 
 fn txn_id() -> TransactionalId {
     TransactionalId(StrBytes::from_static_str(TXN))
-}
-
-fn batch(producer: (i64, i16), sequence: i32, count: usize) -> Bytes {
-    let records: Vec<SimpleRecord> = (0..count)
-        .map(|i| SimpleRecord {
-            value: Some(Bytes::from(format!("r-{}-{sequence}-{i}", producer.1))),
-            timestamp: 1,
-            ..Default::default()
-        })
-        .collect();
-    build_transactional_batch(
-        &records,
-        Compression::None,
-        ProducerFields {
-            producer_id: producer.0,
-            producer_epoch: producer.1,
-            base_sequence: sequence,
-        },
-    )
-    .unwrap()
-    .freeze()
 }
 
 /// Produce v12 (transaction version 2), retried while the leader says NOT_ENOUGH_REPLICAS
@@ -81,84 +59,6 @@ fn produce(client: &mut RawClient, partition: i32, records: Bytes) -> i16 {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// LATEST at read_committed and at read_uncommitted.
-fn latest(client: &mut RawClient, partition: i32) -> (i64, i64) {
-    let mut at = |isolation: i8| {
-        let request = ListOffsetsRequest::default()
-            .with_replica_id(BrokerId(-1))
-            .with_isolation_level(isolation)
-            .with_topics(vec![
-                ListOffsetsTopic::default()
-                    .with_name(name("w"))
-                    .with_partitions(vec![
-                        ListOffsetsPartition::default()
-                            .with_partition_index(partition)
-                            .with_timestamp(-1),
-                    ]),
-            ]);
-        let response: ListOffsetsResponse = client.request(ApiKey::ListOffsets, 5, &request);
-        response.topics[0].partitions[0].offset
-    };
-    (at(1), at(0))
-}
-
-/// Waits until `partition`'s markers are in; its end offset.
-fn settled(client: &mut RawClient, partition: i32) -> i64 {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (stable, end) = latest(client, partition);
-        if stable == end {
-            return end;
-        }
-        assert!(Instant::now() < deadline, "markers not written after 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Retries a coordinator request while the coordinator is created, loaded or busy.
-fn until_coordinated<T>(mut call: impl FnMut() -> (i16, T)) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (code, value) = call();
-        if code == 0 {
-            return value;
-        }
-        assert!(
-            [15, 16, 14, 51].contains(&code),
-            "unexpected coordinator error {code}"
-        );
-        assert!(Instant::now() < deadline, "no coordinator after 30 s");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn find_coordinator(client: &mut RawClient, key_type: i8, key: &'static str) {
-    until_coordinated(|| {
-        let request = FindCoordinatorRequest::default()
-            .with_key_type(key_type)
-            .with_coordinator_keys(vec![StrBytes::from_static_str(key)]);
-        let response: FindCoordinatorResponse =
-            client.request(ApiKey::FindCoordinator, 4, &request);
-        (response.coordinators[0].error_code, ())
-    });
-}
-
-fn init(client: &mut RawClient) -> (i64, i16) {
-    find_coordinator(client, 1, TXN);
-    until_coordinated(|| {
-        let request = InitProducerIdRequest::default()
-            .with_transactional_id(Some(txn_id()))
-            .with_transaction_timeout_ms(60_000)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1);
-        let response: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 5, &request);
-        (
-            response.error_code,
-            (response.producer_id.0, response.producer_epoch),
-        )
-    })
 }
 
 /// EndTxn v5 once (no retry): its code and the producer id and epoch it answers.
@@ -295,14 +195,14 @@ fn version_2_producers_add_partitions_with_their_writes_and_every_end_bumps_the_
         0
     );
     find_coordinator(&mut client, 0, GROUP);
-    let first = init(&mut client);
+    let first = init(&mut client, TXN, 5);
 
     // No AddPartitionsToTxn: the leader adds each partition on the transaction's first
     // write there, and the transaction holds the last stable offset.
     assert_eq!(produce(&mut client, 0, batch(first, 0, 2)), 0);
     assert_eq!(produce(&mut client, 1, batch(first, 0, 1)), 0);
     assert_eq!(
-        latest(&mut client, 0),
+        latest(&mut client, TOPIC, 0),
         (0, 2),
         "open: LSO held at its start"
     );
@@ -322,11 +222,11 @@ fn version_2_producers_add_partitions_with_their_writes_and_every_end_bumps_the_
         "the epoch bumped by the commit"
     );
     assert_eq!(
-        settled(&mut client, 0),
+        settled(&mut client, TOPIC, 0),
         3,
         "2 records and the COMMIT marker"
     );
-    assert_eq!(settled(&mut client, 1), 2);
+    assert_eq!(settled(&mut client, TOPIC, 1), 2);
     let deadline = Instant::now() + Duration::from_secs(30);
     while committed_offset(&mut client) != 2 {
         assert!(
@@ -346,7 +246,7 @@ fn version_2_producers_add_partitions_with_their_writes_and_every_end_bumps_the_
         produce(&mut client, 0, batch(first, 2, 1)),
         INVALID_PRODUCER_EPOCH
     );
-    assert_eq!(latest(&mut client, 0), (3, 3));
+    assert_eq!(latest(&mut client, TOPIC, 0), (3, 3));
 
     // The next transaction starts its sequences again under the new epoch; aborted, its
     // records are gone, and the abort bumps the epoch again.
@@ -354,7 +254,7 @@ fn version_2_producers_add_partitions_with_their_writes_and_every_end_bumps_the_
     let third = end(&mut client, second, false);
     assert_eq!(third, (first.0, first.1 + 2));
     assert_eq!(
-        settled(&mut client, 0),
+        settled(&mut client, TOPIC, 0),
         7,
         "3 aborted records and the ABORT marker"
     );
@@ -382,7 +282,7 @@ fn version_2_producers_add_partitions_with_their_writes_and_every_end_bumps_the_
     assert_eq!(produce(&mut client, 1, batch(fourth, 0, 1)), 0);
     let fifth = end(&mut client, fourth, true);
     assert_eq!(fifth, (first.0, first.1 + 4));
-    assert_eq!(settled(&mut client, 1), 4);
+    assert_eq!(settled(&mut client, TOPIC, 1), 4);
 
     // At transaction.version=1 the broker finalizes 1 and offers EndTxn up to v4, so
     // Kafka 4 clients keep to the older protocol.

@@ -8,49 +8,25 @@
 //! transaction did not add (no AddOffsetsToTxn) is refused the same way.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::time::{Duration, Instant};
+mod txn_support;
 
 use bytes::Bytes;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::Compression;
-use oxbow_broker::storage::batch_builder::{
-    ProducerFields, SimpleRecord, build_transactional_batch,
-};
 use oxbow_testkit::client::{name, topic};
 use oxbow_testkit::{BrokerProcess, RawClient};
+use txn_support::{batch, find_coordinator, init, latest, settled, until_coordinated};
 
 const INVALID_TXN_STATE: i16 = 48;
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 const TRANSACTION_ABORTABLE: i16 = 120;
+const TOPIC: &str = "v";
 const TXN: &str = "verified-txn";
 
 fn txn_id() -> TransactionalId {
     TransactionalId(StrBytes::from_static_str(TXN))
-}
-
-fn batch(producer: (i64, i16), sequence: i32, count: usize) -> Bytes {
-    let records: Vec<SimpleRecord> = (0..count)
-        .map(|i| SimpleRecord {
-            value: Some(Bytes::from(format!("r-{sequence}-{i}"))),
-            timestamp: 1,
-            ..Default::default()
-        })
-        .collect();
-    build_transactional_batch(
-        &records,
-        Compression::None,
-        ProducerFields {
-            producer_id: producer.0,
-            producer_epoch: producer.1,
-            base_sequence: sequence,
-        },
-    )
-    .unwrap()
-    .freeze()
 }
 
 fn produce(client: &mut RawClient, id: Option<&str>, partition: i32, records: Bytes) -> i16 {
@@ -79,75 +55,6 @@ fn produce_at(
         ]);
     let response: ProduceResponse = client.request(ApiKey::Produce, version, &request);
     response.responses[0].partition_responses[0].error_code
-}
-
-/// LATEST at read_committed and at read_uncommitted.
-fn latest(client: &mut RawClient, partition: i32) -> (i64, i64) {
-    let mut at = |isolation: i8| {
-        let request = ListOffsetsRequest::default()
-            .with_replica_id(BrokerId(-1))
-            .with_isolation_level(isolation)
-            .with_topics(vec![
-                ListOffsetsTopic::default()
-                    .with_name(name("v"))
-                    .with_partitions(vec![
-                        ListOffsetsPartition::default()
-                            .with_partition_index(partition)
-                            .with_timestamp(-1),
-                    ]),
-            ]);
-        let response: ListOffsetsResponse = client.request(ApiKey::ListOffsets, 5, &request);
-        response.topics[0].partitions[0].offset
-    };
-    (at(1), at(0))
-}
-
-/// Retries a coordinator request while the coordinator is being created or loaded.
-fn until_coordinated<T>(mut call: impl FnMut() -> (i16, T)) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (code, value) = call();
-        if code == 0 {
-            return value;
-        }
-        // COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
-        // CONCURRENT_TRANSACTIONS: the coordinator is on its way.
-        assert!(
-            [15, 16, 14, 51].contains(&code),
-            "unexpected coordinator error {code}"
-        );
-        assert!(Instant::now() < deadline, "no coordinator after 30 s");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// FindCoordinator of `key` (0 group, 1 transactional id), until there is one: the first
-/// creates `__consumer_offsets` / `__transaction_state`.
-fn find_coordinator(client: &mut RawClient, key_type: i8, key: &'static str) {
-    until_coordinated(|| {
-        let request = FindCoordinatorRequest::default()
-            .with_key_type(key_type)
-            .with_coordinator_keys(vec![StrBytes::from_static_str(key)]);
-        let response: FindCoordinatorResponse =
-            client.request(ApiKey::FindCoordinator, 4, &request);
-        (response.coordinators[0].error_code, ())
-    });
-}
-
-fn init(client: &mut RawClient) -> (i64, i16) {
-    find_coordinator(client, 1, TXN);
-    until_coordinated(|| {
-        let request = InitProducerIdRequest::default()
-            .with_transactional_id(Some(txn_id()))
-            .with_transaction_timeout_ms(60_000)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1);
-        let response: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 4, &request);
-        (
-            response.error_code,
-            (response.producer_id.0, response.producer_epoch),
-        )
-    })
 }
 
 fn add_partitions(client: &mut RawClient, producer: (i64, i16), partitions: &[i32]) {
@@ -220,20 +127,6 @@ fn add_offsets(client: &mut RawClient, producer: (i64, i16)) {
     });
 }
 
-/// Waits until partition `partition`'s markers are in (its last stable offset caught
-/// up with its end).
-fn settled(client: &mut RawClient, partition: i32) -> i64 {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (stable, end) = latest(client, partition);
-        if stable == end {
-            return end;
-        }
-        assert!(Instant::now() < deadline, "markers not written after 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn only_writes_of_the_ongoing_transaction_open_it_at_a_partition() {
     let broker = BrokerProcess::start_temp(&[
@@ -248,7 +141,7 @@ fn only_writes_of_the_ongoing_transaction_open_it_at_a_partition() {
         client.create_topics(vec![topic("v", 2)]).topics[0].error_code,
         0
     );
-    let producer = init(&mut client);
+    let producer = init(&mut client, TXN, 4);
 
     // Partition 0 is in the transaction; partition 1 is not.
     add_partitions(&mut client, producer, &[0]);
@@ -259,7 +152,7 @@ fn only_writes_of_the_ongoing_transaction_open_it_at_a_partition() {
         "a write to a partition the transaction did not add"
     );
     assert_eq!(
-        latest(&mut client, 1),
+        latest(&mut client, TOPIC, 1),
         (0, 0),
         "nothing written, no transaction opened"
     );
@@ -270,10 +163,14 @@ fn only_writes_of_the_ongoing_transaction_open_it_at_a_partition() {
         produce(&mut client, None, 0, batch(producer, 3, 1)),
         TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     );
-    assert_eq!(latest(&mut client, 0), (0, 3), "the transaction is open");
+    assert_eq!(
+        latest(&mut client, TOPIC, 0),
+        (0, 3),
+        "the transaction is open"
+    );
 
     end(&mut client, producer, true);
-    let end_offset = settled(&mut client, 0);
+    let end_offset = settled(&mut client, TOPIC, 0);
     assert_eq!(end_offset, 4, "3 records and the COMMIT marker");
 
     // A write of the ended transaction arriving late opens nothing.
@@ -282,22 +179,26 @@ fn only_writes_of_the_ongoing_transaction_open_it_at_a_partition() {
         INVALID_TXN_STATE,
         "a late write after the commit"
     );
-    assert_eq!(latest(&mut client, 0), (4, 4), "no hanging transaction");
+    assert_eq!(
+        latest(&mut client, TOPIC, 0),
+        (4, 4),
+        "no hanging transaction"
+    );
 
     // The next transaction adds both partitions and writes to both; aborted, it is gone.
     add_partitions(&mut client, producer, &[0, 1]);
     assert_eq!(produce(&mut client, Some(TXN), 0, batch(producer, 3, 1)), 0);
     assert_eq!(produce(&mut client, Some(TXN), 1, batch(producer, 0, 1)), 0);
     end(&mut client, producer, false);
-    assert_eq!(settled(&mut client, 0), 6);
-    assert_eq!(settled(&mut client, 1), 2);
+    assert_eq!(settled(&mut client, TOPIC, 0), 6);
+    assert_eq!(settled(&mut client, TOPIC, 1), 2);
 
     // Clients that know TRANSACTION_ABORTABLE (Produce v11) are told it instead.
     assert_eq!(
         produce_at(&mut client, 11, Some(TXN), 1, batch(producer, 1, 1)),
         TRANSACTION_ABORTABLE
     );
-    assert_eq!(latest(&mut client, 1), (2, 2), "nothing opened");
+    assert_eq!(latest(&mut client, TOPIC, 1), (2, 2), "nothing opened");
 
     // Offsets of a group the transaction did not add (no AddOffsetsToTxn) are refused,
     // instead of waiting forever for a marker; once added, they are taken.

@@ -319,11 +319,7 @@ async fn verify_transactions(
                             .map_or(Verification::OPEN, Verification::Guard);
                     }
                     None => item.verification = Verification::Guard(guard),
-                    Some(unverified)
-                        if unverified.retry
-                            && started.elapsed() + verification::ADD_RETRY_BACKOFF
-                                < verification::ADD_RETRY_FOR =>
-                    {
+                    Some(unverified) if verification::retry_later(&unverified, started) => {
                         again.push(at);
                     }
                     Some(unverified) => {

@@ -175,11 +175,7 @@ async fn verify_offsets_partition(
                     .map(|(_, guard)| guard.map_or(Verification::OPEN, Verification::Guard)));
             }
             None => return Ok(Some(Verification::Guard(guard))),
-            Some(unverified)
-                if unverified.retry
-                    && started.elapsed() + txn_verification::ADD_RETRY_BACKOFF
-                        < txn_verification::ADD_RETRY_FOR =>
-            {
+            Some(unverified) if txn_verification::retry_later(&unverified, started) => {
                 tokio::time::sleep(txn_verification::ADD_RETRY_BACKOFF).await;
             }
             Some(unverified) => return Err(unverified),

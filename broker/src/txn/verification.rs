@@ -42,8 +42,14 @@ const REMOTE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a leader keeps retrying an implicit add the coordinator answered
 /// CONCURRENT_TRANSACTIONS, and how often (Kafka's `add.partitions.to.txn.retry.backoff.*`
 /// defaults); past it the producer is told NOT_ENOUGH_REPLICAS and retries itself.
-pub const ADD_RETRY_FOR: Duration = Duration::from_millis(100);
+const ADD_RETRY_FOR: Duration = Duration::from_millis(100);
 pub const ADD_RETRY_BACKOFF: Duration = Duration::from_millis(20);
+
+/// Whether a refusal of an implicit add is worth asking again after
+/// [`ADD_RETRY_BACKOFF`], `started` being when the first attempt began.
+pub fn retry_later(unverified: &Unverified, started: tokio::time::Instant) -> bool {
+    unverified.retry && started.elapsed() + ADD_RETRY_BACKOFF < ADD_RETRY_FOR
+}
 
 /// One producer's request to verify.
 #[derive(Debug, Clone, Copy)]
