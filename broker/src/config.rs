@@ -1,5 +1,5 @@
 //! Typed broker configuration: Kafka property names, layered
-//! defaults → YAML files (`--config`, repeatable) → environment (`OXBOW_<KEY>`) →
+//! defaults → files (`--config`, repeatable: Kafka's `.properties` or YAML) → environment (`OXBOW_<KEY>`) →
 //! `--override key=value` flags (repeatable), later layers winning.
 //!
 //! Every key is declared once in the `oxbow-config-keys` catalog with its default, type
@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+mod file;
 mod listener_overrides;
 mod listeners;
 mod providers;
@@ -58,8 +59,8 @@ pub enum ConfigError {
         value: String,
         reason: String,
     },
-    #[error("cannot read config file {path}: {reason}")]
-    File { path: PathBuf, reason: String },
+    #[error(transparent)]
+    ConfigFile(file::ConfigFileError),
     #[error("`--override` needs key=value, got `{0}`")]
     OverrideSyntax(String),
 }
@@ -212,39 +213,20 @@ impl BrokerConfig {
                     explicit.insert(key.to_string());
                     Ok(())
                 }
-                None => Err(ConfigError::UnknownKey {
-                    key: key.to_string(),
-                    source_name: source_name.to_string(),
-                }),
+                None => {
+                    let hint = keys()
+                        .find(|k| edit_distance(k.name, key) <= 2)
+                        .map(|near| format!("; did you mean `{}`?", near.name))
+                        .unwrap_or_default();
+                    Err(ConfigError::UnknownKey {
+                        key: key.to_string(),
+                        source_name: format!("{source_name}{hint}"),
+                    })
+                }
             }
         };
         for path in files {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
-                path: path.clone(),
-                reason: e.to_string(),
-            })?;
-            let map: BTreeMap<String, serde_yaml::Value> = if text.trim().is_empty() {
-                BTreeMap::new()
-            } else {
-                serde_yaml::from_str(&text).map_err(|e| ConfigError::File {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                })?
-            };
-            for (key, value) in map {
-                let value = match value {
-                    serde_yaml::Value::String(s) => s,
-                    serde_yaml::Value::Number(n) => n.to_string(),
-                    serde_yaml::Value::Bool(b) => b.to_string(),
-                    serde_yaml::Value::Null => String::new(),
-                    other => {
-                        return Err(ConfigError::InvalidValue {
-                            key,
-                            value: format!("{other:?}"),
-                            reason: "expected a string, number or boolean".into(),
-                        });
-                    }
-                };
+            for (key, value) in file::read(path).map_err(ConfigError::ConfigFile)? {
                 set(&key, value, &path.display().to_string())?;
             }
         }
@@ -1436,6 +1418,72 @@ mod tests {
         )
         .unwrap_err();
         assert!(error.to_string().contains("not listed"), "{error}");
+    }
+
+    /// Kafka's own `config/server.properties` layout and keys (a combined node), as a
+    /// Kafka user brings it: comments, `key=value`, the thread settings Kafka sets.
+    #[test]
+    fn a_kafka_server_properties_file_starts_a_broker() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("server.properties");
+        let data = dir.path().join("kraft-combined-logs");
+        std::fs::write(
+            &file,
+            format!(
+                "############################# Server Basics #############################\n\
+                 # The role of this server.\n\
+                 process.roles=broker,controller\n\
+                 node.id=1\n\
+                 controller.quorum.bootstrap.servers=localhost:9093\n\
+                 listeners=PLAINTEXT://:9092,CONTROLLER://:9093\n\
+                 inter.broker.listener.name=PLAINTEXT\n\
+                 advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n\
+                 controller.listener.names=CONTROLLER\n\
+                 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL\n\
+                 num.network.threads=3\n\
+                 num.io.threads=8\n\
+                 socket.send.buffer.bytes=102400\n\
+                 socket.receive.buffer.bytes=102400\n\
+                 socket.request.max.bytes=104857600\n\
+                 log.dirs={}\n\
+                 num.partitions=1\n\
+                 num.recovery.threads.per.data.dir=1\n\
+                 offsets.topic.replication.factor=1\n\
+                 share.coordinator.state.topic.replication.factor=1\n\
+                 share.coordinator.state.topic.min.isr=1\n\
+                 transaction.state.log.replication.factor=1\n\
+                 transaction.state.log.min.isr=1\n\
+                 log.retention.hours=168\n\
+                 log.segment.bytes=1073741824\n\
+                 log.retention.check.interval.ms=300000\n",
+                data.display()
+            ),
+        )
+        .unwrap();
+        let config = BrokerConfig::load(&[file.clone()], [], &[]).unwrap();
+        assert_eq!(config.node_id, 1);
+        assert_eq!(config.log_dirs, vec![data]);
+        assert_eq!(config.listener.port(), 9092);
+        assert_eq!(config.socket_send_buffer_bytes, Some(102_400));
+        assert!(config.explicit.contains("num.io.threads"));
+        // A misspelled key in such a file is named with the file and the near key.
+        std::fs::write(&file, "num.partition=3\n").unwrap();
+        let error = BrokerConfig::load(&[file], [], &[]).unwrap_err().to_string();
+        assert!(
+            error.contains("server.properties") && error.contains("did you mean `num.partitions`?"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_misspelled_override_gets_the_near_key() {
+        let error = BrokerConfig::load(&[], [], &["num.partition=3".to_string()])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "unknown configuration key `num.partition` (from --override; did you mean `num.partitions`?)"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The broker's keys, in the order `oxbow --help` and README list them.
+//! The broker's keys, in the order `oxbow --help` and docs/configuration.md list them.
 
 use crate::{BrokerKey, CLEANUP_POLICIES, COMPRESSION_TYPES, Kind, TIMESTAMP_TYPES};
 
@@ -110,7 +110,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", Kind::Int, "how often the coordinator looks for transactions past their timeout and aborts them")
         .range(1, i32::MAX as i64),
     BrokerKey::new("transaction.partition.verification.enable", "true", Kind::Boolean, "a partition leader asks the transaction coordinator whether a partition is in the producer's ongoing transaction before its first transactional write there (KIP-890 part 1; INVALID_TXN_STATE when it is not)"),
-    BrokerKey::new("transaction.version", "2", Kind::Int, "the `transaction.version` feature the broker finalizes in ApiVersions, Kafka's `kafka-storage format --feature transaction.version=N`: 2 (KIP-890 part 2) bumps the producer epoch at every transaction end and lets producers add partitions with their writes; 1 and 0 keep clients on the older protocol. Set it alike on every broker")
+    BrokerKey::new("transaction.version", "2", Kind::Int, "the `transaction.version` feature the broker finalizes in ApiVersions, Kafka's `kafka-storage.sh format --feature transaction.version=N`: 2 (KIP-890 part 2) bumps the producer epoch at every transaction end and lets producers add partitions with their writes; 1 and 0 keep clients on the older protocol. Set it alike on every broker")
         .range(0, 2),
     BrokerKey::new("transactional.id.expiration.ms", "604800000", Kind::Int, "a transactional id with no transaction for this long is forgotten")
         .range(1, i32::MAX as i64),
@@ -129,15 +129,15 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("process.roles", "broker,controller", Kind::List, "`broker`, `controller` or both"),
     BrokerKey::new("controller.quorum.voters", "", Kind::List, "the voters, `id@host:port,…` (use an odd count). Alone: a static quorum (Kafka's `kraft.version` 0), whose voters cannot change. With `controller.quorum.bootstrap.servers`: the voters that form a new dynamic quorum; after that the voters live in the metadata log. Host names are resolved on every connect")
         .shown("(this node alone)"),
-    BrokerKey::new("controller.quorum.bootstrap.servers", "", Kind::List, "controllers `host:port,…` where a node finds a dynamic quorum (KIP-853); voters are then added and removed at run time with `kafka-metadata-quorum add-controller` / `remove-controller`. A controller not among the initial voters follows the quorum as an observer until it is added; every node learns the current voters from the quorum, so the list is only for finding it at start-up")
+    BrokerKey::new("controller.quorum.bootstrap.servers", "", Kind::List, "controllers `host:port,…` where a node finds a dynamic quorum (KIP-853); voters are then added and removed at run time with `kafka-metadata-quorum.sh add-controller` / `remove-controller`. A controller not among the initial voters follows the quorum as an observer until it is added; every node learns the current voters from the quorum, so the list is only for finding it at start-up")
         .shown("(none)"),
     BrokerKey::new("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", Kind::String, "`NAME:PROTOCOL,...`; `PLAINTEXT`, `SSL` (TLS, see `ssl.*`), `SASL_PLAINTEXT` and `SASL_SSL` (SCRAM, see `sasl.enabled.mechanisms`) are served on client listeners; followers fetch over TLS when the inter-broker listener is `SSL`; a controller listener mapped to `SSL` runs the quorum's RPCs (votes, the metadata log, brokers' registrations) over mutual TLS with the `ssl.*` stores, a client certificate always required; a `SASL_*` inter-broker listener has followers authenticate (`sasl.mechanism.inter.broker.protocol`), over TLS with `SASL_SSL`; a `SASL_*` controller listener is refused at start-up (the quorum is not the Kafka protocol; use `SSL`), never served as something weaker")
         .shown("Kafka's"),
     BrokerKey::new("inter.broker.listener.name", "", Kind::String, "the listener other brokers use to reach this one")
         .shown("(the first client listener)"),
     BrokerKey::new("controller.listener.names", "CONTROLLER", Kind::List, "which entry of `listeners` serves the quorum, e.g. `listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093`"),
-    BrokerKey::new("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", Kind::List, "what `SASL_PLAINTEXT`/`SASL_SSL` listeners offer: `SCRAM-SHA-256`, `SCRAM-SHA-512` (credentials set with `kafka-configs --alter --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users`, kept in the metadata log as salted keys, never the password), `PLAIN` (the password checked against the user's SCRAM credential; use it over TLS) and `OAUTHBEARER` (signed JWTs checked against `sasl.oauthbearer.jwks.endpoint.url`; without it Kafka's default validator: unsecured `alg:none` tokens, the `sub` claim is the principal, for development and tests). Kafka's default is `GSSAPI`, which is refused at start-up (not served)"),
-    BrokerKey::new("sasl.mechanism.inter.broker.protocol", "GSSAPI", Kind::String, "with a `SASL_PLAINTEXT`/`SASL_SSL` inter-broker listener: how followers authenticate to leaders, `SCRAM-SHA-256`, `SCRAM-SHA-512` or `PLAIN` (offered on that listener), as the `username`/`password` of `listener.name.<listener>.<mechanism>.sasl.jaas.config`. A broker creates its SCRAM credential through the quorum when the user has none (Kafka formats it in with `kafka-storage --add-scram`); the user needs CLUSTER_ACTION on the cluster or a place in `super.users` under an authorizer. Kafka's default `GSSAPI` is refused with a SASL inter-broker listener"),
+    BrokerKey::new("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", Kind::List, "what `SASL_PLAINTEXT`/`SASL_SSL` listeners offer: `SCRAM-SHA-256`, `SCRAM-SHA-512` (credentials set with `kafka-configs.sh --alter --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users`, kept in the metadata log as salted keys, never the password), `PLAIN` (the password checked against the user's SCRAM credential; use it over TLS) and `OAUTHBEARER` (signed JWTs checked against `sasl.oauthbearer.jwks.endpoint.url`; without it Kafka's default validator: unsecured `alg:none` tokens, the `sub` claim is the principal, for development and tests). Kafka's default is `GSSAPI`, which is refused at start-up (not served)"),
+    BrokerKey::new("sasl.mechanism.inter.broker.protocol", "GSSAPI", Kind::String, "with a `SASL_PLAINTEXT`/`SASL_SSL` inter-broker listener: how followers authenticate to leaders, `SCRAM-SHA-256`, `SCRAM-SHA-512` or `PLAIN` (offered on that listener), as the `username`/`password` of `listener.name.<listener>.<mechanism>.sasl.jaas.config`. A broker creates its SCRAM credential through the quorum when the user has none (Kafka formats it in with `kafka-storage.sh --add-scram`); the user needs CLUSTER_ACTION on the cluster or a place in `super.users` under an authorizer. Kafka's default `GSSAPI` is refused with a SASL inter-broker listener"),
     BrokerKey::new("connections.max.reauth.ms", "0", Kind::Long, "KIP-368: a SASL session lasts this long (an OAUTHBEARER one no longer than its token); clients re-authenticate on the open connection as the same principal with the same mechanism, or the connection is closed at its next request. 0: sessions never expire")
         .range(0, i64::MAX),
     BrokerKey::new("sasl.oauthbearer.jwks.endpoint.url", "", Kind::String, "OAUTHBEARER tokens must be signed JWTs (RS256/384/512, PS256/384/512, ES256, ES384, EdDSA) verified against this JSON Web Key Set, as with Kafka's `OAuthBearerValidatorCallbackHandler`: a `file:` URL or a path (mount the identity provider's keys), re-read when the file changes; `exp` is required, `iat`/`nbf` must not lie ahead. An HTTP(S) endpoint is refused at start-up (keys are not fetched over the network). Empty: Kafka's unsecured validator")
@@ -149,7 +149,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("sasl.oauthbearer.sub.claim.name", "sub", Kind::String, "with a JWKS: the claim that names the principal (`User:<value>`)"),
     BrokerKey::new("sasl.oauthbearer.clock.skew.seconds", "30", Kind::Int, "with a JWKS: how far the broker's clock may differ from the token issuer's when `exp`, `iat` and `nbf` are checked")
         .range(0, 3600),
-    BrokerKey::new("authorizer.class.name", "", Kind::String, "`org.apache.kafka.metadata.authorizer.StandardAuthorizer` checks every request against the ACLs (`kafka-acls`; kept in the metadata log) with Kafka's rules: deny wins, READ/WRITE/DELETE/ALTER imply DESCRIBE, topics a principal may not describe are left out of Metadata. Empty: no checks, and CreateAcls answers SECURITY_DISABLED. Any other class is refused at start-up")
+    BrokerKey::new("authorizer.class.name", "", Kind::String, "`org.apache.kafka.metadata.authorizer.StandardAuthorizer` checks every request against the ACLs (`kafka-acls.sh`; kept in the metadata log) with Kafka's rules: deny wins, READ/WRITE/DELETE/ALTER imply DESCRIBE, topics a principal may not describe are left out of Metadata. Empty: no checks, and CreateAcls answers SECURITY_DISABLED. Any other class is refused at start-up")
         .shown("(none)"),
     BrokerKey::new("super.users", "", Kind::List, "principals every check allows, `User:admin;User:CN=broker-0` (semicolons, as in Kafka); brokers replicating over an authorizing listener need to be among them (or hold CLUSTER_ACTION on the cluster)")
         .shown("(none)"),
@@ -191,13 +191,24 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector", Kind::Class, "follower fetching (KIP-392): a consumer that sets `client.rack` reads from an in-sync replica in its rack when the leader is elsewhere; `org.apache.kafka.common.replica.LeaderSelector` (or empty) keeps every consumer on the leader. Followers serve consumers up to their high watermark"),
     BrokerKey::new("cluster.id", "", Kind::String, "recorded by the first active controller; a node configured with another one is refused")
         .shown("generated"),
-    BrokerKey::new("leader.replication.throttled.rate", "", Kind::Long, "bytes/s a leader serves to throttled replicas (reassignments); set per broker or as a cluster default with `IncrementalAlterConfigs` (`kafka-configs`, `kafka-reassign-partitions --throttle`); topics name the replicas with `leader.replication.throttled.replicas` (`*` or `partition:broker,...`)")
+    BrokerKey::new("leader.replication.throttled.rate", "", Kind::Long, "bytes/s a leader serves to throttled replicas (reassignments); set per broker or as a cluster default with `IncrementalAlterConfigs` (`kafka-configs.sh`, `kafka-reassign-partitions.sh --throttle`); topics name the replicas with `leader.replication.throttled.replicas` (`*` or `partition:broker,...`)")
         .shown("unlimited")
         .dynamic_only(),
     BrokerKey::new("follower.replication.throttled.rate", "", Kind::Long, "bytes/s a follower fetches for throttled replicas (reassignments); set like `leader.replication.throttled.rate`; topics name the replicas with `follower.replication.throttled.replicas`")
         .shown("unlimited")
         .dynamic_only(),
-    BrokerKey::new("cordoned.log.dirs", "", Kind::List, "KIP-1066: `*` or the broker's log directory cordons the broker (no new partition is placed on it; what it holds stays); per broker (`kafka-configs --entity-type brokers --entity-name N --alter --add-config cordoned.log.dirs=*`), sent to that broker; ends when the broker is unregistered. The operator cordons the brokers a scale-in removes")
+    BrokerKey::new("cordoned.log.dirs", "", Kind::List, "KIP-1066: `*` or the broker's log directory cordons the broker (no new partition is placed on it; what it holds stays); per broker (`kafka-configs.sh --entity-type brokers --entity-name N --alter --add-config cordoned.log.dirs=*`), sent to that broker; ends when the broker is unregistered. The operator cordons the brokers a scale-in removes")
         .shown("empty")
         .dynamic_only(),
+    // Kafka's stock server.properties sets these; a Kafka config must start Oxbow unchanged.
+    BrokerKey::new("num.network.threads", "3", Kind::Int, "accepted for Kafka's `server.properties`; no effect: connections are served by the async runtime's workers, one per core")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("num.io.threads", "8", Kind::Int, "accepted for Kafka's `server.properties`; no effect: requests run on the async runtime's workers, one per core")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("num.recovery.threads.per.data.dir", "2", Kind::Int, "accepted for Kafka's `server.properties`; no effect: each data directory's logs are recovered by one task")
+        .range(1, i32::MAX as i64),
+    BrokerKey::new("share.coordinator.state.topic.replication.factor", "3", Kind::Short, "accepted for Kafka's `server.properties`; no effect until share groups are served")
+        .range(1, i16::MAX as i64),
+    BrokerKey::new("share.coordinator.state.topic.min.isr", "2", Kind::Short, "accepted for Kafka's `server.properties`; no effect until share groups are served")
+        .range(1, i16::MAX as i64),
 ];

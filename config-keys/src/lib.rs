@@ -1,7 +1,7 @@
 //! Every configuration key Oxbow knows, declared once with its default, Kafka type,
 //! allowed values and documentation: the broker's loader and `--help`, DescribeConfigs
 //! (types, documentation, synonyms), the operator's validation of Cluster and Topic specs,
-//! and README's configuration table (generated; a test fails when it is stale) all read
+//! and docs/configuration.md's table (generated; a test fails when it is stale) all read
 //! this catalog, so a key added here is known everywhere.
 
 mod broker;
@@ -75,7 +75,8 @@ pub struct BrokerKey {
     pub kind: Kind,
     /// The values allowed, when only some are (empty: any value of the kind).
     pub choices: &'static [&'static str],
-    /// What it does, in Markdown (README's table); [`BrokerKey::plain_doc`] for terminals.
+    /// What it does, in Markdown (docs/configuration.md's table); [`BrokerKey::plain_doc`] for
+    /// terminals.
     pub doc: &'static str,
     /// How the default reads in documentation when the value alone says too little.
     pub shown_default: Option<&'static str>,

@@ -1,8 +1,9 @@
-//! README's configuration table, generated from the catalog.
+//! The configuration table of docs/configuration.md (linked from README.md), generated from
+//! the catalog.
 
 use crate::{BROKER_KEYS, TOPIC_KEYS};
 
-/// The line before the generated table in README.md.
+/// The line before the generated table in docs/configuration.md.
 pub const README_BEGIN: &str =
     "<!-- configuration keys: generated from config-keys/src (cargo test -p oxbow-config-keys) -->";
 /// The line after it.

@@ -66,16 +66,18 @@ fn every_default_is_a_value_of_its_kind_and_among_its_choices() {
     );
 }
 
-/// README's table is generated: `OXBOW_UPDATE_README=1 cargo test -p oxbow-config-keys`
-/// rewrites it after a change here.
+/// docs/configuration.md's table is generated: `OXBOW_UPDATE_README=1 cargo test -p
+/// oxbow-config-keys` rewrites it after a change here.
 #[test]
 fn readme_lists_exactly_the_catalog() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
-    let readme = std::fs::read_to_string(path).expect("README.md");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md");
+    let readme = std::fs::read_to_string(path).expect("docs/configuration.md");
     let begin = readme
         .find(README_BEGIN)
-        .expect("README has the begin marker");
-    let end = readme.find(README_END).expect("README has the end marker");
+        .expect("docs/configuration.md has the begin marker");
+    let end = readme
+        .find(README_END)
+        .expect("docs/configuration.md has the end marker");
     let body_start = begin + README_BEGIN.len() + 1;
     let current = &readme[body_start..end];
     let wanted = markdown_table();
@@ -84,10 +86,10 @@ fn readme_lists_exactly_the_catalog() {
     }
     if std::env::var_os("OXBOW_UPDATE_README").is_some() {
         let updated = format!("{}{}{}", &readme[..body_start], wanted, &readme[end..]);
-        std::fs::write(path, updated).expect("writing README.md");
+        std::fs::write(path, updated).expect("writing docs/configuration.md");
         return;
     }
     panic!(
-        "README's configuration table is stale: run OXBOW_UPDATE_README=1 cargo test -p oxbow-config-keys"
+        "docs/configuration.md's table is stale: run OXBOW_UPDATE_README=1 cargo test -p oxbow-config-keys"
     );
 }

@@ -98,8 +98,8 @@ def dev_cluster(binary, work):
         consumed = run(["kcat", "-b", f"127.0.0.1:{base + 2}", "-t", "spread", "-C", "-e", "-q"])
         if sorted(consumed.stdout.split()) != sorted(messages.split()):
             fail(f"read back {len(consumed.stdout.split())} of 100 messages")
-        # The README's replicated topic, exactly as it shows it.
-        created = run([f"{KAFKA_BIN}/kafka-topics", "--bootstrap-server", f"127.0.0.1:{base}",
+        # The README's replicated topic, exactly as it shows it (kafka-topics.sh).
+        created = run([f"{KAFKA_BIN}/kafka-topics.sh", "--bootstrap-server", f"127.0.0.1:{base}",
                        "--create", "--topic", "orders", "--partitions", "3", "--replication-factor", "3",
                        "--config", "min.insync.replicas=2"])
         if created.returncode != 0:
@@ -181,16 +181,19 @@ def failover(binary, work):
 
 
 def readme_move(work, base):
-    """The README's kafka-reassign-partitions example, as it shows it (its port and tool
-    path pointed at this cluster), then --verify until the move is done."""
+    """The README's kafka-reassign-partitions.sh example, as it shows it (its port pointed at
+    this cluster, e2e/peers/kafka/bin on PATH as the README says), then --verify until the
+    move is done."""
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
     start = readme.index("  ```sh\n  cat > move.json")
     block = readme[start:readme.index("  ```\n", start + 8)].split("\n")[1:]
     script = "\n".join(line[2:] for line in block)
-    script = script.replace("127.0.0.1:9092", f"127.0.0.1:{base}").replace(
-        "e2e/peers/kafka/bin/", f"{KAFKA_BIN}/")
-    done = run(["bash", "-euc", script], cwd=work)
+    if "kafka-reassign-partitions.sh " not in script:
+        fail(f"the README's move example does not run kafka-reassign-partitions.sh: {script}")
+    script = script.replace("127.0.0.1:9092", f"127.0.0.1:{base}")
+    done = run(["bash", "-euc", script], cwd=work,
+               env={**os.environ, "PATH": f"{KAFKA_BIN}:{os.environ.get('PATH', '')}"})
     if done.returncode != 0:
         fail(f"the README's move example failed: {done.stdout[-1000:]} {done.stderr[-1000:]}")
 

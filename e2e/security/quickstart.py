@@ -14,6 +14,7 @@ Usage: quickstart.py BROKER_BINARY
 
 import os
 import shutil
+import shlex
 import signal
 import socket
 import ssl
@@ -32,7 +33,8 @@ from common import KAFKA_BIN, fail, log, work_dir  # noqa: E402
 
 
 def run(*args, stdin=None):
-    return subprocess.run(list(args), input=stdin, capture_output=True, text=True, timeout=120)
+    # From another directory than `oxbow dev`'s: the written configs must not depend on it.
+    return subprocess.run(list(args), input=stdin, capture_output=True, text=True, timeout=120, cwd="/")
 
 
 def refused_without_certificate(port, ca):
@@ -47,14 +49,49 @@ def refused_without_certificate(port, ca):
         return True
 
 
+def restart_by_hand(directory, output):
+    """SIGKILLs node 1 (its pid from its data directory's lock) and starts it again with the
+    command line `oxbow dev` printed for it, from the same directory; returns that process."""
+    printed = next((line for line in output if line.startswith("oxbow dev: node 1: ")), None)
+    if printed is None:
+        fail("oxbow dev did not print node 1's command line", output=output)
+    lock = os.path.join(directory, "node-1", ".lock")
+    with open(lock) as f:
+        pid = int(f.read().strip())
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.time() + 30
+    while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z":
+        if time.time() > deadline:
+            fail(f"node 1 (pid {pid}) survived SIGKILL", output=output)
+        time.sleep(0.1)
+    argv = shlex.split(printed[len("oxbow dev: node 1: "):])
+    by_hand = subprocess.Popen(argv, cwd=os.path.dirname(directory), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 60
+    while True:
+        try:
+            with open(lock) as f:
+                if f.read().strip() == str(by_hand.pid):
+                    break
+        except OSError:
+            pass
+        if time.time() > deadline or by_hand.poll() is not None:
+            fail("node 1 started by hand did not take its data directory", output=output)
+        time.sleep(0.2)
+    log(f"ok node 1 SIGKILLed and started again by hand (pid {by_hand.pid}) with the printed command")
+    return by_hand
+
+
 def main():
     binary = sys.argv[1]
     work = work_dir("oxbow-quickstart-")
     directory = os.path.join(work, "oxbow-dev")
     base, controller, metrics = free_port(), free_port(), free_port()
-    command = [binary, "dev", "--brokers", "1", "--secure", "--dir", directory, "--base-port", str(base),
+    # As the README runs it: a relative --dir, in the directory the user is in. The client
+    # configs it writes must work from anywhere else (they name their files absolutely).
+    command = [binary, "dev", "--brokers", "1", "--secure", "--dir", "oxbow-dev", "--base-port", str(base),
                "--controller-base-port", str(controller), "--metrics-base-port", str(metrics)]
-    dev = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    dev = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work)
     output = []
     threading.Thread(target=lambda: [output.append(line) for line in dev.stdout], daemon=True).start()
     try:
@@ -114,10 +151,20 @@ def main():
         log("ok refused: a plaintext request on the client port, kcat over TLS without SASL credentials, a TLS "
             "client without a certificate on the replication and controller ports")
 
+        # A node killed and started again by hand with the command `dev` printed: Ctrl-C
+        # stops it too, not only the processes `dev` started.
+        adopted = restart_by_hand(directory, output)
         dev.send_signal(signal.SIGINT)
         if dev.wait(60) != 0:
             fail(f"oxbow dev exited with {dev.returncode} on Ctrl-C", output=output)
-        log("ok Ctrl-C stopped the secured cluster cleanly")
+        try:
+            adopted.wait(10)
+        except subprocess.TimeoutExpired:
+            adopted.kill()
+            fail("the node restarted by hand still runs after oxbow dev's Ctrl-C", output=output)
+        if not any("started by hand; stopping it" in line for line in output):
+            fail("oxbow dev did not say it stopped the node restarted by hand", output=output)
+        log("ok Ctrl-C stopped the secured cluster cleanly, the node restarted by hand too")
         shutil.rmtree(work, ignore_errors=True)
     finally:
         if dev.poll() is None:

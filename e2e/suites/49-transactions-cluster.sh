@@ -17,8 +17,10 @@
 # exactly once and the group's offsets are the input's ends. Then a real Kafka Streams
 # application (e2e/transactions/streams.py: a word count with
 # processing.guarantee=exactly_once_v2, from Maven Central) through two broker SIGKILLs and
-# its own SIGKILL: every count exact, none ever above the truth. Needs the Kafka peer's tools
-# (e2e/peers/kafka/install). OXBOW_BINARY skips the build.
+# its own SIGKILL: every count exact, none ever above the truth. Then franz-go's
+# GroupTransactSession (e2e/transactions/franz_etl.py): three sessions rebalancing every few
+# seconds through three node SIGKILLs, never fenced, every record copied exactly once. Needs
+# the Kafka peer's tools (e2e/peers/kafka/install). OXBOW_BINARY skips the build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
@@ -33,4 +35,5 @@ python3 e2e/cluster/transactions.py --kills "${OXBOW_TXN_KILLS:-6}" --partitions
   "$OXBOW_BINARY" || status=$?
 if [ "$status" -ne 0 ] && [ "$status" -ne 77 ]; then exit "$status"; fi
 python3 e2e/transactions/streams.py "$OXBOW_BINARY"
+python3 e2e/transactions/franz_etl.py "$OXBOW_BINARY"
 exit "$status"

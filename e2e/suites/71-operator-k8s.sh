@@ -446,7 +446,7 @@ else
 fi
 
 # --- many Topics ---------------------------------------------------------------------
-# OXBOW_TOPICS_AT_SCALE=10000 for the full size (README); CI runs a reduced one.
+# OXBOW_TOPICS_AT_SCALE=10000 for the full size (docs/kubernetes.md); CI runs a reduced one.
 out="$("$REPO/e2e/operator/topics-at-scale" "$NS" events "${OXBOW_TOPICS_AT_SCALE:-300}" "$bootstrap" 2>&1)" \
   || fail "topics at scale: $out"
 ok "$out"

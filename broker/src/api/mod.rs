@@ -8,6 +8,8 @@
 pub mod errors;
 
 mod access;
+#[cfg(test)]
+mod unserved_keys_doc;
 mod acls;
 mod admin;
 mod configs;

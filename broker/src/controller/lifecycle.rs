@@ -70,6 +70,8 @@ pub async fn run_broker(
     let interval = controller.settings.heartbeat_interval;
     let mut registered = false;
     let mut last_error = String::new();
+    // When the current run of failed heartbeats began, and how many it holds.
+    let mut failing_since: Option<(std::time::Instant, u32)> = None;
     loop {
         if controller.heartbeats_stopped() {
             // Controlled shutdown: the session ends here, on purpose.
@@ -109,7 +111,17 @@ pub async fn run_broker(
         };
         let failed = result.is_err();
         match result {
-            Ok(()) => last_error.clear(),
+            Ok(()) => {
+                // One line when the run of failures ends, not one per failure.
+                if let Some((since, count)) = failing_since.take() {
+                    tracing::info!(
+                        failures = count,
+                        after_ms = since.elapsed().as_millis() as u64,
+                        "Heartbeat to the controller answered again"
+                    );
+                }
+                last_error.clear();
+            }
             Err(ControllerError::UnknownBroker(_)) => {
                 tracing::warn!(
                     "The controller does not know this broker's registration; registering again"
@@ -123,14 +135,23 @@ pub async fn run_broker(
             }
             Err(error) => {
                 let text = error.to_string();
-                if text != last_error {
-                    if matches!(error, ControllerError::DuplicateBrokerRegistration { .. }) {
+                if matches!(error, ControllerError::DuplicateBrokerRegistration { .. }) {
+                    if text != last_error {
                         tracing::error!(%error, "Registration refused: another live broker uses this node.id");
-                    } else {
-                        tracing::warn!(%error, registered, "Heartbeat to the controller failed");
                     }
-                    last_error = text;
+                } else {
+                    match &mut failing_since {
+                        None => {
+                            tracing::warn!(%error, registered, "Heartbeat to the controller failed; retrying");
+                            failing_since = Some((std::time::Instant::now(), 1));
+                        }
+                        Some((_, count)) => {
+                            *count += 1;
+                            tracing::debug!(%error, registered, "Heartbeat to the controller failed again");
+                        }
+                    }
                 }
+                last_error = text;
             }
         }
         // Until registered and unfenced, try again soon: the broker is not serving yet.

@@ -21,7 +21,8 @@ pub struct DevArgs {
     /// Client port of node 1; node N listens on this + N - 1.
     #[arg(long, default_value_t = 9092)]
     base_port: u16,
-    /// Controller port of node 1.
+    /// Controller port of node 1. With `--secure`, node N also replicates over mutual TLS
+    /// on this + 100 + N - 1.
     #[arg(long, default_value_t = 19092)]
     controller_base_port: u16,
     /// Metrics port of node 1.
@@ -99,8 +100,11 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
             id
         }
     };
+    // Client configs name their files by absolute path: they work from any directory.
+    let dir = std::path::absolute(&args.dir)
+        .with_context(|| format!("resolving {}", args.dir.display()))?;
     let files = if args.secure {
-        Some(secure::prepare(&args.dir)?)
+        Some(secure::prepare(&dir)?)
     } else {
         None
     };
@@ -124,10 +128,13 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
             .iter()
             .flat_map(|o| ["--override".to_string(), o.clone()])
             .collect();
+        // Quoted for a POSIX shell: pasted back, it starts the same node (`super.users`
+        // holds a `;`).
+        let shown: Vec<String> = flags.iter().map(|f| shell_quote(f)).collect();
         eprintln!(
             "oxbow dev: node {node}: {} {}",
-            program.display(),
-            flags.join(" ")
+            shell_quote(&program.display().to_string()),
+            shown.join(" ")
         );
         let mut child = Command::new(&program)
             .args(&flags)
@@ -168,11 +175,11 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
             created = secure::create_admin(files, &voters, &cluster_id) => created?,
             _ = interrupt.recv() => return Ok(true),
         }
-        let (kcat, java) = secure::client_configs(&args.dir, files, &bootstrap.join(","))?;
+        let (kcat, java) = secure::client_configs(&dir, files, &bootstrap.join(","))?;
         eprintln!(
             "oxbow dev: secured: SASL_SSL with SCRAM-SHA-512 as user {} (password in {}), CA {}; ACLs on. Try:\n  kcat -F {} -L\n  kafka-topics.sh --bootstrap-server {} --command-config {} --list",
             secure::ADMIN,
-            args.dir.join("admin.password").display(),
+            dir.join("admin.password").display(),
             files.ca.display(),
             kcat.display(),
             bootstrap.join(","),
@@ -222,12 +229,57 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
             }
         }
     }
+    // A node killed and started again by hand (the commands above) is not our child; its
+    // data directory's lock names it, and Ctrl-C stops it too.
+    for node in 1..=args.brokers {
+        if !stop_adopted(node, &args.dir.join(format!("node-{node}"))).await {
+            clean = false;
+        }
+    }
     while let Some(copied) = output.join_next().await {
         if let Err(error) = copied {
             eprintln!("oxbow dev: copying a node's output failed: {error}");
         }
     }
     Ok(clean)
+}
+
+/// `word` as a POSIX shell reads it back: bare when it holds only safe characters, else in
+/// single quotes.
+fn shell_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+/// Stops the process holding `dir`'s lock, if any: SIGTERM (a controlled shutdown), then
+/// SIGKILL after 30 s. False when it could not be stopped.
+async fn stop_adopted(node: u16, dir: &std::path::Path) -> bool {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let Some(pid) = oxbow_broker::storage::log_dir_lock_holder(dir) else {
+        return true;
+    };
+    let Ok(raw) = i32::try_from(pid) else {
+        return true;
+    };
+    eprintln!("oxbow dev: node {node} runs as pid {pid}, started by hand; stopping it");
+    let target = Pid::from_raw(raw);
+    if kill(target, Signal::SIGTERM).is_err() {
+        return true;
+    }
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while oxbow_broker::storage::log_dir_lock_holder(dir) == Some(pid) {
+        if tokio::time::Instant::now() >= deadline {
+            eprintln!("oxbow dev: node {node} (pid {pid}) still runs 30 s after SIGTERM; killing it");
+            let _ = kill(target, Signal::SIGKILL);
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    true
 }
 
 /// Copies a node's output to this process's stderr line by line, each line prefixed with
@@ -273,4 +325,20 @@ where
         std::task::Poll::Pending
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_quote;
+
+    #[test]
+    fn printed_words_survive_a_shell() {
+        assert_eq!(shell_quote("node.id=1"), "node.id=1");
+        assert_eq!(
+            shell_quote("super.users=User:admin;User:CN=x"),
+            "'super.users=User:admin;User:CN=x'"
+        );
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
 }

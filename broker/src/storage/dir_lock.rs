@@ -73,6 +73,17 @@ impl LogDirLock {
     }
 }
 
+/// The pid of the process holding `dir`'s lock, if one does (the lock is tested, not
+/// taken): how `oxbow dev` finds a node restarted by hand.
+pub fn holder(dir: &Path) -> Option<u32> {
+    let file = OpenOptions::new().read(true).open(dir.join(LOCK_FILE)).ok()?;
+    match Flock::lock(file, FlockArg::LockSharedNonblock) {
+        Ok(_) => None,
+        Err((mut file, Errno::EWOULDBLOCK)) => read_pid(&mut file),
+        Err(_) => None,
+    }
+}
+
 fn read_pid(file: &mut File) -> Option<u32> {
     let mut text = String::new();
     file.read_to_string(&mut text).ok()?;
@@ -97,7 +108,9 @@ mod tests {
                 .to_string()
                 .contains(&dir.path().display().to_string())
         );
+        assert_eq!(holder(dir.path()), Some(std::process::id()));
         drop(held);
+        assert_eq!(holder(dir.path()), None);
         LogDirLock::acquire(dir.path()).unwrap();
     }
 }

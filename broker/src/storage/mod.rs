@@ -63,6 +63,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use batch::{BatchError, BatchHeader};
 pub use checkpoint::{CheckpointError, write_atomically};
+pub use dir_lock::holder as log_dir_lock_holder;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use compression::CompressionError;
 pub use log::{AppendInfo, LoadReport, Log, LogError};

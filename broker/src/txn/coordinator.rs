@@ -468,13 +468,15 @@ impl TransactionCoordinator {
             .txns
             .get(transactional_id)
             .ok_or(TxnError::InvalidProducerIdMapping)?;
-        entry.metadata.check_producer(producer_id, epoch)?;
+        // Markers in flight first, as in `TxnMetadata::add_partitions`: the producer may
+        // already hold the bumped epoch or the next producer id.
         if matches!(
             entry.metadata.state,
             TxnState::PrepareCommit | TxnState::PrepareAbort
         ) {
             return Err(TxnError::ConcurrentTransactions);
         }
+        entry.metadata.check_producer(producer_id, epoch)?;
         let ongoing = entry.metadata.state == TxnState::Ongoing;
         Ok(partitions
             .iter()

@@ -194,6 +194,15 @@ impl TxnMetadata {
         client_version: i16,
         now: i64,
     ) -> Result<Option<Self>, TxnError> {
+        // While markers are in flight the producer may already hold the next epoch or, after
+        // an exhausted epoch, the next producer id: it retries, as Kafka has it, before its
+        // id and epoch are judged.
+        if matches!(
+            self.state,
+            TxnState::PrepareCommit | TxnState::PrepareAbort | TxnState::PrepareEpochFence
+        ) {
+            return Err(TxnError::ConcurrentTransactions);
+        }
         self.check_producer(producer_id, epoch)?;
         match self.state {
             TxnState::PrepareCommit | TxnState::PrepareAbort | TxnState::PrepareEpochFence => {
@@ -262,6 +271,13 @@ impl TxnMetadata {
         // EndTxn after a version 2 transaction (or a coordinator's abort) is judged as
         // version 1 judges it, the epoch equal to the current one.
         let bumps_each_end = client_version >= TV2;
+        // Kafka keeps a pending transition to Complete* for as long as the markers are in
+        // flight. Under version 2 that check comes first (KAFKA-18464): a producer told the
+        // bumped epoch may end its next, empty transaction before the markers of the
+        // previous one are written, and must be asked to retry, not fenced for good.
+        if bumps_each_end && self.state.is_preparing() {
+            return Err(TxnError::ConcurrentTransactions);
+        }
         let retry_on_bump =
             bumps_each_end && i32::from(self.producer_epoch) == i32::from(epoch) + 1;
         let retry_on_overflow = bumps_each_end
@@ -291,6 +307,9 @@ impl TxnMetadata {
         if !valid_epoch {
             return Err(TxnError::ProducerFenced);
         }
+        if self.state.is_preparing() {
+            return Err(TxnError::ConcurrentTransactions);
+        }
         // A complete transaction named again: before version 2 with its own epoch, under
         // it with the epoch before the bump.
         let is_retry = matches!(
@@ -317,9 +336,6 @@ impl TxnMetadata {
             }
             (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) if is_retry => {
                 Ok(None)
-            }
-            (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
-                Err(TxnError::ConcurrentTransactions)
             }
             _ => Err(TxnError::InvalidTxnState),
         }
@@ -463,7 +479,8 @@ mod tests {
         );
         assert_eq!(
             committing.end(7, 0, false, 0, None, 21),
-            Err(TxnError::InvalidTxnState)
+            Err(TxnError::ConcurrentTransactions),
+            "Kafka's version 1 rules: the pending completion answers before the state"
         );
         let done = committing.complete(30);
         assert_eq!(
@@ -555,18 +572,21 @@ mod tests {
             (TxnState::PrepareCommit, 4)
         );
         assert_eq!(committing.next_producer(), (7, 4));
-        // A retry names the epoch before the bump; a newer one is not a retry.
+        // While the markers are in flight every end is asked to retry, whatever its epoch:
+        // the producer told epoch 4 may abort its next, empty transaction before the
+        // commit completes (KAFKA-18464; franz-go's GroupTransactSession does), and a
+        // stale epoch is judged once the commit is complete.
+        for (epoch, commit) in [(3, true), (3, false), (4, true), (4, false), (2, false)] {
+            assert_eq!(
+                committing.end(7, epoch, commit, TV2, None, 21),
+                Err(TxnError::ConcurrentTransactions),
+                "epoch {epoch} commit {commit}"
+            );
+        }
+        // An implicit add (Produce v12) at the bumped epoch retries too.
         assert_eq!(
-            committing.end(7, 3, true, TV2, None, 21),
+            committing.add_partitions(7, 4, &[tp(1)], TV2, 21),
             Err(TxnError::ConcurrentTransactions)
-        );
-        assert_eq!(
-            committing.end(7, 3, false, TV2, None, 21),
-            Err(TxnError::InvalidTxnState)
-        );
-        assert_eq!(
-            committing.end(7, 4, true, TV2, None, 21),
-            Err(TxnError::ProducerFenced)
         );
         let done = committing.complete(30);
         assert_eq!((done.producer_id, done.producer_epoch), (7, 4));
@@ -652,6 +672,16 @@ mod tests {
             (7, i16::MAX)
         );
         assert_eq!(committing.next_producer(), (8, 0));
+        // The producer already holds the new id while the markers are in flight: it is
+        // asked to retry, not told its id is unknown.
+        assert_eq!(
+            committing.end(8, 0, false, TV2, None, 21),
+            Err(TxnError::ConcurrentTransactions)
+        );
+        assert_eq!(
+            committing.add_partitions(8, 0, &[tp(0)], TV2, 21),
+            Err(TxnError::ConcurrentTransactions)
+        );
         let done = committing.complete(30);
         assert_eq!(
             (

@@ -8,7 +8,7 @@ package main
 // Metadata filtering and authorized operations (KIP-430), and the authorization code of
 // every API a client without the right ACL calls. Throttling under a quota is compared as
 // "throttled or not": Oxbow's throttle times come from a token bucket, not Kafka's sampled
-// rate (README, client quotas).
+// rate (docs/security.md, "Client quotas").
 
 import (
 	"context"
