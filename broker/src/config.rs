@@ -1460,7 +1460,7 @@ mod tests {
             ),
         )
         .unwrap();
-        let config = BrokerConfig::load(&[file.clone()], [], &[]).unwrap();
+        let config = BrokerConfig::load(std::slice::from_ref(&file), [], &[]).unwrap();
         assert_eq!(config.node_id, 1);
         assert_eq!(config.log_dirs, vec![data]);
         assert_eq!(config.listener.port(), 9092);
@@ -1468,7 +1468,9 @@ mod tests {
         assert!(config.explicit.contains("num.io.threads"));
         // A misspelled key in such a file is named with the file and the near key.
         std::fs::write(&file, "num.partition=3\n").unwrap();
-        let error = BrokerConfig::load(&[file], [], &[]).unwrap_err().to_string();
+        let error = BrokerConfig::load(&[file], [], &[])
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("server.properties") && error.contains("did you mean `num.partitions`?"),
             "{error}"

@@ -7,7 +7,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
 clients="$OXBOW_CACHE/group-clients"
 [ -x "$clients/venv/bin/python" ] || bash "$root/e2e/setup.d/12-group-clients.sh"
 if [ -z "${OXBOW_BINARY:-}" ]; then
-  (cd "$root" && cargo build -q -p oxbow-broker --bin oxbow)
+  "$root/e2e/lib/build" >/dev/null
   export OXBOW_BINARY="$CARGO_TARGET_DIR/debug/oxbow"
 fi
 export NODE_PATH="$clients/node/node_modules"

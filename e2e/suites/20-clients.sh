@@ -8,6 +8,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
-cargo build --locked -p oxbow-broker --bin oxbow
+e2e/lib/build >/dev/null
 exec python3 e2e/clients/roundtrip.py --binary "$CARGO_TARGET_DIR/debug/oxbow" \
   --clients "${OXBOW_CLIENTS:-kcat,confluent-kafka,kafka-python,kafkajs}"

@@ -22,7 +22,7 @@ if ! rustup toolchain list | grep -q '^nightly'; then
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
   cases=20000 runs=0 start=$SECONDS
   while [ "$runs" -eq 0 ] || [ $((SECONDS - start)) -lt "$seconds" ]; do
-    if ! OXBOW_DECODE_CASES=$cases cargo test --locked -q -p oxbow-broker --test server_request_decode; then
+    if ! OXBOW_DECODE_CASES=$cases cargo test --locked -q --workspace --test server_request_decode; then
       echo "fuzz: the stable driver of request_decode failed (run $((runs + 1)); the failing input is printed above)"
       exit 1
     fi

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
-cargo build --locked -p oxbow-broker --bin oxbow
+e2e/lib/build >/dev/null
 peers="$PWD/e2e/peers"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-produce-rules.XXXXXX")"
 trap '"$peers/kafka/stop" --dir "$work/kafka" || true; "$peers/oxbow/stop" --dir "$work/oxbow" || true; rm -rf "$work"' EXIT

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
-cargo build --locked -p oxbow-broker --bin oxbow
+e2e/lib/build >/dev/null
 e2e/peers/kafka/bin/kafka-configs --version >/dev/null
 e2e/peers/franz-go/run --build-only
 exec "$OXBOW_CACHE/clients/venv/bin/python" e2e/security/sasl.py "$CARGO_TARGET_DIR/debug/oxbow"

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
-cargo build --locked -p oxbow-broker --bin oxbow
+e2e/lib/build >/dev/null
 "$OXBOW_CACHE/clients/venv/bin/python" e2e/cluster/quorum.py "$CARGO_TARGET_DIR/debug/oxbow"
 "$OXBOW_CACHE/clients/venv/bin/python" e2e/cluster/voters.py "$CARGO_TARGET_DIR/debug/oxbow"
 exec "$OXBOW_CACHE/clients/venv/bin/python" e2e/cluster/stall.py "$CARGO_TARGET_DIR/debug/oxbow"

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
 if [ -z "${OXBOW_BINARY:-}" ]; then
-  cargo build --locked -p oxbow-broker --bin oxbow
+  e2e/lib/build >/dev/null
   OXBOW_BINARY="$CARGO_TARGET_DIR/debug/oxbow"
 fi
 # The Java producer is compiled now (a javac error fails here, not 30 s into the history).

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
 if [ -z "${OXBOW_BINARY:-}" ]; then
-  cargo build --release --locked -p oxbow-broker --bin oxbow
+  e2e/lib/build --release >/dev/null
   OXBOW_BINARY="$CARGO_TARGET_DIR/release/oxbow"
 fi
 e2e/peers/kafka/bin/kafka-log-dirs --version >/dev/null

@@ -8,5 +8,5 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
-(cd "$root" && cargo build --locked -p oxbow-broker --bin oxbow)
+"$root/e2e/lib/build" >/dev/null
 exec "$OXBOW_CACHE/clients/venv/bin/python" "$root/e2e/cluster/rolling_restart.py" "$CARGO_TARGET_DIR/debug/oxbow"

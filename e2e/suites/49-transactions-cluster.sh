@@ -26,7 +26,7 @@ cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
 if [ -z "${OXBOW_BINARY:-}" ]; then
-  cargo build --locked -p oxbow-broker --bin oxbow
+  e2e/lib/build >/dev/null
   OXBOW_BINARY="$CARGO_TARGET_DIR/debug/oxbow"
 fi
 # Exit 77: the partitions were skipped (no network namespaces); the rest passed, go on.

@@ -35,7 +35,7 @@ refuse_cr() {
   if [ "$errors" != 1 ]; then echo "refused with $errors errors, expected exactly one: $expected"; return 1; fi
 }
 
-cargo build -p oxbow-operator --locked --quiet
+e2e/lib/build >/dev/null
 operator="$CARGO_TARGET_DIR/debug/oxbow-operator"
 
 all_on=(--set cluster.enabled=true --set metrics.serviceMonitor.enabled=true

@@ -19,15 +19,15 @@ trap '"$peers/kafka/stop" --dir "$work" --kill >/dev/null 2>&1 || true; rm -rf "
 port="${OXBOW_SUITE_PORT:-24192}"
 
 # The broker binary the Oxbow half starts, built from this tree (not a stale one).
-cargo build --locked -p oxbow-broker --bin oxbow
+e2e/lib/build >/dev/null
 export OXBOW_BINARY="$CARGO_TARGET_DIR/debug/oxbow"
-cargo test --locked -p oxbow-operator --test roll_gate -- --exact \
+cargo test --locked --workspace --test roll_gate -- --exact \
   oxbow_roll_gate_waits_while_a_partition_is_under_replicated
 echo "ok oxbow: the roll waits while a partition is under-replicated, proceeds once in sync"
 
 "$peers/kafka/start-cluster" --port "$port" --dir "$work" \
   --config replica.lag.time.max.ms=2000 >/dev/null
 OXBOW_ROLL_GATE_KAFKA_DIR="$work" OXBOW_ROLL_GATE_KAFKA_PORT="$port" \
-  cargo test --locked -p oxbow-operator --test roll_gate -- --ignored --exact \
+  cargo test --locked --workspace --test roll_gate -- --ignored --exact \
   kafka_roll_gate_waits_while_a_partition_is_under_replicated
 echo "ok kafka: the roll waits while a partition is under-replicated, proceeds once in sync"

@@ -23,11 +23,11 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
 k8s_local || suite_skip "reconcile_api on an external cluster (OXBOW_K8S_EXTERNAL=1): its kubelets own pod readiness, which the test stands in for"
 
 # Built before the testbed starts, so the control plane does not idle through a compile.
-cargo test --locked -p oxbow-operator --test reconcile_api --no-run
+cargo test --locked --workspace --test reconcile_api --no-run
 
 k8s_cluster_up
 # The tests create (and delete) these; listed so that an external cluster keeps none.
 K8S_NAMESPACES+=(oxbow-reconcile-healthy oxbow-reconcile-under-replicated oxbow-reconcile-secured)
 t0=$SECONDS
-cargo test --locked -p oxbow-operator --test reconcile_api -- --ignored --test-threads 2
+cargo test --locked --workspace --test reconcile_api -- --ignored --test-threads 2
 echo "ok operator-reconcile: reconcile() against the API server, every scenario, in $((SECONDS - t0)) s"

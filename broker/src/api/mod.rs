@@ -8,11 +8,11 @@
 pub mod errors;
 
 mod access;
-#[cfg(test)]
-mod unserved_keys_doc;
 mod acls;
 mod admin;
 mod configs;
+#[cfg(test)]
+mod unserved_keys_doc;
 
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;

@@ -34,7 +34,10 @@ fn every_kafka_api_is_served_or_listed_as_not_served() {
         .map(|(key, _, _)| *key)
         .collect();
     let listed = documented_unserved();
-    assert!(!listed.is_empty(), "docs/features.md lost its table of APIs not served");
+    assert!(
+        !listed.is_empty(),
+        "docs/features.md lost its table of APIs not served"
+    );
     let both: Vec<_> = listed.intersection(&served).collect();
     assert!(
         both.is_empty(),

@@ -29,19 +29,21 @@ pub enum ConfigFileError {
     Yaml { path: String, reason: String },
 }
 
+/// A file's settings, in file order.
+type Settings = Vec<(String, String)>;
+
 /// The settings of one file, in file order (a key set twice: the later line wins).
-pub fn read(path: &Path) -> Result<Vec<(String, String)>, ConfigFileError> {
+pub fn read(path: &Path) -> Result<Settings, ConfigFileError> {
     let shown = path.display().to_string();
     let extension = path
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
-    let parse: fn(&str, &str) -> Result<Vec<(String, String)>, ConfigFileError> =
-        match extension.as_deref() {
-            Some("properties") => parse_properties,
-            Some("yaml" | "yml" | "json") => parse_yaml,
-            _ => return Err(ConfigFileError::UnknownExtension { path: shown }),
-        };
+    let parse: fn(&str, &str) -> Result<Settings, ConfigFileError> = match extension.as_deref() {
+        Some("properties") => parse_properties,
+        Some("yaml" | "yml" | "json") => parse_yaml,
+        _ => return Err(ConfigFileError::UnknownExtension { path: shown }),
+    };
     let text = std::fs::read_to_string(path).map_err(|e| ConfigFileError::Read {
         path: shown.clone(),
         reason: e.to_string(),
@@ -49,7 +51,7 @@ pub fn read(path: &Path) -> Result<Vec<(String, String)>, ConfigFileError> {
     parse(&shown, &text)
 }
 
-fn parse_yaml(path: &str, text: &str) -> Result<Vec<(String, String)>, ConfigFileError> {
+fn parse_yaml(path: &str, text: &str) -> Result<Settings, ConfigFileError> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
@@ -57,15 +59,14 @@ fn parse_yaml(path: &str, text: &str) -> Result<Vec<(String, String)>, ConfigFil
         path: path.to_string(),
         reason,
     };
-    let map: BTreeMap<String, serde_yaml::Value> =
-        serde_yaml::from_str(text).map_err(|e| {
-            let hint = if text.lines().any(looks_like_a_property) {
-                " (it looks like Kafka's properties format: name the file *.properties)"
-            } else {
-                ""
-            };
-            yaml_error(format!("not a flat YAML map of settings: {e}{hint}"))
-        })?;
+    let map: BTreeMap<String, serde_yaml::Value> = serde_yaml::from_str(text).map_err(|e| {
+        let hint = if text.lines().any(looks_like_a_property) {
+            " (it looks like Kafka's properties format: name the file *.properties)"
+        } else {
+            ""
+        };
+        yaml_error(format!("not a flat YAML map of settings: {e}{hint}"))
+    })?;
     map.into_iter()
         .map(|(key, value)| {
             let value = match value {
@@ -90,7 +91,7 @@ fn looks_like_a_property(line: &str) -> bool {
 }
 
 /// `java.util.Properties.load`: logical lines, comments, separators and escapes.
-fn parse_properties(path: &str, text: &str) -> Result<Vec<(String, String)>, ConfigFileError> {
+fn parse_properties(path: &str, text: &str) -> Result<Settings, ConfigFileError> {
     let mut settings = Vec::new();
     let mut lines = text.lines().enumerate().peekable();
     while let Some((index, first)) = lines.next() {
@@ -190,7 +191,7 @@ fn unescape(text: &str) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    fn props(text: &str) -> Vec<(String, String)> {
+    fn props(text: &str) -> Settings {
         parse_properties("server.properties", text).unwrap()
     }
 
@@ -260,7 +261,11 @@ mod tests {
     fn the_extension_picks_the_format_and_an_unknown_one_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let properties = dir.path().join("server.properties");
-        std::fs::write(&properties, "num.partitions=4\nlisteners=PLAINTEXT://:9092\n").unwrap();
+        std::fs::write(
+            &properties,
+            "num.partitions=4\nlisteners=PLAINTEXT://:9092\n",
+        )
+        .unwrap();
         assert_eq!(
             read(&properties).unwrap(),
             vec![
@@ -269,7 +274,11 @@ mod tests {
             ]
         );
         let yaml = dir.path().join("broker.yml");
-        std::fs::write(&yaml, "num.partitions: 4\nauto.create.topics.enable: false\n").unwrap();
+        std::fs::write(
+            &yaml,
+            "num.partitions: 4\nauto.create.topics.enable: false\n",
+        )
+        .unwrap();
         assert_eq!(
             read(&yaml).unwrap(),
             vec![
@@ -280,10 +289,17 @@ mod tests {
         let conf = dir.path().join("server.conf");
         std::fs::write(&conf, "num.partitions=4\n").unwrap();
         let error = read(&conf).unwrap_err().to_string();
-        assert!(error.contains("server.conf") && error.contains(".properties"), "{error}");
+        assert!(
+            error.contains("server.conf") && error.contains(".properties"),
+            "{error}"
+        );
         // Properties written into a .yaml file: the message says what it looks like.
         let mislabelled = dir.path().join("server.yaml");
-        std::fs::write(&mislabelled, "num.partitions=4\nlisteners=PLAINTEXT://:9092\n").unwrap();
+        std::fs::write(
+            &mislabelled,
+            "num.partitions=4\nlisteners=PLAINTEXT://:9092\n",
+        )
+        .unwrap();
         let error = read(&mislabelled).unwrap_err().to_string();
         assert!(error.contains("name the file *.properties"), "{error}");
     }

@@ -273,7 +273,9 @@ async fn stop_adopted(node: u16, dir: &std::path::Path) -> bool {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
     while oxbow_broker::storage::log_dir_lock_holder(dir) == Some(pid) {
         if tokio::time::Instant::now() >= deadline {
-            eprintln!("oxbow dev: node {node} (pid {pid}) still runs 30 s after SIGTERM; killing it");
+            eprintln!(
+                "oxbow dev: node {node} (pid {pid}) still runs 30 s after SIGTERM; killing it"
+            );
             let _ = kill(target, Signal::SIGKILL);
             return false;
         }

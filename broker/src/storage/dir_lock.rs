@@ -76,7 +76,10 @@ impl LogDirLock {
 /// The pid of the process holding `dir`'s lock, if one does (the lock is tested, not
 /// taken): how `oxbow dev` finds a node restarted by hand.
 pub fn holder(dir: &Path) -> Option<u32> {
-    let file = OpenOptions::new().read(true).open(dir.join(LOCK_FILE)).ok()?;
+    let file = OpenOptions::new()
+        .read(true)
+        .open(dir.join(LOCK_FILE))
+        .ok()?;
     match Flock::lock(file, FlockArg::LockSharedNonblock) {
         Ok(_) => None,
         Err((mut file, Errno::EWOULDBLOCK)) => read_pid(&mut file),

@@ -63,9 +63,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use batch::{BatchError, BatchHeader};
 pub use checkpoint::{CheckpointError, write_atomically};
-pub use dir_lock::holder as log_dir_lock_holder;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use compression::CompressionError;
+pub use dir_lock::holder as log_dir_lock_holder;
 pub use log::{AppendInfo, LoadReport, Log, LogError};
 pub use log_config::{
     CleanupPolicy, CompressionType, LogConfig, LogConfigError, ThrottledReplicas, TimestampType,

@@ -12,12 +12,9 @@ def ensure_built(brokers):
     target directory must not hand out a broker older than the tree. Every Oxbow of the run
     is started from exactly this binary (OXBOW_BINARY for e2e/peers/oxbow/start-single, so
     its start is not a build)."""
-    # One package per build: built together, cargo unifies their dependencies' features and
-    # the broker would differ from (and rebuild over) the one the other scripts build alone.
-    builds = [["-p", "oxbow-e2e", "--bin", "oxbow-loadgen"]]
-    if "oxbow" in brokers:
-        builds.append(["-p", "oxbow-broker", "--bin", "oxbow"])
+    # The workspace's one release build (e2e/lib/build --release): the loadgen and the
+    # broker from one cargo invocation, the same units every other script uses.
+    del brokers  # every binary comes from the one build
     log("building the release binaries (a no-op when up to date)")
-    for targets in builds:
-        subprocess.run(["cargo", "build", "--release", "--locked", *targets], cwd=ROOT,
-                       check=True, env={**os.environ, "CARGO_TARGET_DIR": str(TARGET)})
+    subprocess.run([str(ROOT / "e2e" / "lib" / "build"), "--release"], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL, env={**os.environ, "CARGO_TARGET_DIR": str(TARGET)})

@@ -120,7 +120,10 @@ mod tests {
         assert!(!voters.reported(2), "one failure is not reported");
         voters.answered(2);
         voters.failed(2, "127.0.0.1:1", &"timed out");
-        assert!(!voters.reported(2), "the run of failures starts again after an answer");
+        assert!(
+            !voters.reported(2),
+            "the run of failures starts again after an answer"
+        );
         std::thread::sleep(UNREACHABLE_AFTER);
         voters.failed(2, "127.0.0.1:1", &"timed out");
         assert!(voters.reported(2), "failures lasting UNREACHABLE_AFTER are");
