@@ -324,13 +324,21 @@ impl BrokerConfig {
             listeners::check_protocols(entries, &protocols, &controller_names)
                 .map_err(|reason| invalid(key, &reason))?;
         }
+        // As for client listeners, Kafka's `CONTROLLER://:9093` binds every interface and a
+        // host name is resolved; other controllers are told `advertised.listeners`' entry.
         let controller_listener = match named_listener(&listener_text, &controller_names) {
-            Some(address) => Some(address.parse::<SocketAddr>().map_err(|_| {
-                invalid(
-                    "listeners",
-                    "the controller listener needs an IP address and port, e.g. CONTROLLER://127.0.0.1:9093",
+            Some(address) => {
+                let needs = "the controller listener needs a host and port, e.g. CONTROLLER://127.0.0.1:9093";
+                let (host, port) = address
+                    .rsplit_once(':')
+                    .ok_or_else(|| invalid("listeners", needs))?;
+                let port = port.parse::<u16>().map_err(|_| invalid("listeners", needs))?;
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                Some(
+                    listeners::bind_address(host, port)
+                        .map_err(|reason| invalid("listeners", &reason))?,
                 )
-            })?),
+            }
             None => None,
         };
         let mut is_broker = false;
@@ -743,6 +751,7 @@ const TOOL_VARIABLES: &[&str] = &[
     "LEADER_ELECTION",
     "LEASE_NAME",
     "POD_DIR",
+    "PARALLEL",
     "PORTS",
     "RACK_CLUSTER_ROLE",
     "RDKAFKA_ECHO",

@@ -7,6 +7,8 @@
 # OXBOW_CACHE_KEEP_HOURS (default 6); third-party crates are kept (they are built once).
 set -euo pipefail
 target="${CARGO_TARGET_DIR:-${OXBOW_CACHE:-$HOME/.cache/oxbow}/target}"
+# The fuzz suite's own target directory (nightly, instrumented) grows the same way.
+fuzz_target="${OXBOW_CACHE:-$HOME/.cache/oxbow}/target-fuzz"
 [ -d "$target" ] || exit 0
 before="$(df -Pk "$target" | awk 'NR==2 {print $4}')"
 names="$(cargo metadata --no-deps --format-version 1 --offline 2>/dev/null |
@@ -18,10 +20,10 @@ for package in meta["packages"]:
     for target in package["targets"]:
         names.add(target["name"])
 print("\n".join(sorted(names)))')" || names=""
-PRUNE_TARGET="$target" PRUNE_NAMES="$names" python3 - <<'PYEOF'
+PRUNE_TARGETS="$target:$fuzz_target" PRUNE_NAMES="$names" python3 - <<'PYEOF'
 import os, re, shutil, time
 
-target = os.environ["PRUNE_TARGET"]
+targets = [t for t in os.environ["PRUNE_TARGETS"].split(":") if os.path.isdir(t)]
 keep = float(os.environ.get("OXBOW_CACHE_KEEP_HOURS", "6")) * 3600
 cutoff = time.time() - keep
 # Cargo names a unit `<name>-<16 hex>` in .fingerprint/ and build/ (package name) and
@@ -45,12 +47,22 @@ def newest(path):
                 pass
     return latest
 
+def unit_folders(target):
+    """deps/, .fingerprint/, build/, incremental/ of every profile, with or without a target
+    triple level (target/debug/deps, target-fuzz/x86_64-unknown-linux-gnu/release/deps)."""
+    for root, dirs, _ in os.walk(target):
+        depth = root[len(target):].count(os.sep)
+        for kind in ("deps", ".fingerprint", "build", "incremental"):
+            if kind in dirs:
+                yield os.path.join(root, kind)
+        if depth >= 2:
+            dirs[:] = []
+        else:
+            dirs[:] = [d for d in dirs if d not in ("deps", ".fingerprint", "build", "incremental")]
+
 removed = 0
-for profile in sorted(os.listdir(target)):
-    for kind in ("deps", ".fingerprint", "build", "incremental"):
-        folder = os.path.join(target, profile, kind)
-        if not os.path.isdir(folder):
-            continue
+for target in targets:
+    for folder in unit_folders(target):
         for entry in os.listdir(folder):
             path = os.path.join(folder, entry)
             if not ours(entry) or newest(path) >= cutoff:
@@ -60,7 +72,7 @@ for profile in sorted(os.listdir(target)):
             else:
                 os.remove(path)
             removed += 1
-print(f"build cache: removed {removed} stale workspace units from {target}")
+print(f"build cache: removed {removed} stale workspace units from {', '.join(targets)}")
 PYEOF
 after="$(df -Pk "$target" | awk 'NR==2 {print $4}')"
 echo "build cache: $((before / 1048576)) GiB free before, $((after / 1048576)) GiB after"

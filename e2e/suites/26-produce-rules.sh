@@ -5,6 +5,7 @@
 # batches of another codec (checked on disk), invalid compression configs are refused.
 # Then the Java client (e2e/peers/java-client/produce-rules) against both: its
 # observations, record errors and exception messages included, must be the same.
+# Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -3,6 +3,7 @@
 # Kafka's Java tools over SSL with client certificates (mTLS), refused handshakes (no
 # certificate, an untrusted CA, plaintext on the TLS port), the principal a certificate
 # maps to, and a key store rotated in place under a producer.
+# Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -5,6 +5,7 @@
 # PLAIN), wrong passwords, unknown users and requests before authenticating refused,
 # credentials kept across a restart; PLAIN, OAUTHBEARER (unsecured and JWKS-signed tokens),
 # KIP-368 re-authentication; three brokers replicating over SASL_SSL.
+# Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

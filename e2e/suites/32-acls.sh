@@ -2,6 +2,7 @@
 # ACLs with Kafka's StandardAuthorizer rules (e2e/security/acls.py): kafka-acls adds, lists
 # and removes entries; librdkafka and the Java console consumer are allowed, refused with
 # Kafka's error codes and shown only the topics they may describe; entries survive a restart.
+# Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -2,6 +2,7 @@
 # The README's secured quick start (e2e/security/quickstart.py): `oxbow dev --brokers 1
 # --secure`, then kcat with the kcat.conf and Kafka's tools with the client.properties it
 # writes, and nothing served without credentials.
+# Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

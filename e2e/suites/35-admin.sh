@@ -6,6 +6,7 @@
 #  2. the Java AdminClient through Apache Kafka 4.1's own tools (kafka-topics,
 #     kafka-configs, kafka-delete-records, kafka-get-offsets; installed by
 #     e2e/setup.d/40-kafka.sh), checked on their printed output.
+# Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -14,6 +14,7 @@
 #     kafka-transactions describe-producers finds its start offset, kafka-transactions
 #     abort ends it (WriteTxnMarkers from the admin client) and read_committed consumers
 #     get past it.
+# Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -2,6 +2,7 @@
 # The Java client (kafka-clients of the pinned Kafka peer) and franz-go against a fresh
 # Oxbow broker, each with its defaults: idempotent producer, a consumer group,
 # byte-identical records, committed offsets.
+# Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
 set -euo pipefail
 peers="$(cd "$(dirname "$0")/../peers" && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-clients.XXXXXX")"
