@@ -4,10 +4,10 @@ controller among them), as a busy, shared machine stalls a process.
 
 Checked: no broker is ever fenced (every live node's own Metadata answer lists all three
 brokers, polled every 100 ms, and no node logs "Broker fencing changed" with fenced=true);
-every record the producer sent was acknowledged (no delivery error); the quorum keeps a
-leader (each node's leader changes are counted and printed). The warning lines the stalls
-caused are counted: a voter or a heartbeat is reported once per outage, not once per missed
-call, and a stall shorter than the unreachable threshold is not reported at all.
+every record the producer sent was acknowledged (no delivery error); elections are counted
+and printed. The warning lines the stalls caused are counted: a stall shorter than the
+unreachable threshold is not reported as an unreachable voter (at most one in ten, for
+scheduling jitter), and a heartbeat outage is one line, not one per missed heartbeat.
 
 Usage: stall.py BINARY [--stalls N] [--pause-ms MS]
 """
@@ -97,10 +97,13 @@ def main():
             problems.append(f"a node logged fencing: {fenced_lines[:3]}")
         if errors or remaining or acked[0] != sent:
             problems.append(f"produce failed: {len(errors)} errors ({errors[:3]}), {remaining} unflushed")
-        # One line per outage at most: a voter called unreachable, or a heartbeat run failing,
-        # at most once per stall (a stall of a voter is one outage of it).
-        if unreachable > args.stalls or heartbeat > args.stalls:
-            problems.append(f"more warnings than stalls: {unreachable} unreachable, {heartbeat} heartbeat")
+        # A 300-ms stall is shorter than the unreachable threshold (events.rs UNREACHABLE_AFTER):
+        # not an outage, so (scheduling jitter aside) no warning; a heartbeat run failing is
+        # at most one line per stall. Before the threshold, each stall of a follower gave a
+        # 'Voter unreachable' line (20 in 30 stalls).
+        if unreachable > args.stalls // 10 or heartbeat > args.stalls:
+            problems.append(f"warnings for stalls that are no outage: {unreachable} 'Voter unreachable', "
+                            f"{heartbeat} 'Heartbeat to the controller failed' in {args.stalls} stalls")
         if problems:
             raise AssertionError("; ".join(problems))
         print("ok   a voter SIGSTOPped for 300 ms, over and over: no broker fenced, every record acknowledged",

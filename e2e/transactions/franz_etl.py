@@ -7,13 +7,15 @@ and joins the group every 3-8 s, so franz-go often aborts a transaction right af
 previous commit, at the epoch that commit handed out, while the coordinator may still be
 writing the commit's markers: the coordinator must answer CONCURRENT_TRANSACTIONS (retry),
 not PRODUCER_FENCED (KAFKA-18464). Meanwhile the nodes are SIGKILLed in turn (--kills,
-every --interval s) and restarted on their data. The program fails on any fencing or lost
+every --interval s) and restarted on their data, and between kills a node is SIGSTOPped
+for 400 ms every 2 s, which holds a commit's markers in flight. The program fails on any fencing or lost
 or duplicated record; this script fails if it does.
 
 Usage: franz_etl.py BINARY [--kills N] [--interval S] [--records N]
 """
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,7 +42,7 @@ def main():
     parser.add_argument("binary")
     parser.add_argument("--kills", type=int, default=3)
     parser.add_argument("--interval", type=float, default=8.0)
-    parser.add_argument("--records", type=int, default=12000)
+    parser.add_argument("--records", type=int, default=30000)
     args = parser.parse_args()
     subprocess.run([os.path.join(ROOT, "e2e/peers/franz-go/run"), "--build-only"], check=True)
     work = tempfile.mkdtemp(prefix="oxbow-franz-etl.")
@@ -50,10 +52,21 @@ def main():
         started = time.monotonic()
         etl = subprocess.Popen([os.path.join(ROOT, "e2e/peers/franz-go/run"), "--etl",
                                 "--bootstrap", cluster.bootstrap, "--records", str(args.records)])
-        kills = []
+        kills, stalls = [], 0
         victim = 1
         while etl.poll() is None and len(kills) < args.kills:
-            time.sleep(args.interval)
+            # Between kills, a node is stalled (SIGSTOP) for 400 ms every 2 s, well inside
+            # the session timeout: markers to its partitions wait, so a commit's markers are
+            # still in flight when franz-go ends its next transaction (the window in which a
+            # coordinator must answer CONCURRENT_TRANSACTIONS, not PRODUCER_FENCED).
+            deadline = time.monotonic() + args.interval
+            while time.monotonic() < deadline and etl.poll() is None:
+                time.sleep(1.6)
+                stalled = cluster.nodes[stalls % len(cluster.nodes)]
+                cluster.signal(stalled, signal.SIGSTOP)
+                time.sleep(0.4)
+                cluster.signal(stalled, signal.SIGCONT)
+                stalls += 1
             if etl.poll() is not None:
                 break
             cluster.kill(victim)
@@ -75,7 +88,8 @@ def main():
             raise AssertionError(f"the ETL finished after {len(kills)} of {args.kills} kills "
                                  f"({took:.0f} s): raise --records so every kill lands under load")
         print(f"ok   franz-go GroupTransactSession: 3 sessions, rebalancing every 3-8 s, through "
-              f"{len(kills)} SIGKILLs ({', '.join(kills)}), {took:.0f} s: every record exactly once", flush=True)
+              f"{len(kills)} SIGKILLs ({', '.join(kills)}) and {stalls} 400-ms stalls, {took:.0f} s: "
+              f"every record exactly once", flush=True)
 
 
 if __name__ == "__main__":
