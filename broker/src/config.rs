@@ -332,7 +332,9 @@ impl BrokerConfig {
                 let (host, port) = address
                     .rsplit_once(':')
                     .ok_or_else(|| invalid("listeners", needs))?;
-                let port = port.parse::<u16>().map_err(|_| invalid("listeners", needs))?;
+                let port = port
+                    .parse::<u16>()
+                    .map_err(|_| invalid("listeners", needs))?;
                 let host = host.trim_start_matches('[').trim_end_matches(']');
                 Some(
                     listeners::bind_address(host, port)

@@ -189,20 +189,33 @@ async fn supervise(args: &DevArgs, extra_overrides: &[String]) -> anyhow::Result
     // A node that exits (or is killed, to try a failover) is reported; the others keep
     // running until Ctrl-C.
     let mut exited = Vec::new();
+    // A node killed by a signal (kill -9 to try a failover) may be started again by hand:
+    // `dev` then waits for Ctrl-C to stop it, even when none of its own children runs. When
+    // every node exited on its own (a start-up failure), there is nothing to wait for.
+    let mut killed = false;
     loop {
         let running: Vec<&mut (u16, Child)> = children
             .iter_mut()
             .filter(|(node, _)| !exited.contains(node))
             .collect();
         if running.is_empty() {
+            if !killed {
+                break;
+            }
+            eprintln!("oxbow dev: no node it started runs; Ctrl-C stops any started again by hand");
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
             break;
         }
         tokio::select! {
             _ = interrupt.recv() => break,
             _ = terminate.recv() => break,
-            (node, status) = first_exit(running) => {
+            (node, status, by_signal) = first_exit(running) => {
                 eprintln!("oxbow dev: node {node} exited ({status})");
                 exited.push(node);
+                killed |= by_signal;
             }
         }
     }
@@ -298,14 +311,18 @@ async fn prefix_lines(node: u16, stream: impl tokio::io::AsyncRead + Unpin) {
     }
 }
 
-async fn first_exit(children: Vec<&mut (u16, Child)>) -> (u16, String) {
+/// The first node to exit: its id, its exit status, and whether a signal ended it.
+async fn first_exit(children: Vec<&mut (u16, Child)>) -> (u16, String, bool) {
     let waits = children.into_iter().map(|(node, child)| {
         let node = *node;
         Box::pin(async move {
             let status = child.wait().await;
             (
                 node,
-                status.map_or_else(|e| e.to_string(), |s| s.to_string()),
+                status
+                    .as_ref()
+                    .map_or_else(|e| e.to_string(), |s| s.to_string()),
+                status.is_ok_and(|s| s.code().is_none()),
             )
         })
     });
