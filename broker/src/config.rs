@@ -745,6 +745,7 @@ const TOOL_VARIABLES: &[&str] = &[
     "CACHE_KEEP_HOURS",
     "CLIENTS",
     "CLUSTER_PORTS",
+    "DEBUG_BUILT",
     "DECODE_CASES",
     "EXTRA_OVERRIDES",
     "FAILOVER_RUNS",

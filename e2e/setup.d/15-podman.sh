@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what builds and runs Oxbow's container images (e2e/images/build, suite 15-images):
+# Installs what builds and runs Oxbow's container images (e2e/images/build, suite 59-images):
 # rootful podman and buildah with runc, from Debian's packages (idempotent).
 #
 # Two machine settings, in a drop-in so other containers.conf settings stay untouched:

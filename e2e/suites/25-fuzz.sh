@@ -10,7 +10,6 @@
 # OXBOW_FUZZ_SECONDS, with 10x the cases of `cargo test` per run and fresh seeds each run,
 # and then reports a skip (exit 77, e2e/lib/suite.sh): libFuzzer did not run, and under
 # CI=true e2e/run fails on that.
-# Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../lib/suite.sh"
