@@ -712,7 +712,7 @@ impl BrokerConfig {
     /// `--help` text: every key, its default and what it does.
     pub fn help_table() -> String {
         let mut text = String::from(
-            "Configuration keys (YAML file, OXBOW_<KEY> env, or --override key=value):\n",
+            "Configuration keys (a .properties or YAML file, OXBOW_<KEY> env, or --override key=value):\n",
         );
         for spec in keys() {
             let default = if spec.default.is_empty() {

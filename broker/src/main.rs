@@ -35,7 +35,7 @@ const METADATA_DIR: &str = "__oxbow_metadata";
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// YAML file of Kafka-style keys (`listeners: PLAINTEXT://127.0.0.1:9092`); repeatable, later files win.
+    /// Config file: Kafka's `server.properties` as written (`*.properties`) or a flat YAML map of the same keys (`*.yaml`, `*.yml`); repeatable, later files win.
     #[arg(long = "config", value_name = "FILE")]
     config: Vec<PathBuf>,
     /// Set any key, as Kafka's start script allows: `--override num.partitions=3`; repeatable, wins over files and env.

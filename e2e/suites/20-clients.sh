@@ -5,6 +5,7 @@
 # SIGKILL, over the sendfile and the copying fetch path. The rdkafka crate's round trip is
 # a cargo test (e2e/tests/clients_rdkafka.rs). Clients come from e2e/setup.d/10-clients.sh.
 # Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
+# Expected time: 40 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -6,6 +6,7 @@
 # Then the Java client (e2e/peers/java-client/produce-rules) against both: its
 # observations, record errors and exception messages included, must be the same.
 # Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
+# Expected time: 30 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -4,6 +4,7 @@
 # certificate, an untrusted CA, plaintext on the TLS port), the principal a certificate
 # maps to, and a key store rotated in place under a producer.
 # Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
+# Expected time: 80 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

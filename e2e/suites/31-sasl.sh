@@ -6,6 +6,7 @@
 # credentials kept across a restart; PLAIN, OAUTHBEARER (unsecured and JWKS-signed tokens),
 # KIP-368 re-authentication; three brokers replicating over SASL_SSL.
 # Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
+# Expected time: 220 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -3,6 +3,7 @@
 # --secure`, then kcat with the kcat.conf and Kafka's tools with the client.properties it
 # writes, and nothing served without credentials.
 # Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
+# Expected time: 40 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -7,6 +7,7 @@
 #     kafka-configs, kafka-delete-records, kafka-get-offsets; installed by
 #     e2e/setup.d/40-kafka.sh), checked on their printed output.
 # Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
+# Expected time: 60 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

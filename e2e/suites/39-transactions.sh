@@ -15,6 +15,7 @@
 #     abort ends it (WriteTxnMarkers from the admin client) and read_committed consumers
 #     get past it.
 # Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
+# Expected time: 70 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

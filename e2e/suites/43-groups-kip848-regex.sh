@@ -4,6 +4,7 @@
 # with a group.id (commit, committed, incremental unassign), against Oxbow and Apache Kafka
 # as the reference (e2e/groups/test_kip848_regex_assign.py).
 # Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
+# Expected time: 70 s (warm, 2-core machine; e2e/run warns past twice that)
 source "$(dirname "$0")/../groups/env.sh"
 peers="$root/e2e/peers"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-kip848.XXXXXX")"

@@ -9,6 +9,7 @@
 # broker fenced, every record acknowledged, at most one warning per stall. The fault and bad-input tests of the quorum are
 # cargo tests (broker/tests/cluster_quorum.rs, cluster_bad_input.rs). Ports from 21092
 # and 22092 (OXBOW_SUITE_PORT moves them).
+# Expected time: 150 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -20,6 +20,7 @@
 #   (= python e2e/cluster/replication.py --long --tls BINARY)
 #
 # OXBOW_BINARY skips the build and uses that broker binary.
+# Expected time: 110 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -10,6 +10,7 @@
 # Unavailability windows are printed, not asserted. OXBOW_REPLICATION_LONG=1 runs --long
 # (>= 100 kills and 100 partitions).
 # OXBOW_BINARY skips the build and uses that broker binary.
+# Expected time: 100 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -4,6 +4,7 @@
 # is RF=3 and their acks=all (idempotent) producers wait for two copies. The Java client
 # and franz-go with their defaults (consumer group, committed offsets), and kcat through
 # one broker reading back through another.
+# Expected time: 40 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 peers="$(cd "$(dirname "$0")/../peers" && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-clients-cluster.XXXXXX")"

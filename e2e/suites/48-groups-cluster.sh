@@ -4,6 +4,7 @@
 # three times while a librdkafka consumer works; commits survive, nothing below an
 # acknowledged commit is delivered again, every record is consumed. Clients on 23592-23594
 # (OXBOW_SUITE_PORT moves them).
+# Expected time: 20 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -4,6 +4,7 @@
 # kafka-leader-election, a controller SIGKILL and a leader SIGKILL in the middle of moves,
 # then every acknowledged record read back once and the consumer group's longest stall.
 # OXBOW_BINARY skips the build and uses that broker binary.
+# Expected time: 70 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

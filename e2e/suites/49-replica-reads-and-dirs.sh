@@ -5,6 +5,7 @@
 # kafka-log-dirs, and replicas moved between log dirs with kafka-reassign-partitions under
 # acks=all writes, then every acknowledged record read back from every rack.
 # OXBOW_BINARY skips the build and uses that broker binary.
+# Expected time: 45 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -4,6 +4,7 @@
 # produce fails, no partition is ever without a leader, a consumer group reads every
 # record, and the under-replicated metric rises while a broker is away and returns to 0.
 # The cluster's clients are on 23792-23794 (OXBOW_SUITE_PORT moves them).
+# Expected time: 30 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

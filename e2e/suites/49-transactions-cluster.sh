@@ -21,6 +21,7 @@
 # GroupTransactSession (e2e/transactions/franz_etl.py): three sessions rebalancing every few
 # seconds through three node SIGKILLs, never fenced, every record copied exactly once. Needs
 # the Kafka peer's tools (e2e/peers/kafka/install). OXBOW_BINARY skips the build.
+# Expected time: 360 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"

@@ -3,6 +3,7 @@
 # Oxbow broker, each with its defaults: idempotent producer, a consumer group,
 # byte-identical records, committed offsets.
 # Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
+# Expected time: 20 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 peers="$(cd "$(dirname "$0")/../peers" && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/oxbow-clients.XXXXXX")"

@@ -14,6 +14,7 @@
 # Every wait is a bounded poll of a condition. Ports (Kafka, broker metrics, operator metrics,
 # an API server that never answers) come from e2e/lib/free-port: fixed ones in the ephemeral
 # range collided with other sockets ("Address already in use" for the operator's metrics).
+# Expected time: 100 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . e2e/lib/suite.sh

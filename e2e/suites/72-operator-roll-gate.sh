@@ -6,6 +6,7 @@
 # partition is under-replicated, and let it proceed once the broker is back in every ISR.
 # Against Oxbow (real oxbow processes) and against Apache Kafka, the reference (the Kafka
 # peer cluster, e2e/peers/kafka/start-cluster).
+# Expected time: 40 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"

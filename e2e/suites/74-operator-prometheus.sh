@@ -15,6 +15,7 @@
 #   firing. The rules' `for` (minutes) is longer than the suite waits: pending proves that the
 #   chart's expression held on the real series.
 # Waits are on conditions (kubectl wait, or a bounded poll of a PromQL result).
+# Expected time: 110 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
