@@ -77,6 +77,7 @@ until_true 120 voters || fail "status.quorum.voters: $(kubectl -n "$NS" get clus
 kubectl -n "$NS" wait --for=condition=Ready topic/payments --timeout=120s >/dev/null || fail "Topic payments Ready"
 ok "the operator's admin requests over mutual TLS: status.quorum.voters [0,1,2] (DescribeQuorum), Topic payments created"
 
+kubectl -n "$NS" wait --for=condition=Ready pod/kafka-client --timeout=60s >/dev/null || fail "client pod Ready"
 kubectl -n "$NS" wait --for=condition=Ready user/payments-producer user/payments-consumer --timeout=120s >/dev/null \
   || fail "Users Ready"
 for user in payments-producer payments-consumer; do
@@ -91,15 +92,15 @@ work="$OXBOW_K8S_STATE/secured"
 mkdir -p "$work"
 secret_key() { kubectl -n "$NS" get secret "$1" -o jsonpath="{.data.${2//./\\.}}" | base64 -d; }
 secret_key payments-producer ca.crt >"$work/ca.crt"
-kubectl -n "$NS" wait --for=condition=Ready pod/kafka-client --timeout=60s >/dev/null || fail "client pod Ready"
 creds() { local user="$1"; shift; echo scram SCRAM-SHA-512 "$user" "$(secret_key "$user" password)" "$work/ca.crt"; }
 client() { in_pod python3 e2e/operator/secured_client.py "$@"; }
 field() { python3 -c 'import json,sys; r=json.loads(sys.stdin.read().strip().splitlines()[-1]); v=r[sys.argv[1]]; print(" ".join(v) if isinstance(v, list) else v)' "$1"; }
 
-# The brokers learn a credential and ACLs from the metadata log a moment after the operator
-# wrote them: the first write is retried until it is acknowledged.
+# Ready means the credential and the ACLs are in effect on every broker (the operator asks
+# each one): the first write right after the Users turned Ready is authorized, not retried.
 first_write() { client produce "$BOOTSTRAP" payments 1 $(creds payments-producer) >"$work/first.json" && [ "$(field ok <"$work/first.json")" = True ]; }
-until_true 120 first_write || fail "payments-producer never wrote: $(cat "$work/first.json")"
+first_write || fail "payments-producer's first write right after Ready: $(cat "$work/first.json")"
+ok "payments-producer's first write right after its User turned Ready is authorized"
 out="$(client produce "$BOOTSTRAP" payments 200 $(creds payments-producer))"
 [ "$(field ok <<<"$out")" = True ] || fail "payments-producer produce: $out"
 ok "payments-producer (SCRAM-SHA-512 over TLS, its Secret's password and CA) wrote 200 records with acks=all"

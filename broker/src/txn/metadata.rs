@@ -204,20 +204,13 @@ impl TxnMetadata {
             return Err(TxnError::ConcurrentTransactions);
         }
         self.check_producer(producer_id, epoch)?;
-        match self.state {
-            TxnState::PrepareCommit | TxnState::PrepareAbort | TxnState::PrepareEpochFence => {
-                return Err(TxnError::ConcurrentTransactions);
-            }
+        let ongoing = match self.state {
             TxnState::Dead => return Err(TxnError::InvalidTxnState),
             TxnState::Ongoing if added.iter().all(|tp| self.partitions.contains(tp)) => {
                 return Ok(None);
             }
-            TxnState::Ongoing
-            | TxnState::Empty
-            | TxnState::CompleteCommit
-            | TxnState::CompleteAbort => {}
-        }
-        let ongoing = self.state == TxnState::Ongoing;
+            state => state == TxnState::Ongoing,
+        };
         let mut partitions = if ongoing {
             self.partitions.clone()
         } else {

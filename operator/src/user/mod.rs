@@ -6,6 +6,7 @@
 //!         ─▶ credentials: the given or generated password / a certificate of the clients CA
 //!         ─▶ the User's Secret (owned by the User) ─▶ AlterUserScramCredentials
 //!         ─▶ DescribeAcls ─▶ CreateAcls / DeleteAcls ─▶ DescribeClientQuotas ─▶ AlterClientQuotas
+//!         ─▶ each broker shows all three (propagation.rs; else Reconciling/Propagating)
 //!         ─▶ status (principal, Secret) + Events
 //!   deletion (finalizer) ─▶ the credential, the ACLs and the quotas removed from the cluster
 //! ```
@@ -16,6 +17,7 @@
 //! behind the operator's back (a deleted credential, an ACL removed or added by hand).
 
 pub mod plan;
+mod propagation;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -47,6 +49,8 @@ pub const CONTROLLER: &str = "user";
 const REQUEUE_IDLE: Duration = Duration::from_secs(60);
 /// Re-check while waiting for the Cluster or a Secret.
 const REQUEUE_WAITING: Duration = Duration::from_secs(15);
+/// Re-check while a broker has not applied what was written yet (metadata log lag).
+const REQUEUE_PROPAGATING: Duration = Duration::from_millis(500);
 /// The annotation naming the clients CA a `tls` User's certificate was issued under.
 const ISSUED_BY: &str = "oxbow.dev/issued-by";
 
@@ -330,8 +334,8 @@ async fn apply(user: &User, ctx: &Context) -> Result<Action, Error> {
     });
     // A Cluster still starting (or down) is waited for at a steady pace, not with the
     // growing back-off of an error: its Users get Ready soon after it does.
-    let mut admin = match connect(ctx, &cluster, &namespace).await {
-        Ok(admin) => admin,
+    let (brokers, mut admin) = match connect(ctx, &cluster, &namespace).await {
+        Ok(connected) => connected,
         Err(error) => {
             let outcome = Outcome {
                 ready: false,
@@ -384,7 +388,8 @@ async fn apply(user: &User, ctx: &Context) -> Result<Action, Error> {
         _ => {}
     }
 
-    let existing_acls = if desired_acls.is_empty() && cluster.spec.authorization.is_none() {
+    let has_acls = !(desired_acls.is_empty() && cluster.spec.authorization.is_none());
+    let existing_acls = if !has_acls {
         Default::default()
     } else {
         admin.acls_of(&principal).await.map_err(admin_error)?
@@ -417,6 +422,21 @@ async fn apply(user: &User, ctx: &Context) -> Result<Action, Error> {
         changed.push(format!("quotas set {set:?}, removed {remove:?}"));
     }
     ctx.succeeded(&key(user));
+    let expected = propagation::Expected {
+        username: &username,
+        principal: &principal,
+        mechanisms: match (wanted, &credentials.password) {
+            (Some(mechanism), Some(_)) => [mechanism].into(),
+            _ => Default::default(),
+        },
+        acls: has_acls.then_some(&desired_acls),
+        quotas: plan::wanted_quotas(user.spec.quotas.as_ref()),
+    };
+    let behind = if changed.is_empty() && was_ready(&previous) {
+        Vec::new()
+    } else {
+        propagation::lagging(&brokers, &expected).await
+    };
     if !changed.is_empty() {
         let drift =
             user.status.as_ref().and_then(|s| s.observed_generation) == user.metadata.generation;
@@ -435,6 +455,23 @@ async fn apply(user: &User, ctx: &Context) -> Result<Action, Error> {
         acls: Some(i32::try_from(desired_acls.len()).unwrap_or(i32::MAX)),
         ..user.status.clone().unwrap_or_default()
     };
+    if !behind.is_empty() {
+        let waiting: Vec<String> = behind
+            .iter()
+            .map(|(id, missing)| format!("broker {id} lacks {missing}"))
+            .collect();
+        let outcome = Outcome {
+            ready: false,
+            degraded: false,
+            reason: "Propagating",
+            message: format!(
+                "{principal}: written, not in effect on every broker yet: {}",
+                waiting.join("; ")
+            ),
+        };
+        write_status(user, ctx, outcome, status).await?;
+        return Ok(Action::requeue(REQUEUE_PROPAGATING));
+    }
     let outcome = Outcome {
         ready: true,
         degraded: false,
@@ -718,15 +755,31 @@ async fn find_cluster(
         })
 }
 
-async fn connect(ctx: &Context, cluster: &Cluster, namespace: &str) -> Result<AdminClient, Error> {
+/// Whether the User's status says Ready.
+fn was_ready(status: &UserStatus) -> bool {
+    status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == types::READY && c.status == "True")
+}
+
+/// An admin connection to the User's Cluster, and each broker's own address.
+async fn connect(
+    ctx: &Context,
+    cluster: &Cluster,
+    namespace: &str,
+) -> Result<(BTreeMap<i32, String>, AdminClient), Error> {
     let (reach, connected) = crate::topic::connect_to(ctx, cluster, namespace).await;
-    connected.map(|(admin, _)| admin).map_err(|source| {
-        tracing::debug!(tried = %reach.any.join(", "), "no broker answered");
-        Error::Admin {
-            cluster: cluster.name_any(),
-            source,
-        }
-    })
+    let brokers = reach.brokers.clone();
+    connected
+        .map(|(admin, _)| (brokers, admin))
+        .map_err(|source| {
+            tracing::debug!(tried = %reach.any.join(", "), "no broker answered");
+            Error::Admin {
+                cluster: cluster.name_any(),
+                source,
+            }
+        })
 }
 
 /// Deletion: the User's credential, ACLs and quotas leave the cluster (its Secret goes with
@@ -738,7 +791,7 @@ async fn cleanup(user: &User, ctx: &Context) -> Result<Action, Error> {
         tracing::info!(user = %user.name_any(), "Cluster gone: releasing the User");
         return Ok(Action::await_change());
     };
-    let mut admin = connect(ctx, &cluster, &namespace).await?;
+    let (_, mut admin) = connect(ctx, &cluster, &namespace).await?;
     let admin_error = |source| Error::Admin {
         cluster: cluster.name_any(),
         source,

@@ -148,18 +148,7 @@ pub fn quota_changes(
     wanted: Option<&UserQuotas>,
     existing: &BTreeMap<String, f64>,
 ) -> (BTreeMap<String, f64>, Vec<String>) {
-    let wanted: BTreeMap<String, f64> = wanted
-        .map(|q| {
-            [
-                ("producer_byte_rate", q.producer_byte_rate),
-                ("consumer_byte_rate", q.consumer_byte_rate),
-                ("request_percentage", q.request_percentage),
-            ]
-            .into_iter()
-            .filter_map(|(key, value)| Some((key.to_string(), value? as f64)))
-            .collect()
-        })
-        .unwrap_or_default();
+    let wanted = wanted_quotas(wanted);
     let set = wanted
         .iter()
         .filter(|(key, value)| existing.get(*key) != Some(*value))
@@ -171,6 +160,28 @@ pub fn quota_changes(
         .map(ToString::to_string)
         .collect();
     (set, remove)
+}
+
+/// The quotas a User's spec asks for, by Kafka's key.
+pub fn wanted_quotas(wanted: Option<&UserQuotas>) -> BTreeMap<String, f64> {
+    wanted
+        .map(|q| {
+            [
+                ("producer_byte_rate", q.producer_byte_rate),
+                ("consumer_byte_rate", q.consumer_byte_rate),
+                ("request_percentage", q.request_percentage),
+            ]
+            .into_iter()
+            .filter_map(|(key, value)| Some((key.to_string(), value? as f64)))
+            .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Among a user's quotas, those a User manages (others set by hand are left alone).
+pub fn managed_quotas(mut quotas: BTreeMap<String, f64>) -> BTreeMap<String, f64> {
+    quotas.retain(|key, _| QUOTA_KEYS.contains(&key.as_str()));
+    quotas
 }
 
 /// Kafka's mechanism number of a SCRAM user.
