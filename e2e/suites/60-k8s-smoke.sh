@@ -7,6 +7,7 @@
 #   the StatefulSet controller deletes 2 pods and the runner stops their processes -> the
 #   garbage collector removes the last pod with its StatefulSet -> down (always, via trap).
 # Every wait is on a condition (kubectl wait, rollout status, or a bounded poll of a check).
+# Beside others: yes (its own testbed: control plane on e2e/lib/ports.py ports, its own 10.<k> pod network; no timing asserted)
 # Expected time: 60 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

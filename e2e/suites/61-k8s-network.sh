@@ -8,6 +8,7 @@
 #   endpoints and gets no traffic, and comes back -> a failing liveness probe restarts the
 #   container -> `down` leaves no namespace, link, route or rule behind.
 # Every wait is on a condition (kubectl wait, rollout status, or a bounded poll of a check).
+# Beside others: yes (its own testbed: control plane on e2e/lib/ports.py ports, its own 10.<k> pod network; no timing asserted)
 # Expected time: 60 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -3,6 +3,7 @@
 # object (kubernetes-validate --strict for built-in kinds, ../shared/tools/validate_cr.py for
 # Cluster/Topic against the generated CRDs), bad CRs refused by the CRD schema, and the
 # committed all-in-one install.yaml current with the chart.
+# Beside others: yes (offline: helm and schema checks, no ports, no timing)
 # Expected time: 60 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

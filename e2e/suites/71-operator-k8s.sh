@@ -12,6 +12,7 @@
 #   many Topics -> delete the Topic ->
 #   topic gone -> leader failover -> operator metrics.
 # Waits are on conditions (kubectl wait, or a bounded poll of a check).
+# Beside others: yes (its own testbed: control plane on e2e/lib/ports.py ports, its own 10.<k> pod network; no timing asserted)
 # Expected time: 180 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

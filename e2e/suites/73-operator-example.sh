@@ -15,6 +15,7 @@
 #    controller voters go 3 -> 1 -> 3 (kubectl patch controllerVoters) under an acks=all
 #    producer: every send acknowledged and consumed, the shared config unchanged.
 # Waits are on conditions (kubectl wait, or a bounded poll of a check).
+# Beside others: yes (its own testbed: control plane on e2e/lib/ports.py ports, its own 10.<k> pod network; no timing asserted)
 # Expected time: 110 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -15,6 +15,7 @@
 #   firing. The rules' `for` (minutes) is longer than the suite waits: pending proves that the
 #   chart's expression held on the real series.
 # Waits are on conditions (kubectl wait, or a bounded poll of a PromQL result).
+# Beside others: yes (its own testbed: control plane on e2e/lib/ports.py ports, its own 10.<k> pod network; no timing asserted)
 # Expected time: 110 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

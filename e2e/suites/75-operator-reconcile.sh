@@ -10,6 +10,7 @@
 #
 # The tests are #[ignore]d in `cargo test` (they need an API server) and fail without
 # KUBECONFIG; this suite is what runs them. No pod runner: the brokers are the fake.
+# Beside others: yes (its own testbed: control plane on e2e/lib/ports.py ports, its own 10.<k> pod network; no timing asserted)
 # Expected time: 90 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -14,6 +14,7 @@
 # why and nothing in the cluster -> a second Cluster with the user's own CAs (cert-manager's
 # Secret shape), a tls User and an external OAUTHBEARER listener (JWKS Secret) -> a deleted
 # User's next login is refused.
+# Beside others: yes (its own testbed: control plane on e2e/lib/ports.py ports, its own 10.<k> pod network; no timing asserted)
 # Expected time: 180 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
