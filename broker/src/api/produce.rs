@@ -69,6 +69,19 @@ impl Api for ProduceApi {
                 .as_ref()
                 .map(|id| id.0.to_string())
                 .filter(|id| !id.is_empty());
+            let requester = verification::Requester::Produce(context.version);
+            // A transaction version 2 producer's partitions are added by this check, so it
+            // runs whether or not verification is enabled.
+            let verifying = transactional_id.is_some()
+                && (context.broker.config.transactions.partition_verification
+                    || requester.adds_implicitly());
+            // Until checked, a transactional batch may only continue a transaction open
+            // here: whatever the check skips cannot open one the coordinator does not know.
+            let unchecked = if verifying {
+                Verification::OPEN
+            } else {
+                Verification::Unchecked
+            };
             // Transactional records need WRITE on their transactional id, or the whole
             // request is refused (as Kafka refuses it).
             let transactional_refused = request.topic_data.iter().any(|topic| {
@@ -101,17 +114,13 @@ impl Api for ProduceApi {
                         target,
                         index: partition.index,
                         records: partition.records,
-                        verification: Verification::Unchecked,
+                        verification: unchecked,
                     });
                 }
                 topics.push((topic.name, topic.topic_id, name, indexes));
             }
-            let requester = verification::Requester::Produce(context.version);
-            // A transaction version 2 producer's partitions are added by this check, so it
-            // runs whether or not verification is enabled.
             if let Some(id) = transactional_id.as_deref()
-                && (context.broker.config.transactions.partition_verification
-                    || requester.adds_implicitly())
+                && verifying
             {
                 verify_transactions(context.broker, requester, id, &mut work).await;
             }
@@ -360,9 +369,16 @@ fn to_verify(
             continue;
         }
         let tp = TopicPartition::new(topic.clone(), item.index);
-        // A partition led elsewhere is refused by the append as any other.
-        let Ok((replica, _)) = leader_partition(broker, &tp, -1) else {
-            continue;
+        // Refused here, not left to the append: this broker may become the leader between
+        // this check and the append (the new leader's metadata reaches clients first), and
+        // an unchecked batch would then open a transaction its coordinator does not know
+        // of: its marker would never come.
+        let replica = match leader_partition(broker, &tp, -1) {
+            Ok((replica, _)) => replica,
+            Err(code) => {
+                item.target = Err(Refusal::code(code));
+                continue;
+            }
         };
         let Some(guard) = replica.start_verification(header.producer_id, header.producer_epoch)
         else {

@@ -79,8 +79,7 @@ impl Api for TxnOffsetCommitApi {
                     || requester.adds_implicitly())
             {
                 match verify_offsets_partition(context, requester, id, group, &request).await {
-                    Ok(Some(checked)) => verification = checked,
-                    Ok(None) => {}
+                    Ok(checked) => verification = checked,
                     Err(unverified) => {
                         tracing::info!(transactional_id = id, group, error = errors::error_name(unverified.code), reason = %unverified.message, "TxnOffsetCommit refused: not verified");
                         for (tp, ..) in offsets.drain(..) {
@@ -135,8 +134,8 @@ impl Api for TxnOffsetCommitApi {
 }
 
 /// Verifies (version 2: adds) the group's offsets partition in the producer's
-/// transaction: the guard the offsets' write must carry, `None` when this broker does not
-/// lead the partition (the write refuses itself), or the refusal. An add the coordinator
+/// transaction: the guard the offsets' write must carry, or the refusal (NOT_COORDINATOR
+/// when this broker does not lead the group's offsets partition). An add the coordinator
 /// cannot take yet is retried for a moment, as Produce's are.
 async fn verify_offsets_partition(
     context: &RequestContext<'_>,
@@ -144,18 +143,26 @@ async fn verify_offsets_partition(
     transactional_id: &str,
     group: &str,
     request: &TxnOffsetCommitRequest,
-) -> Result<Option<Verification>, txn_verification::Unverified> {
+) -> Result<Verification, txn_verification::Unverified> {
     let groups = &context.broker.groups;
     let producer_id = request.producer_id.0;
     let started = tokio::time::Instant::now();
+    // This broker may become the group's coordinator between the check and the write: a
+    // write that was not checked must not open the transaction there, so a group not
+    // coordinated here is refused now, as the write would refuse it.
+    let not_coordinator = || txn_verification::Unverified {
+        code: errors::NOT_COORDINATOR,
+        message: format!("this broker does not coordinate group {group} (now)"),
+        retry: false,
+    };
     loop {
         let Some((tp, guard)) =
             groups.start_txn_verification(group, producer_id, request.producer_epoch)
         else {
-            return Ok(None);
+            return Err(not_coordinator());
         };
         let Some(guard) = guard else {
-            return Ok(Some(Verification::OPEN));
+            return Ok(Verification::OPEN);
         };
         let producer = txn_verification::Producer {
             transactional_id,
@@ -170,11 +177,12 @@ async fn verify_offsets_partition(
         match verdict {
             // Added: a guard taken now (see Produce's) is sound, the older epochs fenced.
             None if requester.adds_implicitly() => {
-                return Ok(groups
+                return groups
                     .start_txn_verification(group, producer_id, request.producer_epoch)
-                    .map(|(_, guard)| guard.map_or(Verification::OPEN, Verification::Guard)));
+                    .map(|(_, guard)| guard.map_or(Verification::OPEN, Verification::Guard))
+                    .ok_or_else(not_coordinator);
             }
-            None => return Ok(Some(Verification::Guard(guard))),
+            None => return Ok(Verification::Guard(guard)),
             Some(unverified) if txn_verification::retry_later(&unverified, started) => {
                 tokio::time::sleep(txn_verification::ADD_RETRY_BACKOFF).await;
             }

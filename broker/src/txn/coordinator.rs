@@ -439,17 +439,31 @@ impl TransactionCoordinator {
         client_version: i16,
     ) -> Result<(), TxnError> {
         let now = self.now();
-        self.transition(transactional_id, |m| {
-            m.ok_or(TxnError::InvalidProducerIdMapping)?.add_partitions(
+        let added = self
+            .transition(transactional_id, |m| {
+                m.ok_or(TxnError::InvalidProducerIdMapping)?.add_partitions(
+                    producer_id,
+                    epoch,
+                    partitions,
+                    client_version,
+                    now,
+                )
+            })
+            .await;
+        match &added {
+            Ok((metadata, changed)) => tracing::debug!(
+                transactional_id,
                 producer_id,
                 epoch,
-                partitions,
-                client_version,
-                now,
-            )
-        })
-        .await
-        .map(|_| ())
+                changed,
+                partitions = ?metadata.partitions,
+                "Partitions added to a transaction"
+            ),
+            Err(error) => {
+                tracing::debug!(transactional_id, producer_id, epoch, %error, "Partitions not added to a transaction")
+            }
+        }
+        added.map(|_| ())
     }
 
     /// Whether each of `partitions` is in the id's ongoing transaction (AddPartitionsToTxn
@@ -567,6 +581,7 @@ impl TransactionCoordinator {
             commit: prepared.state == TxnState::PrepareCommit,
             coordinator_epoch,
         };
+        tracing::debug!(transactional_id, producer_epoch = prepared.producer_epoch, commit = spec.commit, partitions = ?prepared.partitions, "Writing a transaction's markers");
         let written = markers::write_all(broker, spec, &prepared.partitions, || {
             self.still_coordinates(partition, coordinator_epoch)
         })

@@ -90,6 +90,7 @@ pub fn append_local(
             tracing::info!(topic_partition = %tp, producer_id = spec.producer_id, %error, "Transaction marker refused");
             errors::append_error(&error)
         })?;
+    tracing::debug!(topic_partition = %tp, producer_id = spec.producer_id, producer_epoch = spec.producer_epoch, commit = spec.commit, offset = info.last_offset, "Transaction marker appended");
     Ok(Appended {
         tp: tp.clone(),
         partition,
