@@ -5,7 +5,7 @@
 //! to it (preferred-leader elections) and then lets the roll proceed.
 //!
 //! The same check runs against Oxbow (real `oxbow` processes on loopback, in every
-//! `cargo test`) and against Apache Kafka, the reference (`e2e/suites/72-operator-roll-gate.sh`
+//! `cargo test`) and against Apache Kafka, the reference (`e2e/suites/58-operator-roll-gate.sh`
 //! starts the Kafka peer cluster and runs the ignored test with its address).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -166,11 +166,11 @@ fn oxbow_roll_gate_waits_while_a_partition_is_under_replicated() {
     gate_waits_while_under_replicated(ports, |broker, sig| cluster.signal(broker as i32, sig));
 }
 
-/// Against the Kafka peer cluster that `e2e/suites/72-operator-roll-gate.sh` started:
+/// Against the Kafka peer cluster that `e2e/suites/58-operator-roll-gate.sh` started:
 /// `OXBOW_ROLL_GATE_KAFKA_DIR` (its node-N/kafka.pid files) and `OXBOW_ROLL_GATE_KAFKA_PORT`
 /// (broker N listens on PORT + N - 1).
 #[test]
-#[ignore = "needs the Kafka peer cluster; run by e2e/suites/72-operator-roll-gate.sh"]
+#[ignore = "needs the Kafka peer cluster; run by e2e/suites/58-operator-roll-gate.sh"]
 fn kafka_roll_gate_waits_while_a_partition_is_under_replicated() {
     let dir = std::env::var("OXBOW_ROLL_GATE_KAFKA_DIR").expect("OXBOW_ROLL_GATE_KAFKA_DIR");
     let port: u16 = std::env::var("OXBOW_ROLL_GATE_KAFKA_PORT")
