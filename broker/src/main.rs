@@ -303,6 +303,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         metrics,
         shutting_down: shutdown_rx.clone(),
         serving: AtomicBool::new(false),
+        recently_fenced: Default::default(),
     });
     transactions.attach(Arc::downgrade(&state));
     tokio::spawn(Arc::clone(&transactions).run(shutdown_rx.clone()));

@@ -27,4 +27,6 @@ pub struct BrokerState {
     pub shutting_down: watch::Receiver<bool>,
     /// Whether the Kafka listener is bound (it opens once the broker is unfenced).
     pub serving: std::sync::atomic::AtomicBool,
+    /// Brokers fenced a moment ago, still listed in Metadata answers.
+    pub recently_fenced: crate::api::metadata::listed_brokers::RecentlyFenced,
 }

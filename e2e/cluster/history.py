@@ -480,10 +480,13 @@ class Workload:
         for acks in self.all_acks():
             yield from zip(acks.partition, acks.offset, acks.key, acks.time)
 
-    def ack_times(self):
-        """Per partition, the sorted times of its acknowledgements."""
+    def ack_times(self, client=None):
+        """Per partition, the sorted times of its acknowledgements: every producer's, or
+        only `client`'s ("librdkafka" or "java")."""
         times = {p: [] for p in range(self.partitions)}
-        for acks in self.all_acks():
+        chosen = {None: self.all_acks(), "librdkafka": self.acks,
+                  "java": [j.acks for j in self.java_producers]}[client]
+        for acks in chosen:
             for p, t in zip(acks.partition, acks.time):
                 times[p].append(t)
         for p in times:

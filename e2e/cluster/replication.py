@@ -97,6 +97,7 @@ START_TIMEOUT = 60.0       # a node answers /readyz
 FAILOVER_TIMEOUT = 30.0    # a new leader is elected, and then acknowledges
 RECOVERY_TIMEOUT = 90.0    # a restarted node is back in every ISR it was in
 ACKS_TIMEOUT = 60.0        # every partition acknowledges again
+CLIENTS = ("librdkafka", "java")  # whose acknowledgements the windows are also split by
 HOLD = 2.0                 # how long a partitioned / double-killed state is held once reached
 FAULT_KINDS = ("SIGKILL", "SIGTERM", "SIGSTOP", "2xSIGKILL", "partition")
 # --tls probes: a Kafka ApiVersions v0 request, and a frame of the controller RPC (length, kind, JSON).
@@ -151,6 +152,7 @@ class Fault:
         self.started, self.ended = started, None
         self.notes = []
         self.windows = {}
+        self.client_windows = {}  # client -> {partition: window}, each client's own acks
 
 
 class Nemesis:
@@ -320,6 +322,14 @@ class Nemesis:
             window = outage(times[p], fault.started, fault.ended)
             if window is not None:
                 fault.windows[p] = window
+        # Each client's own window: what its users wait, from its last ack before the fault
+        # to its first after (a faster client's acks do not hide a slower one's stall).
+        for client in CLIENTS:
+            times = workload.ack_times(client)
+            for p in fault.partitions:
+                window = outage(times[p], fault.started, fault.ended)
+                if window is not None:
+                    fault.client_windows.setdefault(client, {})[p] = window
         return fault
 
 
@@ -637,6 +647,11 @@ def main():
             samples = [w for f in faults for w in f.windows.values()]
             results[kind] = {"faults": len(faults), "windows": [round(w, 3) for w in samples]}
             log(f"unavailability on {kind} of the leader ({len(faults)} faults): {describe(samples)}")
+            for client in CLIENTS:
+                own = [w for f in faults for w in f.client_windows.get(client, {}).values()]
+                if own:
+                    results[kind][f"{client}_windows"] = [round(w, 3) for w in own]
+                    log(f"  ... {client} producers' own acks: {describe(own)}")
             if kind in ("SIGKILL", "SIGTERM", "SIGSTOP", "partition"):
                 for label, chosen in (("the active controller", True), ("not the controller", False)):
                     part = [w for f in faults if (f.controller in f.victims) == chosen for w in f.windows.values()]

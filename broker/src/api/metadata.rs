@@ -1,6 +1,8 @@
 //! Metadata: brokers, the controller, topics and their partitions (auto-creating
 //! requested topics when allowed).
 
+pub(crate) mod listed_brokers;
+
 use bytes::Bytes;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -113,8 +115,10 @@ impl Api for MetadataApi {
             let image = broker.controller.image();
             let response = MetadataResponse::default()
                 .with_brokers(
-                    image
-                        .live_brokers()
+                    broker
+                        .recently_fenced
+                        .listed(&image, std::time::Instant::now())
+                        .into_iter()
                         .filter_map(|b| {
                             // Each broker's address on the listener this client used;
                             // one not on that listener is left out, as Kafka does.

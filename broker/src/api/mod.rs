@@ -52,7 +52,7 @@ mod list_groups;
 mod list_offsets;
 mod list_partition_reassignments;
 mod lookup;
-mod metadata;
+pub(crate) mod metadata;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;

@@ -44,7 +44,8 @@ pub struct BrokerImage {
     pub incarnation: Uuid,
     pub endpoint: Endpoint,
     pub rack: Option<String>,
-    /// A fenced broker leads nothing and is left out of Metadata.
+    /// A fenced broker leads nothing, and Metadata stops listing it a few seconds after
+    /// (api/metadata/listed_brokers.rs).
     pub fenced: bool,
     /// Its address on each client listener, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
