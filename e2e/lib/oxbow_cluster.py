@@ -243,9 +243,26 @@ class Cluster:
         if not self.alive(node) or node in self.stopped:
             return None
         try:
-            return metadata_request(self.net.host(node), self.client_port(node),
-                                    self.tls.context if self.tls else None)
+            answer = metadata_request(self.net.host(node), self.client_port(node),
+                                      self.tls.context if self.tls else None)
         except (OSError, struct.error, ValueError):
+            return None
+        # A just-fenced broker stays listed a few seconds for clients' sake
+        # (broker/src/api/metadata/listed_brokers.rs); the node's /metadata says who is
+        # fenced, so "brokers" still means the unfenced ones here.
+        fenced = self.fenced(node)
+        if fenced is None:
+            return None
+        answer["brokers"] = {b for b in answer["brokers"] if b not in fenced}
+        return answer
+
+    def fenced(self, node):
+        """The brokers node `node` knows to be fenced (its /metadata JSON), or None."""
+        try:
+            url = f"http://{self.net.host(node)}:{self.metrics_port(node)}/metadata"
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return set(json.loads(r.read()).get("fenced", []))
+        except Exception:
             return None
 
     def logs_tail(self, lines=30):

@@ -90,6 +90,9 @@ async fn respond(
                 "published_index": controller.published_index(),
                 "image_digest": view.image.digest(),
                 "brokers": view.image.brokers.len(),
+                // Kafka's Metadata keeps listing a just-fenced broker for a moment
+                // (api/metadata/listed_brokers.rs): who is fenced is read here.
+                "fenced": view.image.brokers.values().filter(|b| b.fenced).map(|b| b.node_id).collect::<Vec<_>>(),
                 "topics": view.image.topics.len(),
                 "ready": controller.is_ready(),
             });
