@@ -28,6 +28,7 @@ import bisect
 import collections
 import logging
 import os
+import shutil
 import signal
 import statistics
 import sys
@@ -261,7 +262,6 @@ def main():
                 if k == kind:
                     log(f"  ... victim {role}: {describe(part)}")
         log(f"librdkafka parked a partition on its internal broker {client_log.parked} time(s) in all")
-    import shutil
     shutil.rmtree(work, ignore_errors=True)
 
 

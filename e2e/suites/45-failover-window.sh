@@ -8,15 +8,11 @@
 # often librdkafka parked a partition on its internal broker; asserts only that every round
 # recovers within 30 s and every acknowledged record is read back. The Java client's and
 # librdkafka's own windows under more faults: suite 46 (replication.py). Runs alone: it
-# measures time. Ports 29192-29394 (e2e/lib/oxbow_cluster.py).
+# measures time. Ports 29192-29394 (e2e/lib/oxbow_cluster.py). OXBOW_BINARY skips the build.
 # Expected time: 90 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OXBOW_CACHE="${OXBOW_CACHE:-$HOME/.cache/oxbow}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$OXBOW_CACHE/target}"
-if [ -z "${OXBOW_BINARY:-}" ]; then
-  e2e/lib/build >/dev/null
-  OXBOW_BINARY="$CARGO_TARGET_DIR/debug/oxbow"
-fi
+binary="${OXBOW_BINARY:-$(e2e/lib/build)/oxbow}"
 exec "$OXBOW_CACHE/clients/venv/bin/python" e2e/cluster/failover_window.py \
-  --rounds "${OXBOW_FAILOVER_ROUNDS:-6}" "$OXBOW_BINARY"
+  --rounds "${OXBOW_FAILOVER_ROUNDS:-6}" "$binary"

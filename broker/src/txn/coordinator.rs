@@ -439,31 +439,19 @@ impl TransactionCoordinator {
         client_version: i16,
     ) -> Result<(), TxnError> {
         let now = self.now();
-        let added = self
-            .transition(transactional_id, |m| {
-                m.ok_or(TxnError::InvalidProducerIdMapping)?.add_partitions(
-                    producer_id,
-                    epoch,
-                    partitions,
-                    client_version,
-                    now,
-                )
-            })
-            .await;
-        match &added {
-            Ok((metadata, changed)) => tracing::debug!(
-                transactional_id,
+        self.transition(transactional_id, |m| {
+            m.ok_or(TxnError::InvalidProducerIdMapping)?.add_partitions(
                 producer_id,
                 epoch,
-                changed,
-                partitions = ?metadata.partitions,
-                "Partitions added to a transaction"
-            ),
-            Err(error) => {
-                tracing::debug!(transactional_id, producer_id, epoch, %error, "Partitions not added to a transaction")
-            }
-        }
-        added.map(|_| ())
+                partitions,
+                client_version,
+                now,
+            )
+        })
+        .await
+        .inspect(|(metadata, changed)| tracing::debug!(transactional_id, producer_id, epoch, changed, partitions = ?metadata.partitions, "Partitions added to a transaction"))
+        .inspect_err(|error| tracing::debug!(transactional_id, producer_id, epoch, %error, "Partitions not added to a transaction"))
+        .map(|_| ())
     }
 
     /// Whether each of `partitions` is in the id's ongoing transaction (AddPartitionsToTxn

@@ -270,8 +270,5 @@ pub fn invalid(cluster: &Cluster, names: &Names, reason: &str, message: &str) ->
 
 /// Whether a status says Ready.
 pub fn is_ready(status: &ClusterStatus) -> bool {
-    status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == types::READY && c.status == "True")
+    crate::crd::condition_is_true(&status.conditions, types::READY)
 }

@@ -45,3 +45,10 @@ pub fn merge_conditions(existing: &[Condition], new: Vec<Condition>) -> Vec<Cond
         })
         .collect()
 }
+
+/// Whether `conditions` hold `type_` with status True.
+pub fn condition_is_true(conditions: &[Condition], type_: &str) -> bool {
+    conditions
+        .iter()
+        .any(|c| c.type_ == type_ && c.status == "True")
+}

@@ -39,8 +39,8 @@ use crate::cluster::certificates::{self, CLIENTS_ORGANIZATION, KeyedCertificate,
 use crate::cluster::names::{FIELD_MANAGER, Names};
 use crate::context::Context;
 use crate::crd::{
-    Cluster, USER_FINALIZER, User, UserAuthenticationType, UserStatus, condition, merge_conditions,
-    types,
+    Cluster, USER_FINALIZER, User, UserAuthenticationType, UserStatus, condition,
+    condition_is_true, merge_conditions, types,
 };
 
 /// Controller name in metrics and logs.
@@ -432,7 +432,7 @@ async fn apply(user: &User, ctx: &Context) -> Result<Action, Error> {
         acls: has_acls.then_some(&desired_acls),
         quotas: plan::wanted_quotas(user.spec.quotas.as_ref()),
     };
-    let behind = if changed.is_empty() && was_ready(&previous) {
+    let behind = if changed.is_empty() && condition_is_true(&previous.conditions, types::READY) {
         Vec::new()
     } else {
         propagation::lagging(&brokers, &expected).await
@@ -753,14 +753,6 @@ async fn find_cluster(
             what: format!("Cluster {name}"),
             source,
         })
-}
-
-/// Whether the User's status says Ready.
-fn was_ready(status: &UserStatus) -> bool {
-    status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == types::READY && c.status == "True")
 }
 
 /// An admin connection to the User's Cluster, and each broker's own address.
