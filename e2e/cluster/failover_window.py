@@ -1,25 +1,34 @@
-"""How long a producer with librdkafka's default settings waits when a partition leader dies.
+"""How long producers at their clients' default settings wait when a partition leader dies.
 
 Three `oxbow` nodes (combined broker+controller), three partitions (one led by each node),
-RF=3, min.insync.replicas=2; one confluent-kafka producer with the client's defaults
-(idempotent, acks=all; only bootstrap.servers set) writing ~2,000 records/s over them. Then,
-one at a time, ROUNDS times each:
+RF=3, min.insync.replicas=2; three producers, each with its client's defaults (idempotent,
+acks=all; only the bootstrap servers set) writing ~700 records/s over the partitions:
+librdkafka (confluent-kafka, in this process), the Java client (e2e/peers/java-client/
+history-producer --client-defaults) and franz-go (e2e/peers/franz-go/run --ack-producer, its
+manual partitioner the one setting beside the seeds). Then, one at a time, ROUNDS times each:
 
 - SIGKILL of a partition leader, restarted on its data once the cluster is whole again;
 - SIGTERM (controlled shutdown) of a leader, restarted the same way;
 
 the victim in turn the active controller (a new Raft election comes first then) and a plain
-broker. The window of a round is, over the partitions the victim led, the longest gap
+broker. A client's window in a round is, over the partitions the victim led, the longest gap
 between two consecutive acknowledgements of a partition from the signal to its recovery.
-Reported per kind and per victim role: median, worst, every sample. Never asserted (timing on a shared
-machine); what is asserted: every round gets an acknowledgement within 30 s, and every
-acknowledged record is read back afterwards (a failover may delay, never lose).
+Reported per client, per kind and per victim role: median, worst, every sample. Never
+asserted (timing on a shared machine); what is asserted: every round gets an
+acknowledgement from every client within 30 s, and every acknowledged record is read back
+afterwards (a failover may delay, never lose).
 
 With the client's debug log (metadata,topic,broker) the harness also counts how often
 librdkafka parked the partition on its internal broker (a broker handle decommissioned
 while it still held the partition, which costs one more 1-s leader scan): with the
 just-fenced broker still listed in Metadata (broker/src/api/metadata/listed_brokers.rs)
 that should not happen; the count is reported.
+
+franz-go refreshes its metadata at most every 5 s (MetadataMinAge) unless a refresh is asked
+for "now": its first refresh after a leader's connection drops runs within milliseconds,
+before any broker can know the leader is dead, so it still names the dead leader, and the
+next one waits out the 5 s. Its lines about metadata updates are printed for a window past
+1.5 s, so the report shows where its time went.
 
 Usage: failover_window.py BINARY [--rounds N]   (N per kind, default 10)
 """
@@ -31,6 +40,7 @@ import os
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -42,7 +52,9 @@ from oxbow_cluster import Cluster, Network  # noqa: E402
 
 TOPIC = "failover"
 PARTITIONS = 3
-RATE = 2000
+RATE = 700  # records/s per client
+CLIENTS = ("librdkafka", "java", "franz-go")
+PEERS = os.path.join(HERE, "..", "peers")
 ACK_TIMEOUT = 30.0
 SHOW_CLIENT_LOG_PAST = 1.5  # s: a longer window prints the client's telling lines
 
@@ -86,6 +98,48 @@ class ClientLog(logging.Handler):
         return [(t - start, m) for t, m in list(self.lines) if start <= t <= end]
 
 
+class PeerProducer:
+    """A producer in another process speaking HistoryProducer.java's protocol: one
+    "PARTITION OFFSET VALUE" line per acknowledged record on stdout (timestamped here on
+    arrival), failures and a summary on stderr, "stop SECONDS" on stdin to finish."""
+
+    def __init__(self, name, command, record):
+        self.name, self.record = name, record
+        self.errors = collections.deque(maxlen=10)
+        self.lines = collections.deque(maxlen=5000)  # (arrival, line): the client's own log
+        self.summary = None
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        for reader in (self.read_acks, self.read_errors):
+            threading.Thread(target=reader, daemon=True).start()
+
+    def read_acks(self):
+        for line in self.proc.stdout:
+            at = time.monotonic()
+            partition, offset, value = line.rstrip(b"\n").split(b" ", 2)
+            self.record(self.name, at, int(partition), int(offset), value)
+
+    def read_errors(self):
+        for line in self.proc.stderr:
+            text = line.decode(errors="replace").rstrip()
+            if text.startswith("summary "):
+                self.summary = text
+            elif text.startswith("failed ") or text.startswith("fatal "):
+                self.errors.append(text)
+            elif not text.startswith("ready"):
+                self.lines.append((time.monotonic(), text))
+
+    def between(self, start, end):
+        return [(t - start, m) for t, m in list(self.lines) if start <= t <= end]
+
+    def stop(self, flush_seconds):
+        self.proc.stdin.write(f"stop {flush_seconds}\n".encode())
+        self.proc.stdin.close()
+        if self.proc.wait(timeout=flush_seconds + 30) != 0:
+            fail(f"the {self.name} producer exited with {self.proc.returncode}: {list(self.errors)}")
+        time.sleep(0.5)  # its readers drain the pipes
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
@@ -108,15 +162,32 @@ def main():
         logger.addHandler(client_log)
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "debug": "metadata,topic,broker",
                              "logger": logger})
-        acks, failed = [], []  # acks: (time, partition, offset, value)
+        acked = {}  # (partition, offset) -> value, every client's
+        times = {(c, p): [] for c in CLIENTS for p in range(PARTITIONS)}  # ack arrival times
+        failed, conflicts = [], []  # conflicts: an offset acknowledged for two different records
         lock = threading.Lock()
 
-        def delivered(error, message):
+        def record(client, at, partition, offset, value):
             with lock:
-                if error is None:
-                    acks.append((time.monotonic(), message.partition(), message.offset(), message.value()))
-                else:
+                if acked.setdefault((partition, offset), value) != value:
+                    conflicts.append((client, partition, offset))
+                times[(client, partition)].append(at)
+
+        def delivered(error, message):
+            if error is None:
+                record("librdkafka", time.monotonic(), message.partition(), message.offset(), message.value())
+            else:
+                with lock:
                     failed.append(str(error))
+
+        common = ["--bootstrap", cluster.bootstrap, "--topic", TOPIC, "--rate", str(RATE),
+                  "--partitions", str(PARTITIONS)]
+        peers = [
+            PeerProducer("java", [os.path.join(PEERS, "java-client", "history-producer"), "--tag", "java",
+                                  "--client-defaults", *common], record),
+            PeerProducer("franz-go", [os.path.join(PEERS, "franz-go", "run"), "--ack-producer", "--tag", "franz",
+                                      *common], record),
+        ]
 
         stop = threading.Event()
 
@@ -124,26 +195,27 @@ def main():
             seq = 0
             while not stop.is_set():
                 for _ in range(RATE // 100):
-                    producer.produce(TOPIC, f"{seq:09d}".encode() + b"." * 91, partition=seq % PARTITIONS,
+                    producer.produce(TOPIC, f"rdk:{seq:09d}".encode() + b"." * 87, partition=seq % PARTITIONS,
                                      on_delivery=delivered)
                     seq += 1
                 producer.poll(0)
                 time.sleep(0.01)
 
-        def ack_times(partition):
+        def last_ack(client, partition):
             with lock:
-                return [t for t, p, _, _ in acks if p == partition]
+                at = times[(client, partition)]
+                return at[-1] if at else None
 
-        def window(partition, started):
-            """The longest gap between consecutive acks of `partition` that ends after
-            `started`, once acks came again (None until then)."""
-            times = ack_times(partition)
-            first = bisect.bisect_right(times, started)
-            if first == 0 or first >= len(times):
-                return None
-            # The recovery: the first ack after the fault's longest gap, and steady after it.
-            gaps = [times[i] - times[i - 1] for i in range(first, len(times))]
-            return max(gaps)
+        def window(client, partition, started):
+            """The longest gap between consecutive acks of `partition` to `client` that ends
+            after `started`, once acks came again (None until then)."""
+            with lock:
+                at = times[(client, partition)]
+                first = bisect.bisect_right(at, started)
+                if first == 0 or first >= len(at):
+                    return None
+                # The recovery: the first ack after the fault's longest gap, and steady after it.
+                return max(at[i] - at[i - 1] for i in range(first, len(at)))
 
         def view():
             """(leader of each partition, active controller) as a live node answers."""
@@ -173,7 +245,7 @@ def main():
                 if whole and leaders == preferred:
                     moment = time.monotonic()
                     while time.monotonic() < deadline:
-                        if all(ack_times(p)[-1:] and ack_times(p)[-1] > moment for p in range(PARTITIONS)):
+                        if all((last_ack(c, p) or 0) > moment for c in CLIENTS for p in range(PARTITIONS)):
                             return leaders
                         time.sleep(0.1)
                 time.sleep(0.2)
@@ -183,19 +255,23 @@ def main():
         loader = threading.Thread(target=load, daemon=True)
         loader.start()
         deadline = time.monotonic() + ACK_TIMEOUT
-        while not all(ack_times(p) for p in range(PARTITIONS)):
+        while not all(last_ack(c, p) for c in CLIENTS for p in range(PARTITIONS)):
             if time.monotonic() > deadline:
-                fail(f"not every partition acknowledged within {ACK_TIMEOUT:.0f} s of starting: {failed[:3]}")
+                fail(f"not every partition acknowledged to every client within {ACK_TIMEOUT:.0f} s of starting: "
+                     f"{failed[:3]} {[list(peer.errors) for peer in peers]}")
             time.sleep(0.1)
         settled()
-        samples = {}  # (kind, role) -> windows
+        samples = {}  # (client, kind, role) -> windows
         schedule = [(kind, controller) for _ in range(args.rounds)
                     for kind in ("SIGKILL", "SIGTERM") for controller in (True, False)]
         schedule = schedule[:2 * args.rounds]
         for n, (kind, pick_controller) in enumerate(schedule):
-            # Spread the signal over librdkafka's 1-s leader scan, so the samples are not
-            # all taken at one phase of it.
-            time.sleep(2 + (n * 0.37) % 1)
+            # Every round's settling moved leaders (the preferred-leader election), which made
+            # each client refresh its metadata; franz-go refreshes at most every 5 s
+            # (MetadataMinAge), so a kill sooner after that measures the election, not the
+            # failover. A cluster is measured at rest: 5.5 s, then the signal spread over
+            # librdkafka's 1-s leader scan, so the samples are not all taken at one phase of it.
+            time.sleep(5.5 + (n * 0.37) % 1)
             leaders, controller, _ = view()
             if not leaders:
                 fail("no live node answers Metadata")
@@ -214,21 +290,29 @@ def main():
             worst = None
             deadline = started + ACK_TIMEOUT
             while time.monotonic() < deadline:
-                windows = [window(p, started) for p in led]
-                if all(w is not None for w in windows) and time.monotonic() - started > max(windows) + 1:
-                    worst = max(windows)
-                    break
+                windows = {c: [window(c, p, started) for p in led] for c in CLIENTS}
+                if all(w is not None for ws in windows.values() for w in ws):
+                    worst = {c: max(ws) for c, ws in windows.items()}
+                    if time.monotonic() - started > max(worst.values()) + 1:
+                        break
+                    worst = None
                 time.sleep(0.1)
             if worst is None:
-                fail(f"round {n + 1}: partitions {led} not acknowledged within {ACK_TIMEOUT:.0f} s of the {kind} "
-                     f"of node {victim}")
-            samples.setdefault((kind, role), []).append(worst)
-            if worst > SHOW_CLIENT_LOG_PAST:
-                for offset, line in client_log.between(started, started + worst + 0.2):
-                    log(f"   client +{offset:.3f} s: {line[:200]}")
+                fail(f"round {n + 1}: partitions {led} not acknowledged to every client within {ACK_TIMEOUT:.0f} s "
+                     f"of the {kind} of node {victim}")
+            for client, w in worst.items():
+                samples.setdefault((client, kind, role), []).append(w)
+            if worst["librdkafka"] > SHOW_CLIENT_LOG_PAST:
+                for offset, line in client_log.between(started, started + worst["librdkafka"] + 0.2):
+                    log(f"   librdkafka +{offset:.3f} s: {line[:200]}")
+            for peer in peers:
+                if worst[peer.name] > SHOW_CLIENT_LOG_PAST:
+                    for offset, line in peer.between(started, started + worst[peer.name] + 0.2):
+                        if "metadata" in line.lower():
+                            log(f"   {peer.name} +{offset:.3f} s: {line[:240]}")
             log(f"round {n + 1}/{len(schedule)}: {kind} of node {victim} ({role}, leader of partitions {led}): "
-                f"window {worst:.3f} s; librdkafka parked a partition on its internal broker "
-                f"{client_log.parked - parked_before} time(s)")
+                f"windows " + ", ".join(f"{c} {w:.3f} s" for c, w in worst.items())
+                + f"; librdkafka parked a partition on its internal broker {client_log.parked - parked_before} time(s)")
             if kind == "SIGTERM" and cluster.procs[victim].wait(timeout=30) != 0:
                 fail(f"node {victim} exited with {cluster.procs[victim].returncode} after SIGTERM")
             cluster.start(victim)
@@ -237,9 +321,16 @@ def main():
         loader.join()
         if producer.flush(60) != 0:
             fail("records still unacknowledged 60 s after the load stopped")
+        for peer in peers:
+            peer.stop(60)
+            log(f"{peer.name} producer: {peer.summary}; last failures {list(peer.errors)[-3:]}")
+            if not peer.summary or " undelivered 0" not in peer.summary:
+                fail(f"the {peer.name} producer left records unacknowledged: {peer.summary}")
+        if conflicts:
+            fail(f"{len(conflicts)} offsets acknowledged for two different records (first: {conflicts[:5]})")
         # Every acknowledged record is there, at its offset.
         with lock:
-            expected = {(p, offset): value for _, p, offset, value in acks}
+            expected = dict(acked)
         consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "failover-check",
                              "enable.auto.commit": False})
         consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
@@ -255,12 +346,14 @@ def main():
             fail(f"{len(missing)} of {len(expected)} acknowledged records not read back at their offsets "
                  f"(first: {sorted(missing)[:5]})")
         log(f"ok {len(expected)} acknowledged records read back at their offsets; {len(failed)} deliveries failed")
-        for kind in ("SIGKILL", "SIGTERM"):
-            every = [w for (k, _), ws in samples.items() if k == kind for w in ws]
-            log(f"window after {kind} of a leader, librdkafka defaults, {len(every)} rounds: {describe(every)}")
-            for (k, role), part in sorted(samples.items()):
-                if k == kind:
-                    log(f"  ... victim {role}: {describe(part)}")
+        for client in CLIENTS:
+            for kind in ("SIGKILL", "SIGTERM"):
+                every = [w for (c, k, _), ws in samples.items() if (c, k) == (client, kind) for w in ws]
+                log(f"window after {kind} of a leader, {client} at its defaults, {len(every)} rounds: "
+                    f"{describe(every)}")
+                for (c, k, role), part in sorted(samples.items()):
+                    if (c, k) == (client, kind):
+                        log(f"  ... victim {role}: {describe(part)}")
         log(f"librdkafka parked a partition on its internal broker {client_log.parked} time(s) in all")
     shutil.rmtree(work, ignore_errors=True)
 

@@ -39,10 +39,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *       after that are failed by a forced close and counted as undelivered. Exit status 0.
  * </ul>
  *
- * <p>Usage: java HistoryProducer BOOTSTRAP TOPIC TAG PRODUCER RATE PARTITIONS [VALUE_BYTES [CONFIG]]
+ * <p>Usage: java HistoryProducer BOOTSTRAP TOPIC TAG PRODUCER RATE PARTITIONS [VALUE_BYTES [CONFIG [TUNING]]]
  *
  * <p>CONFIG: a properties file of connection settings (security.protocol, ssl.*) applied
  * first; the settings above still win, so both clients keep facing faults the same way.
+ *
+ * <p>TUNING: {@code tuned} (the default) or {@code defaults}, which leaves out the
+ * fault-tolerance settings: the client's own defaults, for a harness that times them.
  */
 public final class HistoryProducer {
   private static final PrintStream ACKS =
@@ -70,6 +73,7 @@ public final class HistoryProducer {
     int partitions = Integer.parseInt(args[5]);
     int valueBytes = args.length > 6 ? Integer.parseInt(args[6]) : 100;
     String config = args.length > 7 && !args[7].isEmpty() ? args[7] : null;
+    boolean tuned = args.length <= 8 || !args[8].equals("defaults");
 
     Properties props = new Properties();
     if (config != null) {
@@ -84,15 +88,17 @@ public final class HistoryProducer {
     // Java names: message.timeout.ms -> delivery.timeout.ms, topic.metadata.refresh.interval.ms
     // -> metadata.max.age.ms. request.timeout.ms bounds one request (the Java client has no
     // separate socket.timeout.ms): a SIGSTOPped leader's in-flight requests fail after 5 s.
-    props.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-    props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "300000");
-    props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
-    props.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, "50");
-    props.put(ProducerConfig.RETRY_BACKOFF_MAX_MS_CONFIG, "500");
-    props.put(ProducerConfig.RECONNECT_BACKOFF_MS_CONFIG, "50");
-    props.put(ProducerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "500");
-    props.put(ProducerConfig.SOCKET_CONNECTION_SETUP_TIMEOUT_MS_CONFIG, "5000");
-    props.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, "10000");
+    if (tuned) {
+      props.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+      props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "300000");
+      props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
+      props.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, "50");
+      props.put(ProducerConfig.RETRY_BACKOFF_MAX_MS_CONFIG, "500");
+      props.put(ProducerConfig.RECONNECT_BACKOFF_MS_CONFIG, "50");
+      props.put(ProducerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "500");
+      props.put(ProducerConfig.SOCKET_CONNECTION_SETUP_TIMEOUT_MS_CONFIG, "5000");
+      props.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, "10000");
+    }
 
     ProducerConfig effective = new ProducerConfig(props);
     System.err.println("ready idempotence=" + effective.getBoolean(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG)
