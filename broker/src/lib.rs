@@ -33,6 +33,7 @@
 pub mod api;
 pub mod config;
 pub mod controller;
+pub mod coordinator;
 pub mod group;
 pub mod metadata;
 pub mod metrics;

@@ -10,13 +10,14 @@ use clap::Parser;
 use oxbow_broker::api;
 use oxbow_broker::config::BrokerConfig;
 use oxbow_broker::controller::active::LeaderBalance;
-use oxbow_broker::controller::{Controller, ControllerError, QuorumSettings};
+use oxbow_broker::controller::{BrokerSide, Controller, ControllerError, QuorumSettings};
+use oxbow_broker::coordinator::{CoordinatorRuntime, CoordinatorShard};
 use oxbow_broker::group::GroupCoordinator;
 use oxbow_broker::group::metrics::GroupMetrics;
 use oxbow_broker::metadata::records::Endpoint;
 use oxbow_broker::metrics::Metrics;
 use oxbow_broker::replication::ReplicationMetrics;
-use oxbow_broker::replication::{IsrProposal, LeadershipHook, ReplicaManager};
+use oxbow_broker::replication::{IsrProposal, ReplicaManager};
 use oxbow_broker::security::ServerTls;
 use oxbow_broker::server;
 use oxbow_broker::state::BrokerState;
@@ -248,21 +249,34 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     if let Some(sasl) = &config.inter_broker_sasl {
         replicas.fetch_with_sasl(Arc::new(sasl.clone()));
     }
-    // Groups follow __consumer_offsets leadership from the first image on.
-    let groups = Arc::new(GroupCoordinator::for_replicas(
+    // The publisher tells the coordinator runtime which partitions this broker leads, from
+    // the first image on; the coordinators, built once the controller is up, get every
+    // change in order.
+    let (leadership, leadership_changes) = tokio::sync::mpsc::unbounded_channel();
+    let (controller, mut controller_tasks) = Controller::start(
+        settings,
+        defaults,
+        config.is_broker.then(|| BrokerSide {
+            replicas: Arc::clone(&replicas),
+            logs: Arc::clone(&logs),
+            leadership,
+        }),
+        sockets.controller,
+        shutdown_rx.clone(),
+    )
+    .await
+    .context("starting the metadata quorum")?;
+    let groups = Arc::new(GroupCoordinator::new(
         config.groups.clone(),
         Arc::clone(&replicas),
-        Arc::clone(&logs),
         Arc::new(SystemClock),
         GroupMetrics::with_partition_labels(metrics.registry(), config.metrics_partition_labels)
             .context("registering group metrics")?,
     ));
-    // Transaction coordinators follow __transaction_state leadership the same way.
     let transactions = Arc::new(
         TransactionCoordinator::new(
             config.transactions.clone(),
             Arc::clone(&replicas),
-            Arc::clone(&logs),
             Arc::new(SystemClock),
             shutdown_rx.clone(),
         )
@@ -271,28 +285,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
                 .context("registering transaction metrics")?,
         ),
     );
-    {
-        let groups = Arc::clone(&groups);
-        let transactions = Arc::clone(&transactions);
-        replicas.set_leadership_hook(LeadershipHook(Arc::new(move |tp, leading| {
-            if tp.topic == oxbow_broker::group::OFFSETS_TOPIC {
-                groups.leadership_changed(tp.partition, leading);
-            } else if tp.topic == oxbow_broker::txn::TRANSACTION_STATE_TOPIC {
-                transactions.leadership_changed(tp.partition, leading);
-            }
-        })));
-    }
-    let (controller, mut controller_tasks) = Controller::start(
-        settings,
-        defaults,
-        config
-            .is_broker
-            .then(|| (Arc::clone(&replicas), Arc::clone(&logs))),
-        sockets.controller,
-        shutdown_rx.clone(),
-    )
-    .await
-    .context("starting the metadata quorum")?;
+    let runtime = CoordinatorRuntime::new(
+        Arc::clone(&replicas),
+        vec![
+            Arc::clone(&groups) as Arc<dyn CoordinatorShard>,
+            Arc::clone(&transactions) as Arc<dyn CoordinatorShard>,
+        ],
+    );
+    tokio::spawn(runtime.run(leadership_changes, shutdown_rx.clone()));
     let state = Arc::new(BrokerState {
         config: config.clone(),
         controller: Arc::clone(&controller),

@@ -194,6 +194,16 @@ pub struct Controller {
 /// The controller's background tasks; any of them ending with an error stops the node.
 pub type ControllerTasks = JoinSet<Result<(), ControllerError>>;
 
+/// What a node that is also a broker gives its controller: the publisher applies each
+/// image to these logs and replicas and tells the coordinator runtime which partitions
+/// this broker started or stopped leading.
+#[derive(Debug)]
+pub struct BrokerSide {
+    pub replicas: Arc<ReplicaManager>,
+    pub logs: Arc<LogManager>,
+    pub leadership: crate::coordinator::LeadershipChanges,
+}
+
 impl Controller {
     /// Opens the quorum's storage, joins or forms the quorum, and starts this node's
     /// controller tasks (serving `controller_socket`, bound by the caller before anything
@@ -201,7 +211,7 @@ impl Controller {
     pub async fn start(
         settings: QuorumSettings,
         log_defaults: LogConfig,
-        broker: Option<(Arc<ReplicaManager>, Arc<LogManager>)>,
+        broker: Option<BrokerSide>,
         controller_socket: Option<tokio::net::TcpListener>,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Arc<Self>, ControllerTasks), StartError> {
@@ -314,14 +324,10 @@ impl Controller {
             ))
         });
         let (caught_up_sender, caught_up_target) = watch::channel(None);
-        let (publisher, published) = match &broker {
-            Some((replicas, logs)) => {
-                let (publisher, published) = publisher::Publisher::new(
-                    Arc::clone(replicas),
-                    Arc::clone(logs),
-                    log_defaults.clone(),
-                    caught_up_target.clone(),
-                );
+        let (publisher, published) = match broker {
+            Some(side) => {
+                let (publisher, published) =
+                    publisher::Publisher::new(side, log_defaults.clone(), caught_up_target.clone());
                 (Some(publisher), published)
             }
             None => (None, watch::channel(0).1),

@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use super::BrokerSide;
 use super::feed::MetadataView;
+use crate::coordinator::LeadershipChanges;
 use crate::metadata::image::ClusterImage;
 use crate::metadata::scope::Scope;
 use crate::replication::ReplicaManager;
@@ -24,6 +26,8 @@ pub struct Publisher {
     node_id: i32,
     replicas: Arc<ReplicaManager>,
     logs: Arc<LogManager>,
+    /// The coordinator runtime's channel: partitions this broker started or stopped leading.
+    leadership: LeadershipChanges,
     log_defaults: LogConfig,
     /// The index this broker must reach before removing logs its image does not know.
     caught_up_target: watch::Receiver<Option<u64>>,
@@ -38,17 +42,17 @@ pub struct Publisher {
 
 impl Publisher {
     pub fn new(
-        replicas: Arc<ReplicaManager>,
-        logs: Arc<LogManager>,
+        side: BrokerSide,
         log_defaults: LogConfig,
         caught_up_target: watch::Receiver<Option<u64>>,
     ) -> (Self, watch::Receiver<u64>) {
         let (published, receiver) = watch::channel(0);
         (
             Self {
-                node_id: replicas.node_id(),
-                logs,
-                replicas,
+                node_id: side.replicas.node_id(),
+                logs: side.logs,
+                replicas: side.replicas,
+                leadership: side.leadership,
                 log_defaults,
                 caught_up_target,
                 published,
@@ -206,7 +210,10 @@ impl Publisher {
                 tracing::warn!(topic_partition = %tp, "Keeping a partition log the metadata does not mention until this broker has caught up with the quorum");
             }
         }
-        self.replicas.apply_image(image, &scope);
+        for change in self.replicas.apply_image(image, &scope) {
+            // Nobody listens only while the broker shuts down.
+            let _ = self.leadership.send(change);
+        }
         self.applied_once = true;
         self.caught_up_before = caught_up;
     }
@@ -246,9 +253,13 @@ mod tests {
                 .unwrap(),
             shutdown,
         );
+        let (leadership, _) = tokio::sync::mpsc::unbounded_channel();
         let (mut publisher, _) = Publisher::new(
-            Arc::clone(&replicas),
-            Arc::clone(&logs),
+            BrokerSide {
+                replicas: Arc::clone(&replicas),
+                logs: Arc::clone(&logs),
+                leadership,
+            },
             defaults,
             caught_up_target,
         );

@@ -7,8 +7,9 @@
 //!
 //! Write path: a change is appended to the group's offsets partition first and applied
 //! in memory after the append succeeded, so what a client was told is on disk.
-//! Load path: at start-up every offsets partition is read from its log start offset;
-//! later records win, tombstones delete; undecodable records are skipped with a warning.
+//! Load path: the coordinator runtime reads an offsets partition this broker starts
+//! leading from its log start offset ([`crate::coordinator::loader`]); later records win,
+//! tombstones delete; undecodable records are skipped with a warning.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -20,17 +21,19 @@ use tokio::sync::oneshot;
 
 use super::classic::{Action, ClassicGroup, JoinRequest, JoinResponseData, Reply};
 use super::consumer::ConsumerGroup;
+use super::load::Loaded;
 use super::metrics::{GroupMetrics, GroupSnapshot, PartitionPosition};
 use super::records::{
     self, GroupMetadataValue, OffsetValue, RecordKey, encode_group_value, encode_key,
 };
 use super::{GroupError, OFFSETS_TOPIC};
 use crate::config::GroupConfig;
+use crate::coordinator::{CoordinatorRecord, CoordinatorShard};
 use crate::replication::ReplicaManager;
 use crate::storage::batch_builder::{
     ProducerFields, SimpleRecord, build_batch, build_transactional_batch,
 };
-use crate::storage::{Clock, LogManager, TopicPartition, Verification};
+use crate::storage::{Clock, TopicPartition, Verification};
 
 /// A group's protocol and state.
 #[derive(Debug)]
@@ -99,88 +102,43 @@ pub(super) struct Groups {
 pub struct GroupCoordinator {
     pub config: GroupConfig,
     pub(super) clock: Arc<dyn Clock>,
-    pub(super) logs: Arc<LogManager>,
     pub(super) state: Mutex<Groups>,
     pub metrics: GroupMetrics,
-    /// Once attached, appends go through the replica of the group's partition, and only
-    /// where this broker leads it.
-    pub(super) replicas: parking_lot::RwLock<Option<Arc<ReplicaManager>>>,
-    /// Offsets partitions whose groups are loaded (with replicas: the ones led here).
+    /// Appends go through the replica of the group's partition, and only where this
+    /// broker leads it.
+    pub(super) replicas: Arc<ReplicaManager>,
+    /// Offsets partitions whose groups are loaded (the ones led here).
     loaded: Mutex<std::collections::BTreeSet<i32>>,
 }
 
 impl GroupCoordinator {
-    /// A coordinator that coordinates the groups of the `__consumer_offsets` partitions
-    /// `replicas` leads: each is loaded when this broker becomes its leader (the caller
-    /// routes the replica manager's leadership changes to [`Self::leadership_changed`]).
-    pub fn for_replicas(
+    /// A coordinator of the groups of the `__consumer_offsets` partitions `replicas`
+    /// leads: the coordinator runtime loads each when this broker becomes its leader.
+    pub fn new(
         config: GroupConfig,
         replicas: Arc<ReplicaManager>,
-        logs: Arc<LogManager>,
         clock: Arc<dyn Clock>,
         metrics: GroupMetrics,
     ) -> Self {
         Self {
             config,
             clock,
-            logs,
             state: Mutex::new(Groups::default()),
             metrics,
-            replicas: parking_lot::RwLock::new(Some(replicas)),
+            replicas,
             loaded: Mutex::new(Default::default()),
         }
     }
 
-    /// Loads every group from `__consumer_offsets` (which must exist).
-    pub fn load(
-        config: GroupConfig,
-        logs: Arc<LogManager>,
-        clock: Arc<dyn Clock>,
-        metrics: GroupMetrics,
-    ) -> Self {
-        let coordinator = Self {
-            config,
-            clock,
-            logs,
-            state: Mutex::new(Groups::default()),
-            metrics,
-            replicas: parking_lot::RwLock::new(None),
-            loaded: Mutex::new(Default::default()),
-        };
-        let mut loaded_groups = 0usize;
-        {
-            let now = coordinator.clock.now_ms();
-            let mut state = coordinator.state.lock();
-            for partition in 0..coordinator.config.offsets_partitions {
-                let loaded = coordinator.read_partition(partition);
-                coordinator.replay_partition(&mut state, loaded, now);
-            }
-            state.groups.retain(|_, g| {
-                !(g.is_empty()
-                    && g.offsets.is_empty()
-                    && matches!(&g.kind, GroupKind::Classic(c) if c.generation_id == 0))
-            });
-            loaded_groups = loaded_groups.max(state.groups.len());
-            state.last_expiry_check = now;
-        }
-        tracing::info!(
-            groups = loaded_groups,
-            "Loaded consumer groups from __consumer_offsets"
-        );
-        coordinator
-    }
-
-    /// This broker became leader of offsets partition `partition`: its groups are loaded
-    /// afresh from the log (it may hold commits made at the previous leader); or it
-    /// stopped leading it: its groups are dropped (another broker coordinates them).
-    pub fn leadership_changed(&self, partition: i32, leading: bool) {
+    /// This broker became leader of offsets partition `partition` (`loaded`: what its log
+    /// holds): its groups are loaded afresh (it may hold commits made at the previous
+    /// leader); or it stopped leading it (`None`): its groups are dropped (another broker
+    /// coordinates them).
+    fn changed_hands(&self, partition: i32, loaded: Option<Vec<Loaded>>) {
+        let leading = loaded.is_some();
+        let loaded = loaded.unwrap_or_default();
         let partitions = self.config.offsets_partitions;
         let now = self.clock.now_ms();
-        let loaded = if leading {
-            self.read_partition(partition)
-        } else {
-            Vec::new()
-        };
         let mut state = self.state.lock();
         if leading {
             self.loaded.lock().insert(partition);
@@ -227,11 +185,11 @@ impl GroupCoordinator {
     /// partition and has loaded it (clients then ask FindCoordinator again): a group
     /// must never start here from nothing while its committed state lives elsewhere.
     pub fn check_coordinator(&self, group_id: &str) -> Result<(), GroupError> {
-        let Some(replicas) = self.replicas.read().clone() else {
-            return Ok(());
-        };
         let partition = records::partition_for(group_id, self.config.offsets_partitions);
-        match replicas.partition(&TopicPartition::new(OFFSETS_TOPIC, partition)) {
+        match self
+            .replicas
+            .partition(&TopicPartition::new(OFFSETS_TOPIC, partition))
+        {
             Some(replica) if replica.is_leader() => {
                 if self.loaded.lock().contains(&partition) {
                     Ok(())
@@ -283,37 +241,24 @@ impl GroupCoordinator {
             partition: tp.clone(),
             reason: e.to_string(),
         })?;
-        if let Some(replicas) = self.replicas.read().clone() {
-            let replica = replicas
-                .partition(&tp)
-                .filter(|p| p.is_leader())
-                .ok_or(GroupError::NotCoordinator)?;
-            return replica
-                .append_as_leader_verified(&batch, 1, verification)
-                .map(|_| ())
-                .map_err(|error| {
-                    tracing::warn!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
-                    match error {
-                        crate::replication::AppendError::NotLeader(_) => GroupError::NotCoordinator,
-                        other => GroupError::Append {
-                            partition: tp.clone(),
-                            reason: other.to_string(),
-                        },
-                    }
-                });
-        }
-        let log = self
-            .logs
-            .get(&tp)
-            .ok_or(GroupError::CoordinatorNotAvailable)?;
-        log.append_verified(&batch, 0, verification).map_err(|error| {
-            tracing::error!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
-            GroupError::Append {
-                partition: tp.clone(),
-                reason: error.to_string(),
-            }
-        })?;
-        Ok(())
+        let replica = self
+            .replicas
+            .partition(&tp)
+            .filter(|p| p.is_leader())
+            .ok_or(GroupError::NotCoordinator)?;
+        replica
+            .append_as_leader_verified(&batch, 1, verification)
+            .map(|_| ())
+            .map_err(|error| {
+                tracing::warn!(topic_partition = %tp, %error, "Appending to __consumer_offsets failed");
+                match error {
+                    crate::replication::AppendError::NotLeader(_) => GroupError::NotCoordinator,
+                    other => GroupError::Append {
+                        partition: tp.clone(),
+                        reason: other.to_string(),
+                    },
+                }
+            })
     }
 
     pub(super) fn record(
@@ -721,9 +666,9 @@ impl GroupCoordinator {
                 .map(|(tp, value)| PartitionPosition {
                     topic_partition: tp,
                     committed_offset: value.offset,
-                    lag: self.logs.get(tp).map(|log| {
+                    lag: self.replicas.partition(tp).map(|replica| {
                         let high_watermark =
-                            i64::try_from(log.high_watermark()).unwrap_or(i64::MAX);
+                            i64::try_from(replica.high_watermark()).unwrap_or(i64::MAX);
                         (high_watermark - value.offset).max(0)
                     }),
                 })
@@ -743,5 +688,20 @@ pub(super) fn new_group(now: i64, initial_delay_ms: i64) -> Group {
     Group {
         kind: GroupKind::Classic(ClassicGroup::new(now, initial_delay_ms)),
         offsets: BTreeMap::new(),
+    }
+}
+
+impl CoordinatorShard for GroupCoordinator {
+    fn topic(&self) -> &'static str {
+        OFFSETS_TOPIC
+    }
+
+    fn load(&self, partition: i32, _leader_epoch: i32, records: Vec<CoordinatorRecord>) {
+        let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+        self.changed_hands(partition, Some(super::load::decode(&tp, records)));
+    }
+
+    fn unload(&self, partition: i32) {
+        self.changed_hands(partition, None);
     }
 }

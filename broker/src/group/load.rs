@@ -1,20 +1,16 @@
-//! Loading groups from `__consumer_offsets` at start-up: every partition is read from
-//! its log start offset; later records win, tombstones delete, and records that cannot
-//! be decoded are skipped with a warning (never a panic). Offsets a transaction wrote
-//! (TxnOffsetCommit) count from its COMMIT marker on, are dropped at its ABORT marker,
-//! and are pending while it has neither.
+//! Loading groups from a `__consumer_offsets` partition this broker starts leading (read
+//! from its log start offset by the coordinator runtime): later records win, tombstones
+//! delete, and records that cannot be decoded are skipped with a warning (never a panic).
+//! Offsets a transaction wrote (TxnOffsetCommit) count from its COMMIT marker on, are
+//! dropped at its ABORT marker, and are pending while it has neither.
 
 use std::collections::HashMap;
 
-use bytes::Bytes;
-use kafka_protocol::records::RecordBatchDecoder;
-
-use super::OFFSETS_TOPIC;
 use super::classic::ClassicGroup;
 use super::coordinator::Groups;
 use super::coordinator::{Group, GroupCoordinator, GroupKind, new_group};
 use super::records::{self, RecordKey, RecordValue};
-use crate::storage::ReadLimit;
+use crate::coordinator::{CoordinatorRecord, RecordKind};
 use crate::storage::TopicPartition;
 
 /// What a `__consumer_offsets` partition holds, in log order.
@@ -26,6 +22,43 @@ pub(super) enum Loaded {
     Transactional(i64, RecordKey, Option<RecordValue>),
     /// A transaction marker: producer id, commit.
     Marker(i64, bool),
+}
+
+/// What a partition's records say, decoded; a record that cannot be is skipped with a
+/// warning.
+pub(super) fn decode(tp: &TopicPartition, read: Vec<CoordinatorRecord>) -> Vec<Loaded> {
+    let mut out = Vec::with_capacity(read.len());
+    for record in read {
+        let (key, value) = match record.kind {
+            RecordKind::Marker { commit } => {
+                out.push(Loaded::Marker(record.producer_id, commit));
+                continue;
+            }
+            RecordKind::Data {
+                key: Some(key),
+                value,
+            } => (key, value),
+            RecordKind::Data { key: None, .. } => continue,
+        };
+        let key = match records::decode_key(key) {
+            Ok(key) => key,
+            Err(error) => {
+                tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a __consumer_offsets record");
+                continue;
+            }
+        };
+        match records::decode_value(&key, value) {
+            Ok(value) => out.push(if record.transactional {
+                Loaded::Transactional(record.producer_id, key, value)
+            } else {
+                Loaded::Record(key, value)
+            }),
+            Err(error) => {
+                tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a __consumer_offsets record");
+            }
+        }
+    }
+    out
 }
 
 impl GroupCoordinator {
@@ -67,77 +100,6 @@ impl GroupCoordinator {
                 }
             }
         }
-    }
-
-    pub(super) fn read_partition(&self, partition: i32) -> Vec<Loaded> {
-        let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-        let mut out = Vec::new();
-        let Some(log) = self.logs.get(&tp) else {
-            return out;
-        };
-        let mut offset = log.log_start_offset();
-        loop {
-            let read = match log.read_with_limit(offset, 1 << 20, ReadLimit::LogEnd) {
-                Ok(read) => read,
-                Err(error) => {
-                    tracing::error!(topic_partition = %tp, offset, %error, "Cannot read __consumer_offsets; the rest of the partition is not loaded");
-                    break;
-                }
-            };
-            if read.regions.is_empty() || read.next_offset <= offset {
-                break;
-            }
-            offset = read.next_offset;
-            let bytes = match read.read_to_vec() {
-                Ok(bytes) => bytes,
-                Err(error) => {
-                    tracing::error!(topic_partition = %tp, %error, "Cannot read __consumer_offsets");
-                    break;
-                }
-            };
-            let mut buffer = Bytes::from(bytes);
-            let records = match RecordBatchDecoder::decode_all(&mut buffer) {
-                Ok(sets) => sets.into_iter().flat_map(|set| set.records),
-                Err(error) => {
-                    tracing::warn!(topic_partition = %tp, %error, "Skipping undecodable __consumer_offsets batches");
-                    continue;
-                }
-            };
-            for record in records {
-                if record.control {
-                    // An end-transaction marker's key: version i16, type i16 (1 COMMIT).
-                    if let Some(key) = &record.key
-                        && record.transactional
-                        && let (Some(high), Some(low)) = (key.get(2), key.get(3))
-                    {
-                        let kind = i16::from_be_bytes([*high, *low]);
-                        if kind == 0 || kind == 1 {
-                            out.push(Loaded::Marker(record.producer_id, kind == 1));
-                        }
-                    }
-                    continue;
-                }
-                let transactional = record.transactional.then_some(record.producer_id);
-                let Some(key) = record.key else { continue };
-                let key = match records::decode_key(key) {
-                    Ok(key) => key,
-                    Err(error) => {
-                        tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a __consumer_offsets record");
-                        continue;
-                    }
-                };
-                match records::decode_value(&key, record.value) {
-                    Ok(value) => out.push(match transactional {
-                        Some(producer_id) => Loaded::Transactional(producer_id, key, value),
-                        None => Loaded::Record(key, value),
-                    }),
-                    Err(error) => {
-                        tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a __consumer_offsets record");
-                    }
-                }
-            }
-        }
-        out
     }
 
     pub(super) fn replay(

@@ -1,5 +1,5 @@
-//! The coordinator over real `__consumer_offsets` logs in a temporary directory, with a
-//! manual clock: offset expiry (`offsets.retention.minutes`) and its persistence.
+//! The coordinator over real `__consumer_offsets` logs in a temporary directory, through
+//! their replicas, with a manual clock: offset expiry (`offsets.retention.minutes`) and its persistence.
 
 use std::sync::Arc;
 
@@ -9,6 +9,10 @@ use prometheus::Registry;
 use super::classic::JoinRequest;
 use super::metrics::GroupMetrics;
 use super::{GroupConfig, GroupCoordinator, OFFSETS_TOPIC};
+use crate::coordinator::{CoordinatorShard, loader};
+use crate::metadata::scope::Scope;
+use crate::metadata::testing::image;
+use crate::replication::{ReplicaManager, ReplicationMetrics};
 use crate::storage::{LogConfig, LogManager, ManualClock, TopicPartition};
 
 const START_MS: i64 = 1_700_000_000_000;
@@ -28,7 +32,9 @@ fn config_with_delay(initial_rebalance_delay_ms: i64) -> GroupConfig {
     }
 }
 
-/// A coordinator loaded from the offsets logs in `dir` (created on first use).
+/// A coordinator loaded from the offsets logs in `dir` (created on first use), this
+/// broker (node 1) the only replica and leader of every offsets partition, loaded as the
+/// coordinator runtime loads them.
 fn open(dir: &std::path::Path, clock: &Arc<ManualClock>) -> GroupCoordinator {
     open_with(dir, clock, config())
 }
@@ -44,18 +50,37 @@ fn open_with(
         clock.clone(),
     )
     .unwrap();
+    let replicas: Vec<&[i32]> = vec![&[1]; config.offsets_partitions as usize];
+    let image = image(&[(OFFSETS_TOPIC, &replicas)]);
     for partition in 0..config.offsets_partitions {
         let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
         if logs.get(&tp).is_none() {
             logs.create(tp, LogConfig::default()).unwrap();
         }
     }
-    GroupCoordinator::load(
-        config,
+    let (_, shutdown) = tokio::sync::watch::channel(false);
+    let (replicas, _) = ReplicaManager::new(
+        1,
+        crate::config::BrokerConfig::load(&[], Vec::new(), &[])
+            .unwrap()
+            .replication,
         Arc::new(logs),
         clock.clone(),
+        ReplicationMetrics::new(&Registry::new(), false).unwrap(),
+        shutdown,
+    );
+    let coordinator = GroupCoordinator::new(
+        config,
+        Arc::clone(&replicas),
+        clock.clone(),
         GroupMetrics::new(&Registry::new()).unwrap(),
-    )
+    );
+    for change in replicas.apply_image(&image, &Scope::Everything) {
+        assert!(change.leading, "{change:?}");
+        let replica = replicas.partition(&change.topic_partition).unwrap();
+        coordinator.load(change.topic_partition.partition, 0, loader::read(&replica));
+    }
+    coordinator
 }
 
 fn committed(coordinator: &GroupCoordinator, group: &str) -> Option<i64> {
@@ -186,7 +211,7 @@ fn a_parked_join_is_answered_not_coordinator_when_the_partition_changes_hands() 
         })
         .await;
         assert!(pending, "the join waits out the initial rebalance delay");
-        coordinator.leadership_changed(partition, false);
+        coordinator.unload(partition);
         // A guard against hanging, not a timing claim: the answer is sent by the call above.
         let answer = tokio::time::timeout(std::time::Duration::from_secs(30), parked)
             .await

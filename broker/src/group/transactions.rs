@@ -30,8 +30,7 @@ impl GroupCoordinator {
     ) -> Option<(TopicPartition, Option<u64>)> {
         let partition = records::partition_for(group_id, self.config.offsets_partitions);
         let tp = TopicPartition::new(super::OFFSETS_TOPIC, partition);
-        let replicas = self.replicas.read().clone()?;
-        let replica = replicas.partition(&tp).filter(|p| p.is_leader())?;
+        let replica = self.replicas.partition(&tp).filter(|p| p.is_leader())?;
         Some((tp, replica.start_verification(producer_id, epoch)))
     }
 

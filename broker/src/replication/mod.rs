@@ -86,24 +86,16 @@ pub struct ReplicaManager {
     pub metrics: metrics::ReplicationMetrics,
     /// Replication throttles (rates from the dynamic broker configs in the image).
     pub throttles: Arc<throttle::Throttles>,
-    /// Told when this broker starts or stops leading a partition (the group coordinator
-    /// loads and unloads `__consumer_offsets` partitions with it).
-    leadership_hook: RwLock<Option<LeadershipHook>>,
     /// Idle connections to other brokers for the coordinators' requests.
     peer_pool: peer_pool::PeerPool,
 }
 
-/// Called with a partition and whether this broker now leads it.
-#[derive(Clone)]
-pub struct LeadershipHook(pub Arc<LeadershipCallback>);
-
-/// The callback inside a [`LeadershipHook`].
-pub type LeadershipCallback = dyn Fn(&TopicPartition, bool) + Send + Sync;
-
-impl std::fmt::Debug for LeadershipHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LeadershipHook")
-    }
+/// This broker started (`leading`) or stopped leading a partition, as an image made it
+/// (the coordinator runtime loads and unloads its partitions with these).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadershipChange {
+    pub topic_partition: TopicPartition,
+    pub leading: bool,
 }
 
 impl ReplicaManager {
@@ -151,7 +143,6 @@ impl ReplicaManager {
             wanted: parking_lot::Mutex::new(HashMap::new()),
             proposals,
             checkpointed: parking_lot::Mutex::new(checkpointed),
-            leadership_hook: RwLock::new(None),
             peer_pool: peer_pool::PeerPool::default(),
         });
         (manager, receiver)
@@ -221,10 +212,6 @@ impl ReplicaManager {
         Ok((partition, epoch))
     }
 
-    pub fn set_leadership_hook(&self, hook: LeadershipHook) {
-        *self.leadership_hook.write() = Some(hook);
-    }
-
     /// Hands an ISR change to the controller.
     pub fn propose(&self, proposal: IsrProposal) {
         if self.proposals.send(proposal).is_err() {
@@ -238,8 +225,9 @@ impl ReplicaManager {
 
     /// Gives every partition hosted here in `scope` its role from `image` and points the
     /// fetchers at the leaders. Called by the publisher after it created the logs; what is
-    /// outside `scope` is unchanged since the last call, so it is left as it is.
-    pub fn apply_image(&self, image: &ClusterImage, scope: &Scope) {
+    /// outside `scope` is unchanged since the last call, so it is left as it is. Returns the
+    /// partitions this broker started or stopped leading, in the order it took them up.
+    pub fn apply_image(&self, image: &ClusterImage, scope: &Scope) -> Vec<LeadershipChange> {
         let now = self.clock.now_ms();
         self.throttles
             .leader
@@ -255,7 +243,7 @@ impl ReplicaManager {
                 self.node_id,
                 "follower.replication.throttled.rate",
             ));
-        let hook = self.leadership_hook.read().clone();
+        let mut changes = Vec::new();
         let mut seen = HashMap::new();
         let mut followed: Vec<(i32, TopicPartition, Following)> = Vec::new();
         for topic in scope.topics(image) {
@@ -270,15 +258,19 @@ impl ReplicaManager {
                 match partition.apply(state, now) {
                     Ok(Transition::BecameLeader { epoch, was_leader }) => {
                         tracing::info!(topic_partition = %tp, epoch, isr = ?state.in_sync_replicas, "Leading");
-                        if !was_leader && let Some(hook) = &hook {
-                            (hook.0)(&tp, true);
+                        if !was_leader {
+                            changes.push(LeadershipChange {
+                                topic_partition: tp.clone(),
+                                leading: true,
+                            });
                         }
                     }
                     Ok(Transition::BecameFollower { leader, epoch }) => {
                         tracing::info!(topic_partition = %tp, leader, epoch, "Following");
-                        if let Some(hook) = &hook {
-                            (hook.0)(&tp, false);
-                        }
+                        changes.push(LeadershipChange {
+                            topic_partition: tp.clone(),
+                            leading: false,
+                        });
                     }
                     Ok(Transition::Unchanged) => {}
                     Err(error) => {
@@ -328,6 +320,7 @@ impl ReplicaManager {
         }
         wanted.retain(|_, (_, assignment)| !assignment.is_empty());
         self.fetchers.assign(&wanted);
+        changes
     }
 
     /// The partition of a hosted log (its `Partition` is made once, when first seen).

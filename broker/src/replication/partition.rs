@@ -171,6 +171,29 @@ impl Partition {
         self.role.read().clone()
     }
 
+    pub fn log_start_offset(&self) -> u64 {
+        self.log.log_start_offset()
+    }
+
+    pub fn high_watermark(&self) -> u64 {
+        self.log.high_watermark()
+    }
+
+    /// Whole batches from `offset` up to the log end (at most `max_bytes`, at least one
+    /// batch). A coordinator loading its state reads this way: its own partition, to the
+    /// end, as its new leader.
+    pub fn read_to_log_end(
+        &self,
+        offset: u64,
+        max_bytes: u32,
+    ) -> Result<crate::storage::ReadResult, LogError> {
+        self.log.read_with_limit(
+            offset,
+            u64::from(max_bytes),
+            crate::storage::ReadLimit::LogEnd,
+        )
+    }
+
     pub fn is_leader(&self) -> bool {
         self.role.read().leader == self.node_id
     }

@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::records::{Compression, RecordBatchDecoder};
+use kafka_protocol::records::Compression;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -33,10 +33,11 @@ use super::markers::{self, MarkerSpec};
 use super::metadata::{TxnError, TxnMetadata, TxnState};
 use super::records;
 use crate::config::TransactionConfig;
+use crate::coordinator::{CoordinatorRecord, CoordinatorShard, RecordKind};
 use crate::replication::{AppendError, CommitWait, ReplicaManager};
 use crate::state::BrokerState;
 use crate::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
-use crate::storage::{Clock, LogManager, ReadLimit, TopicPartition};
+use crate::storage::{Clock, TopicPartition};
 
 /// How long a state write waits for the in-sync replicas of its partition.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(15);
@@ -65,7 +66,6 @@ struct Inner {
 pub struct TransactionCoordinator {
     pub config: TransactionConfig,
     replicas: Arc<ReplicaManager>,
-    logs: Arc<LogManager>,
     clock: Arc<dyn Clock>,
     shutdown: watch::Receiver<bool>,
     inner: Mutex<Inner>,
@@ -78,14 +78,12 @@ impl TransactionCoordinator {
     pub fn new(
         config: TransactionConfig,
         replicas: Arc<ReplicaManager>,
-        logs: Arc<LogManager>,
         clock: Arc<dyn Clock>,
         shutdown: watch::Receiver<bool>,
     ) -> Self {
         Self {
             config,
             replicas,
-            logs,
             clock,
             shutdown,
             inner: Mutex::new(Inner::default()),
@@ -134,14 +132,15 @@ impl TransactionCoordinator {
         if self.config.version >= 1 { 1 } else { 0 }
     }
 
-    /// This broker started or stopped leading `__transaction_state` partition
-    /// `partition`: its ids are loaded from the log, or dropped.
-    pub fn leadership_changed(&self, partition: i32, leading: bool) {
-        let loaded = if leading {
-            Some(self.read_partition(partition))
-        } else {
-            None
-        };
+    /// This broker started leading `__transaction_state` partition `partition` in
+    /// `epoch` (`loaded`: its ids as the log says), or stopped (`None`): its ids are
+    /// loaded, or dropped.
+    fn changed_hands(
+        &self,
+        partition: i32,
+        epoch: i32,
+        loaded: Option<HashMap<String, TxnMetadata>>,
+    ) {
         let state_partitions = self.config.state_partitions;
         let mut inner = self.inner.lock();
         inner.txns.retain(|id, _| {
@@ -155,10 +154,6 @@ impl TransactionCoordinator {
             );
             return;
         };
-        let epoch = self
-            .replicas
-            .partition(&TopicPartition::new(TRANSACTION_STATE_TOPIC, partition))
-            .map_or(0, |p| p.role().leader_epoch);
         let count = loaded.len();
         for (id, metadata) in loaded {
             if metadata.state.is_preparing() {
@@ -179,62 +174,6 @@ impl TransactionCoordinator {
             coordinator_epoch = epoch,
             "Loaded a __transaction_state partition"
         );
-    }
-
-    /// Every id of a partition as its last record says (tombstones remove).
-    fn read_partition(&self, partition: i32) -> HashMap<String, TxnMetadata> {
-        let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
-        let mut found = HashMap::new();
-        let Some(log) = self.logs.get(&tp) else {
-            return found;
-        };
-        let mut offset = log.log_start_offset();
-        loop {
-            let read = match log.read_with_limit(offset, 1 << 20, ReadLimit::LogEnd) {
-                Ok(read) => read,
-                Err(error) => {
-                    tracing::error!(topic_partition = %tp, offset, %error, "Cannot read __transaction_state; the rest of the partition is not loaded");
-                    break;
-                }
-            };
-            if read.regions.is_empty() || read.next_offset <= offset {
-                break;
-            }
-            offset = read.next_offset;
-            let Ok(bytes) = read.read_to_vec() else {
-                break;
-            };
-            let mut buffer = Bytes::from(bytes);
-            let Ok(sets) = RecordBatchDecoder::decode_all(&mut buffer) else {
-                tracing::warn!(topic_partition = %tp, "Skipping undecodable __transaction_state batches");
-                continue;
-            };
-            for record in sets.into_iter().flat_map(|set| set.records) {
-                if record.control {
-                    continue;
-                }
-                let Some(key) = record.key else { continue };
-                let id = match records::decode_key(&key) {
-                    Ok(id) => id,
-                    Err(error) => {
-                        tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a record");
-                        continue;
-                    }
-                };
-                match record.value.as_deref().map(records::decode_value) {
-                    None => {
-                        found.remove(&id);
-                    }
-                    Some(Ok(metadata)) => {
-                        found.insert(id, metadata);
-                    }
-                    Some(Err(error)) => {
-                        tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a record");
-                    }
-                }
-            }
-        }
-        found
     }
 
     /// The id's partition, if this broker coordinates it now.
@@ -756,4 +695,53 @@ async fn allocate(broker: &BrokerState) -> Result<i64, TxnError> {
             tracing::warn!(%error, "Cannot allocate a producer id");
             TxnError::NotAvailable
         })
+}
+
+impl CoordinatorShard for TransactionCoordinator {
+    fn topic(&self) -> &'static str {
+        TRANSACTION_STATE_TOPIC
+    }
+
+    fn load(&self, partition: i32, leader_epoch: i32, records: Vec<CoordinatorRecord>) {
+        let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
+        self.changed_hands(partition, leader_epoch, Some(decode(&tp, records)));
+    }
+
+    fn unload(&self, partition: i32) {
+        self.changed_hands(partition, 0, None);
+    }
+}
+
+/// Every id of a partition as its last record says (tombstones remove); a record that
+/// cannot be decoded is skipped with a warning.
+fn decode(tp: &TopicPartition, read: Vec<CoordinatorRecord>) -> HashMap<String, TxnMetadata> {
+    let mut found = HashMap::new();
+    for record in read {
+        let RecordKind::Data {
+            key: Some(key),
+            value,
+        } = record.kind
+        else {
+            continue;
+        };
+        let id = match records::decode_key(&key) {
+            Ok(id) => id,
+            Err(error) => {
+                tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a record");
+                continue;
+            }
+        };
+        match value.as_deref().map(records::decode_value) {
+            None => {
+                found.remove(&id);
+            }
+            Some(Ok(metadata)) => {
+                found.insert(id, metadata);
+            }
+            Some(Err(error)) => {
+                tracing::warn!(topic_partition = %tp, offset = record.offset, %error, "Skipping a record");
+            }
+        }
+    }
+    found
 }
