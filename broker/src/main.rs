@@ -22,6 +22,7 @@ use oxbow_broker::security::ServerTls;
 use oxbow_broker::server;
 use oxbow_broker::state::BrokerState;
 use oxbow_broker::storage::{LogManager, META_PROPERTIES, SystemClock, ensure_directory_id};
+use oxbow_broker::txn::markers::MarkerWriter;
 use oxbow_broker::txn::{TransactionCoordinator, TransactionMetrics};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
@@ -276,9 +277,13 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let transactions = Arc::new(
         TransactionCoordinator::new(
             config.transactions.clone(),
-            Arc::clone(&replicas),
+            MarkerWriter {
+                replicas: Arc::clone(&replicas),
+                controller: Arc::clone(&controller),
+                groups: Arc::clone(&groups),
+                shutdown: shutdown_rx.clone(),
+            },
             Arc::new(SystemClock),
-            shutdown_rx.clone(),
         )
         .with_metrics(
             TransactionMetrics::new(metrics.registry())
@@ -305,7 +310,6 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         serving: AtomicBool::new(false),
         recently_fenced: Default::default(),
     });
-    transactions.attach(Arc::downgrade(&state));
     tokio::spawn(Arc::clone(&transactions).run(shutdown_rx.clone()));
     let metrics_task = sockets.metrics.map(|listener| {
         tokio::spawn(server::http::serve(

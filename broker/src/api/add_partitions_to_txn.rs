@@ -130,7 +130,7 @@ async fn add(
         let outcome = if transaction.verify_only {
             coordinator
                 .verify(id, transaction.producer_id, transaction.epoch, &partitions)
-                .map(crate::txn::verification::membership_codes)
+                .map(super::txn_verification::membership_codes)
         } else {
             // v5 comes from a leader adding a version 2 producer's partition implicitly.
             let client_version =

@@ -40,7 +40,7 @@ impl Api for InitProducerIdApi {
                 let answer = context
                     .broker
                     .transactions
-                    .init_producer_id(context.broker, id, request.transaction_timeout_ms, expected)
+                    .init_producer_id(id, request.transaction_timeout_ms, expected)
                     .await;
                 let response = match answer {
                     Ok((producer_id, epoch)) => response

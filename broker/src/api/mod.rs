@@ -63,6 +63,7 @@ mod raft_voters;
 mod sasl;
 mod sync_group;
 mod txn_offset_commit;
+mod txn_verification;
 mod unregister_broker;
 mod write_txn_markers;
 

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use super::leader_hints::LeaderHints;
 use super::lookup::{leader_partition, topic_name};
+use super::txn_verification as verification;
 use super::{Api, ApiError, ApiResponse, HandlerFuture, RequestContext, errors, produce_legacy};
 use crate::quota::QuotaKey;
 use crate::replication::AppendError;
@@ -28,7 +29,6 @@ use crate::security::acl::{Operation, ResourceType};
 use crate::state::BrokerState;
 use crate::storage::validator::{RecordError, ValidationError};
 use crate::storage::{AppendInfo, BatchHeader, TopicPartition, Verification};
-use crate::txn::verification;
 
 #[derive(Debug)]
 pub struct ProduceApi;

@@ -13,11 +13,11 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::offset_commit::committed;
+use super::txn_verification;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::TxnMember;
 use crate::security::acl::{Operation, ResourceType};
 use crate::storage::{TopicPartition, Verification};
-use crate::txn::verification as txn_verification;
 
 #[derive(Debug)]
 pub struct TxnOffsetCommitApi;

@@ -19,7 +19,7 @@ use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::security::acl::Operation;
 use crate::storage::TopicPartition;
-use crate::txn::markers::{MARKER_TIMEOUT, MarkerSpec, write_local_all};
+use crate::txn::markers::{MARKER_TIMEOUT, MarkerSpec};
 
 #[derive(Debug)]
 pub struct WriteTxnMarkersApi;
@@ -101,7 +101,11 @@ async fn write_marker(
             codes.push(refused);
         }
     }
-    let mut written = write_local_all(context.broker, led, spec, deadline)
+    let mut written = context
+        .broker
+        .transactions
+        .markers()
+        .write_local_all(led, spec, deadline)
         .await
         .into_iter();
     codes

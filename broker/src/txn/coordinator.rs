@@ -20,7 +20,7 @@
 //! epoch.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -29,13 +29,13 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use super::TRANSACTION_STATE_TOPIC;
-use super::markers::{self, MarkerSpec};
+use super::markers::{MarkerSpec, MarkerWriter};
 use super::metadata::{TxnError, TxnMetadata, TxnState};
 use super::records;
 use crate::config::TransactionConfig;
+use crate::controller::Controller;
 use crate::coordinator::{CoordinatorRecord, CoordinatorShard, RecordKind};
 use crate::replication::{AppendError, CommitWait, ReplicaManager};
-use crate::state::BrokerState;
 use crate::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
 use crate::storage::{Clock, TopicPartition};
 
@@ -69,25 +69,22 @@ pub struct TransactionCoordinator {
     clock: Arc<dyn Clock>,
     shutdown: watch::Receiver<bool>,
     inner: Mutex<Inner>,
-    /// The broker, for the tasks that write markers (set once the state exists).
-    broker: OnceLock<Weak<BrokerState>>,
+    /// Producer ids come from the controller quorum.
+    controller: Arc<Controller>,
+    markers: MarkerWriter,
     pub metrics: Option<super::TransactionMetrics>,
 }
 
 impl TransactionCoordinator {
-    pub fn new(
-        config: TransactionConfig,
-        replicas: Arc<ReplicaManager>,
-        clock: Arc<dyn Clock>,
-        shutdown: watch::Receiver<bool>,
-    ) -> Self {
+    pub fn new(config: TransactionConfig, markers: MarkerWriter, clock: Arc<dyn Clock>) -> Self {
         Self {
             config,
-            replicas,
+            replicas: Arc::clone(&markers.replicas),
+            controller: Arc::clone(&markers.controller),
+            shutdown: markers.shutdown.clone(),
+            markers,
             clock,
-            shutdown,
             inner: Mutex::new(Inner::default()),
-            broker: OnceLock::new(),
             metrics: None,
         }
     }
@@ -107,9 +104,9 @@ impl TransactionCoordinator {
         }
     }
 
-    /// Gives the coordinator the broker its marker tasks use.
-    pub fn attach(&self, broker: Weak<BrokerState>) {
-        let _ = self.broker.set(broker);
+    /// How this coordinator writes markers (WriteTxnMarkers writes them the same way).
+    pub fn markers(&self) -> &MarkerWriter {
+        &self.markers
     }
 
     /// The `__transaction_state` partition of `transactional_id`.
@@ -316,8 +313,7 @@ impl TransactionCoordinator {
     /// producer session. An ongoing transaction of an older session is aborted first
     /// (its epoch bumped) and the caller is told to retry (CONCURRENT_TRANSACTIONS).
     pub async fn init_producer_id(
-        &self,
-        broker: &BrokerState,
+        self: &Arc<Self>,
         transactional_id: &str,
         timeout_ms: i32,
         expected: Option<(i64, i16)>,
@@ -350,9 +346,9 @@ impl TransactionCoordinator {
             }
             Some((ref metadata, false)) => match metadata.init(expected, timeout_ms, now)? {
                 Some(next) => next,
-                None => TxnMetadata::new(allocate(broker).await?, timeout_ms, now),
+                None => TxnMetadata::new(self.allocate().await?, timeout_ms, now),
             },
-            None => TxnMetadata::new(allocate(broker).await?, timeout_ms, now),
+            None => TxnMetadata::new(self.allocate().await?, timeout_ms, now),
         };
         let expected_before = current.map(|(m, _)| m);
         let (written, _) = self
@@ -430,7 +426,7 @@ impl TransactionCoordinator {
     /// producer goes on with (transaction version 2 bumps the epoch at every end, and moves
     /// an exhausted epoch to a new producer id).
     pub async fn end_transaction(
-        &self,
+        self: &Arc<Self>,
         transactional_id: &str,
         producer_id: i64,
         epoch: i16,
@@ -446,12 +442,7 @@ impl TransactionCoordinator {
                 .is_some_and(|e| e.metadata.end_needs_new_producer_id(client_version))
         };
         let next_producer_id = if needs_id {
-            let broker = self
-                .broker
-                .get()
-                .and_then(Weak::upgrade)
-                .ok_or(TxnError::NotAvailable)?;
-            Some(allocate(&broker).await?)
+            Some(self.allocate().await?)
         } else {
             None
         };
@@ -474,20 +465,13 @@ impl TransactionCoordinator {
         Ok(metadata.next_producer())
     }
 
-    fn spawn_completion(&self, transactional_id: String) {
-        let Some(broker) = self.broker.get().and_then(Weak::upgrade) else {
-            return;
-        };
-        tokio::spawn(async move {
-            broker
-                .transactions
-                .complete(&broker, &transactional_id)
-                .await;
-        });
+    fn spawn_completion(self: &Arc<Self>, transactional_id: String) {
+        let coordinator = Arc::clone(self);
+        tokio::spawn(async move { coordinator.complete(&transactional_id).await });
     }
 
     /// Writes a decided transaction's markers, then its Complete state.
-    async fn complete(&self, broker: &BrokerState, transactional_id: &str) {
+    async fn complete(&self, transactional_id: &str) {
         let (prepared, partition, coordinator_epoch) = {
             let inner = self.inner.lock();
             let Ok(partition) = self.coordinates(&inner, transactional_id) else {
@@ -509,10 +493,12 @@ impl TransactionCoordinator {
             coordinator_epoch,
         };
         tracing::debug!(transactional_id, producer_epoch = prepared.producer_epoch, commit = spec.commit, partitions = ?prepared.partitions, "Writing a transaction's markers");
-        let written = markers::write_all(broker, spec, &prepared.partitions, || {
-            self.still_coordinates(partition, coordinator_epoch)
-        })
-        .await;
+        let written = self
+            .markers
+            .write_all(spec, &prepared.partitions, || {
+                self.still_coordinates(partition, coordinator_epoch)
+            })
+            .await;
         if !written {
             return;
         }
@@ -543,6 +529,16 @@ impl TransactionCoordinator {
                 self.inner.lock().resume.push(transactional_id.to_string());
             }
         }
+    }
+
+    async fn allocate(&self) -> Result<i64, TxnError> {
+        self.controller
+            .allocate_producer_id()
+            .await
+            .map_err(|error| {
+                tracing::warn!(%error, "Cannot allocate a producer id");
+                TxnError::NotAvailable
+            })
     }
 
     /// The id's state, if this broker coordinates it (DescribeTransactions).
@@ -684,17 +680,6 @@ impl TransactionCoordinator {
             .map(|e| e.metadata.partitions.clone())
             .unwrap_or_default()
     }
-}
-
-async fn allocate(broker: &BrokerState) -> Result<i64, TxnError> {
-    broker
-        .controller
-        .allocate_producer_id()
-        .await
-        .map_err(|error| {
-            tracing::warn!(%error, "Cannot allocate a producer id");
-            TxnError::NotAvailable
-        })
 }
 
 impl CoordinatorShard for TransactionCoordinator {

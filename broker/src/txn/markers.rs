@@ -15,11 +15,24 @@ use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
+use tokio::sync::watch;
+
 use crate::api::errors;
-use crate::group::OFFSETS_TOPIC;
-use crate::replication::{CommitWait, Partition, Serving};
-use crate::state::BrokerState;
+use crate::controller::Controller;
+use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
+use crate::replication::{CommitWait, Partition, ReplicaManager, Serving};
 use crate::storage::TopicPartition;
+
+/// What writing markers takes: the replicas (partitions led here, connections to the
+/// other leaders), the cluster image (who leads what), and the group coordinator (a
+/// marker on `__consumer_offsets` settles the transaction's offsets there).
+#[derive(Debug, Clone)]
+pub struct MarkerWriter {
+    pub replicas: Arc<ReplicaManager>,
+    pub controller: Arc<Controller>,
+    pub groups: Arc<GroupCoordinator>,
+    pub shutdown: watch::Receiver<bool>,
+}
 
 /// What one transaction's markers say.
 #[derive(Debug, Clone, Copy)]
@@ -46,40 +59,37 @@ pub struct Appended {
     spec: MarkerSpec,
 }
 
-/// Writes the markers of `partitions`, all led here, and then waits for them (so their
-/// replication overlaps); each partition's code.
-pub async fn write_local_all(
-    broker: &BrokerState,
-    partitions: Vec<TopicPartition>,
-    spec: MarkerSpec,
-    deadline: Instant,
-) -> Vec<(TopicPartition, i16)> {
-    let appended: Vec<(TopicPartition, Result<Appended, i16>)> = partitions
-        .into_iter()
-        .map(|tp| {
-            let appended = append_local(broker, &tp, spec);
-            (tp, appended)
-        })
-        .collect();
-    let mut codes = Vec::with_capacity(appended.len());
-    for (tp, appended) in appended {
-        let code = match appended {
-            Ok(appended) => replicated(broker, appended, deadline).await,
-            Err(code) => code,
-        };
-        codes.push((tp, code));
+impl MarkerWriter {
+    /// Writes the markers of `partitions`, all led here, and then waits for them (so their
+    /// replication overlaps); each partition's code.
+    pub async fn write_local_all(
+        &self,
+        partitions: Vec<TopicPartition>,
+        spec: MarkerSpec,
+        deadline: Instant,
+    ) -> Vec<(TopicPartition, i16)> {
+        let appended: Vec<(TopicPartition, Result<Appended, i16>)> = partitions
+            .into_iter()
+            .map(|tp| {
+                let appended = self.append_local(&tp, spec);
+                (tp, appended)
+            })
+            .collect();
+        let mut codes = Vec::with_capacity(appended.len());
+        for (tp, appended) in appended {
+            let code = match appended {
+                Ok(appended) => self.replicated(appended, deadline).await,
+                Err(code) => code,
+            };
+            codes.push((tp, code));
+        }
+        codes
     }
-    codes
-}
 
-/// Appends `spec`'s marker to `tp` as its leader.
-pub fn append_local(
-    broker: &BrokerState,
-    tp: &TopicPartition,
-    spec: MarkerSpec,
-) -> Result<Appended, i16> {
-    let (partition, leader_epoch) = broker.replicas.serving(tp, -1, Serving::Leader)?;
-    let info = partition
+    /// Appends `spec`'s marker to `tp` as its leader.
+    pub fn append_local(&self, tp: &TopicPartition, spec: MarkerSpec) -> Result<Appended, i16> {
+        let (partition, leader_epoch) = self.replicas.serving(tp, -1, Serving::Leader)?;
+        let info = partition
         .append_marker(
             spec.producer_id,
             spec.producer_epoch,
@@ -90,73 +100,69 @@ pub fn append_local(
             tracing::info!(topic_partition = %tp, producer_id = spec.producer_id, %error, "Transaction marker refused");
             errors::append_error(&error)
         })?;
-    tracing::debug!(topic_partition = %tp, producer_id = spec.producer_id, producer_epoch = spec.producer_epoch, commit = spec.commit, offset = info.last_offset, "Transaction marker appended");
-    Ok(Appended {
-        tp: tp.clone(),
-        partition,
-        leader_epoch,
-        next_offset: info.last_offset + 1,
-        spec,
-    })
-}
-
-/// Waits for an appended marker's in-sync replicas; Kafka's error code (0 when they have
-/// it). A marker on a `__consumer_offsets` partition then settles the transaction's
-/// offsets there.
-async fn replicated(broker: &BrokerState, appended: Appended, deadline: Instant) -> i16 {
-    let Appended {
-        tp,
-        partition,
-        leader_epoch,
-        next_offset,
-        spec,
-    } = appended;
-    let waited = partition
-        .wait_committed(
-            next_offset,
+        tracing::debug!(topic_partition = %tp, producer_id = spec.producer_id, producer_epoch = spec.producer_epoch, commit = spec.commit, offset = info.last_offset, "Transaction marker appended");
+        Ok(Appended {
+            tp: tp.clone(),
+            partition,
             leader_epoch,
-            deadline,
-            broker.shutting_down.clone(),
-        )
-        .await;
-    match waited {
-        Ok(()) => {
-            if tp.topic == OFFSETS_TOPIC {
-                broker
-                    .groups
-                    .complete_transaction(tp.partition, spec.producer_id, spec.commit);
-            }
-            errors::NONE
-        }
-        Err(CommitWait::LeadershipLost) => errors::NOT_LEADER_OR_FOLLOWER,
-        Err(CommitWait::TimedOut) => errors::REQUEST_TIMED_OUT,
-        Err(CommitWait::NotEnoughReplicasAfterAppend) => errors::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+            next_offset: info.last_offset + 1,
+            spec,
+        })
     }
-}
 
-/// Writes `spec`'s markers to every partition of `partitions`, retrying what fails,
-/// until all are written, their topics are gone, or `still_coordinator` says this broker
-/// no longer coordinates the transaction (the next coordinator writes them). Whether
-/// every marker was written.
-pub async fn write_all(
-    broker: &BrokerState,
-    spec: MarkerSpec,
-    partitions: &BTreeSet<TopicPartition>,
-    still_coordinator: impl Fn() -> bool,
-) -> bool {
-    let mut remaining: BTreeSet<TopicPartition> = partitions.clone();
-    let mut attempt = 0u32;
-    while !remaining.is_empty() {
-        if !still_coordinator() || *broker.shutting_down.borrow() {
-            return false;
+    /// Waits for an appended marker's in-sync replicas; Kafka's error code (0 when they have
+    /// it). A marker on a `__consumer_offsets` partition then settles the transaction's
+    /// offsets there.
+    async fn replicated(&self, appended: Appended, deadline: Instant) -> i16 {
+        let Appended {
+            tp,
+            partition,
+            leader_epoch,
+            next_offset,
+            spec,
+        } = appended;
+        let waited = partition
+            .wait_committed(next_offset, leader_epoch, deadline, self.shutdown.clone())
+            .await;
+        match waited {
+            Ok(()) => {
+                if tp.topic == OFFSETS_TOPIC {
+                    self.groups
+                        .complete_transaction(tp.partition, spec.producer_id, spec.commit);
+                }
+                errors::NONE
+            }
+            Err(CommitWait::LeadershipLost) => errors::NOT_LEADER_OR_FOLLOWER,
+            Err(CommitWait::TimedOut) => errors::REQUEST_TIMED_OUT,
+            Err(CommitWait::NotEnoughReplicasAfterAppend) => {
+                errors::NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            }
         }
-        if attempt > 0 {
-            tokio::time::sleep(RETRY_BACKOFF).await;
-        }
-        attempt += 1;
-        let image = broker.controller.image();
-        let mut by_leader: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
-        remaining.retain(|tp| {
+    }
+
+    /// Writes `spec`'s markers to every partition of `partitions`, retrying what fails,
+    /// until all are written, their topics are gone, or `still_coordinator` says this broker
+    /// no longer coordinates the transaction (the next coordinator writes them). Whether
+    /// every marker was written.
+    pub async fn write_all(
+        &self,
+        spec: MarkerSpec,
+        partitions: &BTreeSet<TopicPartition>,
+        still_coordinator: impl Fn() -> bool,
+    ) -> bool {
+        let mut remaining: BTreeSet<TopicPartition> = partitions.clone();
+        let mut attempt = 0u32;
+        while !remaining.is_empty() {
+            if !still_coordinator() || *self.shutdown.borrow() {
+                return false;
+            }
+            if attempt > 0 {
+                tokio::time::sleep(RETRY_BACKOFF).await;
+            }
+            attempt += 1;
+            let image = self.controller.image();
+            let mut by_leader: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
+            remaining.retain(|tp| {
             let Some(topic) = image.topics.get(&tp.topic) else {
                 tracing::info!(topic_partition = %tp, "A transaction's partition is gone; no marker for it");
                 return false;
@@ -166,102 +172,104 @@ pub async fn write_all(
             }
             true
         });
-        for tp in &remaining {
-            let leader = image
-                .topics
-                .get(&tp.topic)
-                .and_then(|t| t.partition(tp.partition))
-                .map_or(-1, |p| p.leader);
-            if leader >= 0 {
-                by_leader.entry(leader).or_default().push(tp.clone());
+            for tp in &remaining {
+                let leader = image
+                    .topics
+                    .get(&tp.topic)
+                    .and_then(|t| t.partition(tp.partition))
+                    .map_or(-1, |p| p.leader);
+                if leader >= 0 {
+                    by_leader.entry(leader).or_default().push(tp.clone());
+                }
             }
-        }
-        let deadline = Instant::now() + MARKER_TIMEOUT;
-        for (leader, tps) in by_leader {
-            let codes: Vec<(TopicPartition, i16)> = if leader == broker.replicas.node_id() {
-                write_local_all(broker, tps, spec, deadline).await
-            } else {
-                let Some(endpoint) = image.brokers.get(&leader).map(|b| b.endpoint.clone()) else {
-                    continue;
-                };
-                match send_remote(broker, &endpoint, spec, &tps).await {
-                    Ok(codes) => codes,
-                    Err(error) => {
-                        tracing::info!(leader, %error, "Sending transaction markers failed; retrying");
+            let deadline = Instant::now() + MARKER_TIMEOUT;
+            for (leader, tps) in by_leader {
+                let codes: Vec<(TopicPartition, i16)> = if leader == self.replicas.node_id() {
+                    self.write_local_all(tps, spec, deadline).await
+                } else {
+                    let Some(endpoint) = image.brokers.get(&leader).map(|b| b.endpoint.clone())
+                    else {
                         continue;
+                    };
+                    match self.send_remote(&endpoint, spec, &tps).await {
+                        Ok(codes) => codes,
+                        Err(error) => {
+                            tracing::info!(leader, %error, "Sending transaction markers failed; retrying");
+                            continue;
+                        }
                     }
-                }
-            };
-            for (tp, code) in codes {
-                match code {
-                    errors::NONE => {
-                        remaining.remove(&tp);
-                    }
-                    errors::INVALID_PRODUCER_EPOCH => {
-                        // A newer epoch of the producer is in the partition: this marker
-                        // belongs to a transaction already superseded there.
-                        tracing::warn!(topic_partition = %tp, producer_id = spec.producer_id, "A marker was refused as stale; not retrying it");
-                        remaining.remove(&tp);
-                    }
-                    errors::TRANSACTION_COORDINATOR_FENCED => {
-                        // A newer coordinator of the transactional id already wrote a marker
-                        // for this producer there: this broker was deposed and its successor
-                        // owns the transaction.
-                        tracing::warn!(topic_partition = %tp, producer_id = spec.producer_id, coordinator_epoch = spec.coordinator_epoch, "A marker was refused: a newer coordinator wrote there; not retrying it");
-                        remaining.remove(&tp);
-                    }
-                    code => {
-                        tracing::debug!(topic_partition = %tp, error = errors::error_name(code), "A transaction marker will be retried");
+                };
+                for (tp, code) in codes {
+                    match code {
+                        errors::NONE => {
+                            remaining.remove(&tp);
+                        }
+                        errors::INVALID_PRODUCER_EPOCH => {
+                            // A newer epoch of the producer is in the partition: this marker
+                            // belongs to a transaction already superseded there.
+                            tracing::warn!(topic_partition = %tp, producer_id = spec.producer_id, "A marker was refused as stale; not retrying it");
+                            remaining.remove(&tp);
+                        }
+                        errors::TRANSACTION_COORDINATOR_FENCED => {
+                            // A newer coordinator of the transactional id already wrote a marker
+                            // for this producer there: this broker was deposed and its successor
+                            // owns the transaction.
+                            tracing::warn!(topic_partition = %tp, producer_id = spec.producer_id, coordinator_epoch = spec.coordinator_epoch, "A marker was refused: a newer coordinator wrote there; not retrying it");
+                            remaining.remove(&tp);
+                        }
+                        code => {
+                            tracing::debug!(topic_partition = %tp, error = errors::error_name(code), "A transaction marker will be retried");
+                        }
                     }
                 }
             }
         }
+        true
     }
-    true
-}
 
-async fn send_remote(
-    broker: &BrokerState,
-    endpoint: &crate::metadata::records::Endpoint,
-    spec: MarkerSpec,
-    tps: &[TopicPartition],
-) -> Result<Vec<(TopicPartition, i16)>, oxbow_kafka_client::WireError> {
-    let client_id = format!("oxbow-txn-markers-{}", broker.replicas.node_id());
-    let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-    for tp in tps {
-        topics.entry(&tp.topic).or_default().push(tp.partition);
-    }
-    let request = WriteTxnMarkersRequest::default().with_markers(vec![
-        WritableTxnMarker::default()
-            .with_producer_id(ProducerId(spec.producer_id))
-            .with_producer_epoch(spec.producer_epoch)
-            .with_transaction_result(spec.commit)
-            .with_coordinator_epoch(spec.coordinator_epoch)
-            .with_topics(
-                topics
-                    .into_iter()
-                    .map(|(topic, partitions)| {
-                        WritableTxnMarkerTopic::default()
-                            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-                            .with_partition_indexes(partitions)
-                    })
-                    .collect(),
-            ),
-    ]);
-    let response = broker
-        .replicas
-        .call_peer(endpoint, &client_id, &request, 1, REMOTE_TIMEOUT)
-        .await?;
-    let mut codes = Vec::new();
-    for marker in response.markers {
-        for topic in marker.topics {
-            for partition in topic.partitions {
-                codes.push((
-                    TopicPartition::new(topic.name.0.to_string(), partition.partition_index),
-                    partition.error_code,
-                ));
+    async fn send_remote(
+        &self,
+        endpoint: &crate::metadata::records::Endpoint,
+        spec: MarkerSpec,
+        tps: &[TopicPartition],
+    ) -> Result<Vec<(TopicPartition, i16)>, oxbow_kafka_client::WireError> {
+        let client_id = format!("oxbow-txn-markers-{}", self.replicas.node_id());
+        let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+        for tp in tps {
+            topics.entry(&tp.topic).or_default().push(tp.partition);
+        }
+        let request = WriteTxnMarkersRequest::default().with_markers(vec![
+            WritableTxnMarker::default()
+                .with_producer_id(ProducerId(spec.producer_id))
+                .with_producer_epoch(spec.producer_epoch)
+                .with_transaction_result(spec.commit)
+                .with_coordinator_epoch(spec.coordinator_epoch)
+                .with_topics(
+                    topics
+                        .into_iter()
+                        .map(|(topic, partitions)| {
+                            WritableTxnMarkerTopic::default()
+                                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                                .with_partition_indexes(partitions)
+                        })
+                        .collect(),
+                ),
+        ]);
+        let response = self
+            .replicas
+            .call_peer(endpoint, &client_id, &request, 1, REMOTE_TIMEOUT)
+            .await?;
+        let mut codes = Vec::new();
+        for marker in response.markers {
+            for topic in marker.topics {
+                for partition in topic.partitions {
+                    codes.push((
+                        TopicPartition::new(topic.name.0.to_string(), partition.partition_index),
+                        partition.error_code,
+                    ));
+                }
             }
         }
+        Ok(codes)
     }
-    Ok(codes)
 }

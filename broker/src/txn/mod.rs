@@ -5,14 +5,15 @@
 //!
 //! Modules: [`metadata`] (an id's state and its transitions, pure), [`records`] (the
 //! `__transaction_state` record layout), [`coordinator`] (requests, persistence,
-//! loading, timeouts), [`markers`] (writing markers here and at other leaders).
+//! loading through the coordinator runtime, timeouts), [`markers`] (writing markers here
+//! and at other leaders). A partition leader's check with the coordinator before a
+//! transactional write (KIP-890) is the API's: `api/txn_verification.rs`.
 
 pub mod coordinator;
 pub mod markers;
 pub mod metadata;
 pub mod metrics;
 pub mod records;
-pub mod verification;
 
 pub use coordinator::TransactionCoordinator;
 pub use metadata::{TxnError, TxnMetadata, TxnState};

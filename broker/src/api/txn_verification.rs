@@ -33,10 +33,10 @@ use kafka_protocol::messages::add_partitions_to_txn_request::{
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, ProducerId, TopicName, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
 
-use super::TRANSACTION_STATE_TOPIC;
-use crate::api::errors;
+use super::errors;
 use crate::state::BrokerState;
 use crate::storage::TopicPartition;
+use crate::txn::TRANSACTION_STATE_TOPIC;
 
 const REMOTE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a leader keeps retrying an implicit add the coordinator answered
