@@ -18,6 +18,7 @@
 //! - [`admin`]: the Kafka admin client the reconcilers use.
 //! - [`bootstrap`]: which addresses reach a Cluster's brokers.
 //! - [`context`]: what reconciles share: client, settings, events, back-off.
+//! - [`controller`]: the one reconcile entry point and error policy of every kind.
 //! - [`leader`]: leader election with a Lease.
 //! - [`rack`]: the `rack-init` step of a broker pod (node zone → `broker.rack`).
 //! - [`metrics`]: operator metrics and the `/metrics`, `/healthz`, `/readyz` server.
@@ -31,6 +32,7 @@ pub mod admin;
 pub mod bootstrap;
 pub mod cluster;
 pub mod context;
+pub mod controller;
 pub mod crd;
 pub mod leader;
 pub mod metrics;

@@ -21,7 +21,7 @@ use oxbow_operator::context::Context;
 use oxbow_operator::crd::{Cluster, Topic, User};
 use oxbow_operator::leader::LeaderElector;
 use oxbow_operator::metrics::{self, Health, Metrics};
-use oxbow_operator::{cluster, crd, rack, topic, user};
+use oxbow_operator::{cluster, controller, crd, rack};
 
 /// Topic reconciles that run at once (each holds one admin connection to its cluster).
 const TOPIC_CONCURRENCY: u16 = 16;
@@ -302,8 +302,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     ctx.use_stores(cluster_controller.store(), topic_controller.store());
     let cluster_controller = cluster_controller
         .run(
-            cluster::reconcile::reconcile,
-            cluster::reconcile::error_policy,
+            controller::reconcile::<Cluster>,
+            controller::error_policy::<Cluster>,
             ctx.clone(),
         )
         .for_each(|result| async move {
@@ -312,14 +312,22 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             }
         });
     let topic_controller = topic_controller
-        .run(topic::reconcile, topic::error_policy, ctx.clone())
+        .run(
+            controller::reconcile::<Topic>,
+            controller::error_policy::<Topic>,
+            ctx.clone(),
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "Topic controller event");
             }
         });
     let user_controller = user_controller
-        .run(user::reconcile, user::error_policy, ctx)
+        .run(
+            controller::reconcile::<User>,
+            controller::error_policy::<User>,
+            ctx,
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "User controller event");

@@ -49,8 +49,18 @@ pub enum BuildError {
     InvalidConfig(String),
 }
 
-/// Builds every owned object of `cluster`.
-pub fn build(cluster: &Cluster, settings: &BuildSettings) -> Result<Desired, BuildError> {
+/// What validation found a Cluster to be built from: its names, its owner reference and
+/// its checked broker config overrides.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub names: Names,
+    owner: OwnerReference,
+    overrides: BTreeMap<String, String>,
+}
+
+/// Checks what the schema cannot (metadata, config keys, security settings), before
+/// anything is read or changed: an invalid spec must leave the running brokers alone.
+pub fn validate(cluster: &Cluster) -> Result<Validated, BuildError> {
     let name = cluster
         .metadata
         .name
@@ -81,37 +91,76 @@ pub fn build(cluster: &Cluster, settings: &BuildSettings) -> Result<Desired, Bui
         )
     })?;
     super::security::validate(&cluster.spec).map_err(BuildError::InvalidConfig)?;
-    let config_map = config_map(cluster, &names, &owner, &overrides);
+    Ok(Validated {
+        names,
+        owner,
+        overrides,
+    })
+}
+
+/// Builds every owned object of `cluster` with `spec.replicas` brokers.
+pub fn build(cluster: &Cluster, settings: &BuildSettings) -> Result<Desired, BuildError> {
+    let validated = validate(cluster)?;
+    Ok(objects(
+        cluster,
+        &validated,
+        settings,
+        cluster.spec.replicas,
+    ))
+}
+
+/// Every owned object of a validated `cluster` with `brokers` brokers: fewer than
+/// `spec.replicas` while a scale-in drains, when the leaving brokers keep their config
+/// files and Services.
+pub fn objects(
+    cluster: &Cluster,
+    validated: &Validated,
+    settings: &BuildSettings,
+    brokers: i32,
+) -> Desired {
+    let Validated {
+        names,
+        owner,
+        overrides,
+    } = validated;
+    let config_map = config_map(cluster, names, owner, overrides, brokers);
     let config_hash = config_map
         .data
         .as_ref()
         .and_then(|data| data.get(SHARED_CONFIG_FILE))
         .map(|shared| format!("{:016x}", fnv1a(shared.as_bytes())))
         .unwrap_or_default();
-    Ok(Desired {
-        service_account: service_account(&names, &owner),
+    Desired {
+        service_account: service_account(names, owner),
         rack_binding: cluster
             .spec
             .rack
             .enabled
-            .then(|| rack_binding(&names, settings)),
-        headless_service: headless_service(cluster, &names, &owner),
-        bootstrap_service: bootstrap_service(cluster, &names, &owner),
-        external_services: external_services(cluster, &names, &owner),
-        stateful_set: statefulset::stateful_set(cluster, &names, &owner, settings, &config_hash),
-        pod_disruption_budget: pod_disruption_budget(&names, &owner),
+            .then(|| rack_binding(names, settings)),
+        headless_service: headless_service(cluster, names, owner),
+        bootstrap_service: bootstrap_service(cluster, names, owner),
+        external_services: external_services(cluster, names, owner, brokers),
+        stateful_set: statefulset::stateful_set(
+            cluster,
+            names,
+            owner,
+            settings,
+            &config_hash,
+            brokers,
+        ),
+        pod_disruption_budget: pod_disruption_budget(names, owner),
         service_monitor: cluster
             .spec
             .metrics
             .service_monitor
-            .then(|| service_monitor(&names, &owner)),
+            .then(|| service_monitor(names, owner)),
         network_policy: cluster
             .spec
             .network_policy
             .enabled
-            .then(|| super::network_policy::network_policy(&cluster.spec, &names, &owner)),
+            .then(|| super::network_policy::network_policy(&cluster.spec, names, owner)),
         config_map,
-    })
+    }
 }
 
 /// The voters the quorum was formed with: recorded in the status once the Cluster exists,
@@ -165,6 +214,7 @@ fn config_map(
     names: &Names,
     owner: &OwnerReference,
     overrides: &BTreeMap<String, String>,
+    brokers: i32,
 ) -> ConfigMap {
     let spec = &cluster.spec;
     let mut data = BTreeMap::new();
@@ -172,7 +222,7 @@ fn config_map(
         SHARED_CONFIG_FILE.to_string(),
         config::shared_config(spec, names, overrides, initial_voters(cluster)),
     );
-    for ordinal in 0..spec.replicas {
+    for ordinal in 0..brokers {
         data.insert(
             format!("{}.yaml", names.pod(ordinal)),
             config::broker_config(spec, names, ordinal),
@@ -236,11 +286,16 @@ fn bootstrap_service(cluster: &Cluster, names: &Names, owner: &OwnerReference) -
     }
 }
 
-fn external_services(cluster: &Cluster, names: &Names, owner: &OwnerReference) -> Vec<Service> {
+fn external_services(
+    cluster: &Cluster,
+    names: &Names,
+    owner: &OwnerReference,
+    brokers: i32,
+) -> Vec<Service> {
     let Some(external) = &cluster.spec.listeners.external else {
         return Vec::new();
     };
-    (0..cluster.spec.replicas)
+    (0..brokers)
         .map(|ordinal| {
             let mut selector = names.selector_labels();
             selector.insert(

@@ -2,16 +2,22 @@
 //! optional ServiceMonitor from a `Cluster`, then status.
 //!
 //! ```text
-//!   fetch ─▶ validate + build (pure, build.rs) ─▶ apply (SSA, ConfigMap before StatefulSet)
-//!         ─▶ delete orphans ─▶ roll outdated brokers one at a time ─▶ status conditions
+//!   validate (pure, build.rs) ─▶ observe (observe.rs: StatefulSet, the scale's step, pods,
+//!     roll gate) ─▶ plan (pure, plan.rs: objects built once, roll, voters) ─▶ act (act.rs:
+//!     certificates, SSA with ConfigMap before StatefulSet, orphans, one restart, one voter
+//!     step, claims) ─▶ status conditions (status.rs)
 //! ```
 
+mod act;
 pub mod build;
 pub mod certificate_secrets;
 pub mod certificates;
 pub mod config;
+mod error;
 pub mod names;
 pub mod network_policy;
+mod observe;
+mod plan;
 pub mod quorum;
 pub mod reconcile;
 pub mod roll;
@@ -21,6 +27,7 @@ pub mod settings;
 mod statefulset;
 pub mod status;
 pub mod storage;
+mod voters;
 
 #[cfg(test)]
 mod tests;

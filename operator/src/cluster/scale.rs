@@ -17,7 +17,7 @@ use oxbow_placement::reassignment::{self, PartitionState, Plan, TopicPartition};
 
 use crate::admin::{AdminClient, AdminError, Partitions, Reassigning, ReplicaSizes};
 use crate::bootstrap::Reach;
-use crate::crd::{Cluster, MoveProgress, ScalingStatus};
+use crate::crd::{Cluster, MoveProgress, ScalingPhase, ScalingStatus};
 use crate::metrics::Metrics;
 
 /// How long a request to one broker (its sizes, its cordon) waits for a connection: a pod
@@ -263,11 +263,11 @@ pub struct Outcome {
     pub event: Option<(bool, &'static str, String)>,
 }
 
-fn scaling(from: i32, to: i32, phase: &str, message: String) -> Option<ScalingStatus> {
+fn scaling(from: i32, to: i32, phase: ScalingPhase, message: String) -> Option<ScalingStatus> {
     Some(ScalingStatus {
         from,
         to,
-        phase: phase.to_string(),
+        phase,
         message,
         progress: None,
     })
@@ -307,7 +307,7 @@ async fn set_cordons(
 /// whose pods were already removed are uncordoned by the scale-out that brings them back.)
 fn no_longer_leaving(previous: Option<&ScalingStatus>, wanted: i32, current: i32) -> BTreeSet<i32> {
     match previous {
-        Some(p) if p.phase == "Draining" => range(p.to, p.from)
+        Some(p) if p.phase == ScalingPhase::Draining => range(p.to, p.from)
             .difference(&range(wanted, current))
             .copied()
             .collect(),
@@ -359,7 +359,7 @@ pub async fn reconcile(
             status: scaling(
                 current,
                 wanted,
-                "StartingBrokers",
+                ScalingPhase::StartingBrokers,
                 format!(
                     "Starting brokers {current}-{}; their share of the replicas moves to them once they have joined",
                     wanted - 1
@@ -372,11 +372,15 @@ pub async fn reconcile(
         let Some(previous) = previous else {
             return steady(None);
         };
-        return match previous.phase.as_str() {
-            "RemovingBrokers" if previous.to == wanted => {
+        return match previous.phase {
+            ScalingPhase::RemovingBrokers if previous.to == wanted => {
                 remove(previous, addresses, leaving_pods).await
             }
-            "StartingBrokers" | "Balancing" | "ElectingLeaders" if previous.to == wanted => {
+            ScalingPhase::StartingBrokers
+            | ScalingPhase::Balancing
+            | ScalingPhase::ElectingLeaders
+                if previous.to == wanted =>
+            {
                 balance(cluster, previous, reach, metrics).await
             }
             // A refused scale-in the user took back, or a scale that no longer applies.
@@ -468,7 +472,7 @@ async fn drain(
 ) -> Outcome {
     let waiting = |message: String| Outcome {
         keep: current,
-        status: scaling(current, wanted, "Draining", message),
+        status: scaling(current, wanted, ScalingPhase::Draining, message),
         event: None,
     };
     let (mut admin, observation) = match connect_and_observe(reach).await {
@@ -499,7 +503,7 @@ async fn drain(
     match step {
         Step::Refused(message) => Outcome {
             keep: current,
-            status: scaling(current, wanted, "Refused", message.clone()),
+            status: scaling(current, wanted, ScalingPhase::Refused, message.clone()),
             event: Some((true, "ScaleInRefused", message)),
         },
         Step::Wait { .. } => {
@@ -525,7 +529,7 @@ async fn drain(
                     );
                     Outcome {
                         keep: current,
-                        status: scaling(current, wanted, "Draining", message.clone()),
+                        status: scaling(current, wanted, ScalingPhase::Draining, message.clone()),
                         event: Some((false, "Draining", message)),
                     }
                 }
@@ -541,7 +545,12 @@ async fn drain(
             );
             Outcome {
                 keep: wanted,
-                status: scaling(current, wanted, "RemovingBrokers", message.clone()),
+                status: scaling(
+                    current,
+                    wanted,
+                    ScalingPhase::RemovingBrokers,
+                    message.clone(),
+                ),
                 event: Some((false, "Drained", message)),
             }
         }
@@ -556,7 +565,12 @@ async fn remove(
     let wanted = previous.to;
     let waiting = |message: String| Outcome {
         keep: wanted,
-        status: scaling(previous.from, wanted, "RemovingBrokers", message),
+        status: scaling(
+            previous.from,
+            wanted,
+            ScalingPhase::RemovingBrokers,
+            message,
+        ),
         event: None,
     };
     match leaving_pods {
@@ -595,10 +609,10 @@ async fn balance(
     metrics: &Metrics,
 ) -> Outcome {
     let wanted = previous.to;
-    let status = |phase: &str, message: String| scaling(previous.from, wanted, phase, message);
+    let status = |phase, message: String| scaling(previous.from, wanted, phase, message);
     let waiting = |message: String| Outcome {
         keep: wanted,
-        status: status(&previous.phase, message),
+        status: status(previous.phase, message),
         event: None,
     };
     let (mut admin, observation) = match connect_and_observe(reach).await {
@@ -623,7 +637,7 @@ async fn balance(
         )),
         Step::Wait { .. } => {
             let mut status = status(
-                "Balancing",
+                ScalingPhase::Balancing,
                 format!(
                     "Moving replicas onto the new brokers: {}",
                     describe_progress(&progress)
@@ -650,7 +664,7 @@ async fn balance(
                     );
                     Outcome {
                         keep: wanted,
-                        status: status("Balancing", message.clone()),
+                        status: status(ScalingPhase::Balancing, message.clone()),
                         event: Some((false, "Balancing", message)),
                     }
                 }
@@ -666,7 +680,7 @@ async fn balance(
             Ok(()) => Outcome {
                 keep: wanted,
                 status: status(
-                    "ElectingLeaders",
+                    ScalingPhase::ElectingLeaders,
                     format!(
                         "Moved leadership of {} partition(s) to their preferred replicas",
                         partitions.len()
@@ -690,7 +704,7 @@ async fn balance(
         },
         Step::Refused(message) => Outcome {
             keep: wanted,
-            status: status("Refused", message.clone()),
+            status: status(ScalingPhase::Refused, message.clone()),
             event: Some((true, "BalanceRefused", message)),
         },
     }

@@ -210,6 +210,7 @@ pub(super) fn stateful_set(
     owner: &OwnerReference,
     settings: &BuildSettings,
     config_hash: &str,
+    brokers: i32,
 ) -> StatefulSet {
     let spec = &cluster.spec;
     let overrides = spec.pod_template.clone().unwrap_or_default();
@@ -283,7 +284,7 @@ pub(super) fn stateful_set(
     StatefulSet {
         metadata: meta(names, names.base(), owner),
         spec: Some(StatefulSetSpec {
-            replicas: Some(spec.replicas),
+            replicas: Some(brokers),
             service_name: Some(names.headless_service()),
             pod_management_policy: Some("Parallel".to_string()),
             update_strategy: Some(StatefulSetUpdateStrategy {

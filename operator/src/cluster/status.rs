@@ -6,12 +6,13 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::names::Names;
+use super::storage::{STORAGE_RESIZED, Sizing};
 use crate::crd::{
-    BrokerStatus, Cluster, ClusterStatus, QuorumStatus, ScalingStatus, condition, merge_conditions,
-    types,
+    BrokerStatus, Cluster, ClusterStatus, QuorumStatus, ScalingPhase, ScalingStatus, condition,
+    merge_conditions, types,
 };
 
-/// What the reconciler read back after applying.
+/// What the reconcile read of the StatefulSet, its pods and their nodes.
 #[derive(Debug, Clone, Default)]
 pub struct Observed {
     pub stateful_set: Option<StatefulSet>,
@@ -189,7 +190,9 @@ pub fn compute(
         .as_ref()
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
-    let refused = scaling.as_ref().filter(|s| s.phase == "Refused");
+    let refused = scaling
+        .as_ref()
+        .filter(|s| s.phase == ScalingPhase::Refused);
     let degraded = match (refused, degraded_message) {
         (Some(scaling), _) => condition(
             types::DEGRADED,
@@ -266,6 +269,66 @@ pub fn invalid(cluster: &Cluster, names: &Names, reason: &str, message: &str) ->
     status.observed_generation = generation;
     status.selector = Some(names.selector_string());
     status
+}
+
+/// `status` with what the act stage found: the claims' size, why a roll waits, the
+/// controller quorum after the voter step.
+pub fn with_outcome(
+    mut status: ClusterStatus,
+    cluster: &Cluster,
+    sizing: Option<Sizing>,
+    roll_waits: Option<&str>,
+    quorum: Option<QuorumStatus>,
+) -> ClusterStatus {
+    if let Some(sizing) = sizing {
+        status.conditions = merge_conditions(
+            &cluster
+                .status
+                .as_ref()
+                .map(|s| s.conditions.clone())
+                .unwrap_or_default(),
+            status
+                .conditions
+                .drain(..)
+                .chain(std::iter::once(condition(
+                    STORAGE_RESIZED,
+                    sizing.at_size,
+                    sizing.reason,
+                    sizing.message,
+                    cluster.metadata.generation,
+                )))
+                .collect(),
+        );
+    }
+    if let Some(message) = roll_waits {
+        for condition in status
+            .conditions
+            .iter_mut()
+            .filter(|c| c.reason == "Rolling")
+        {
+            message.clone_into(&mut condition.message);
+        }
+    }
+    if let Some(quorum) = quorum {
+        status.quorum = Some(quorum);
+    }
+    status
+}
+
+/// Whether nothing is in progress: a Ready cluster with no scale, no claim below its size
+/// and no voter change.
+///
+/// A scale or a claim expansion in progress is looked at again soon even when every broker
+/// is ready: the leaving pods' disappearance and the claims' growth change nothing this
+/// controller watches. Claims waiting for a StorageClass that allows expanding them are
+/// looked at again soon too (nothing here watches StorageClasses).
+pub fn is_idle(status: &ClusterStatus) -> bool {
+    let resizing = status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == STORAGE_RESIZED && c.status != "True");
+    let changing_voters = status.quorum.as_ref().is_some_and(|q| q.message.is_some());
+    is_ready(status) && status.scaling.is_none() && !resizing && !changing_voters
 }
 
 /// Whether a status says Ready.

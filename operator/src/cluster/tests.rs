@@ -609,7 +609,7 @@ mod status {
         let scaling = crate::crd::ScalingStatus {
             from: 3,
             to: 2,
-            phase: "Refused".into(),
+            phase: crate::crd::ScalingPhase::Refused,
             message: "cannot scale in to 2 broker(s): partition orders-0 has 3 replicas".into(),
             progress: None,
         };

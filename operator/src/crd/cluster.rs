@@ -580,7 +580,7 @@ pub struct QuorumStatus {
 
 /// A scale in progress: a scale-in drains the leaving brokers before their pods go, a
 /// scale-out moves replicas onto the new brokers.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScalingStatus {
     /// Brokers before.
@@ -588,12 +588,52 @@ pub struct ScalingStatus {
     /// Brokers asked for.
     pub to: i32,
     /// StartingBrokers, Balancing, ElectingLeaders, Draining, RemovingBrokers or Refused.
-    pub phase: String,
+    pub phase: ScalingPhase,
     /// What is happening, in a sentence.
     pub message: String,
     /// The data moves in flight, while replicas copy (null otherwise).
     #[serde(default)]
     pub progress: Option<MoveProgress>,
+}
+
+/// Where a scale is. Serialized as the variant's name, which is also the Ready and
+/// Reconciling conditions' reason while it runs (and the `Operation` printer column).
+// Plain comments on the variants: doc comments would turn the schema's `enum` into a
+// `oneOf` of constants.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ScalingPhase {
+    // Scale-out: the new brokers' pods start and register.
+    StartingBrokers,
+    // Scale-out: replicas move onto the new brokers.
+    Balancing,
+    // Scale-out: leadership goes back to the preferred replicas.
+    ElectingLeaders,
+    // Scale-in: replicas move off the leaving brokers, which stay until they hold none.
+    Draining,
+    // Scale-in: the drained brokers' pods go and the brokers are unregistered.
+    RemovingBrokers,
+    // The scale cannot be done as asked; the message says why.
+    Refused,
+}
+
+impl ScalingPhase {
+    /// The phase as the status shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScalingPhase::StartingBrokers => "StartingBrokers",
+            ScalingPhase::Balancing => "Balancing",
+            ScalingPhase::ElectingLeaders => "ElectingLeaders",
+            ScalingPhase::Draining => "Draining",
+            ScalingPhase::RemovingBrokers => "RemovingBrokers",
+            ScalingPhase::Refused => "Refused",
+        }
+    }
+}
+
+impl std::fmt::Display for ScalingPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// How far the replica copies of a scale are, from the brokers' log sizes (DescribeLogDirs).

@@ -85,3 +85,34 @@ fn topic_name_defaults_to_resource_name() {
     topic.spec.topic_name = Some("Orders_V2".into());
     assert_eq!(topic.kafka_name(), "Orders_V2");
 }
+
+/// Status objects written before the phase was an enum hold these strings, and the
+/// `Operation` printer column shows them: the names must never change.
+#[test]
+fn scaling_phases_serialize_as_their_names() {
+    let phases = [
+        (ScalingPhase::StartingBrokers, "StartingBrokers"),
+        (ScalingPhase::Balancing, "Balancing"),
+        (ScalingPhase::ElectingLeaders, "ElectingLeaders"),
+        (ScalingPhase::Draining, "Draining"),
+        (ScalingPhase::RemovingBrokers, "RemovingBrokers"),
+        (ScalingPhase::Refused, "Refused"),
+    ];
+    for (phase, name) in phases {
+        assert_eq!(serde_json::to_value(phase).expect("serializes"), name);
+        assert_eq!(phase.as_str(), name);
+        let read: ScalingPhase = serde_json::from_value(name.into()).expect("deserializes");
+        assert_eq!(read, phase);
+    }
+    let crd = crd_json(Cluster::crd());
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+        ["scaling"]["properties"]["phase"];
+    assert_eq!(schema["type"], "string");
+    let allowed: Vec<&str> = schema["enum"]
+        .as_array()
+        .expect("an enum")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert_eq!(allowed, phases.map(|(_, name)| name));
+}

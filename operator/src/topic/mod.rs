@@ -16,18 +16,20 @@
 pub mod plan;
 pub mod replication;
 
+use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{self, Event as FinalizerEvent};
+use kube::runtime::finalizer;
 use kube::{Resource, ResourceExt};
 
 use crate::admin::{AdminClient, AdminError};
 use crate::bootstrap::{connect, connect_pooled, forget_reach, reach_cached};
 use crate::cluster::config::{self, TOPIC_KEYS};
 use crate::context::Context;
+use crate::controller::{self, Reconciled};
 use crate::crd::{
     Cluster, TOPIC_FINALIZER, Topic, TopicStatus, condition, merge_conditions, types,
 };
@@ -89,36 +91,34 @@ impl Error {
     }
 }
 
-/// Entry point for the controller runtime.
-pub async fn reconcile(topic: Arc<Topic>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let namespace = topic.namespace().ok_or(Error::NoNamespace)?;
-    let api: Api<Topic> = Api::namespaced(ctx.client.clone(), &namespace);
-    let result = finalizer::finalizer(&api, TOPIC_FINALIZER, topic, |event| async {
-        match event {
-            FinalizerEvent::Apply(topic) => apply(&topic, &ctx).await,
-            FinalizerEvent::Cleanup(topic) => cleanup(&topic, &ctx).await,
-        }
-    })
-    .await
-    .map_err(|e| Error::Finalizer(Box::new(e)));
-    ctx.metrics.reconciled(CONTROLLER, started.elapsed());
-    result
-}
+impl Reconciled for Topic {
+    type Error = Error;
+    const CONTROLLER: &'static str = CONTROLLER;
+    const FINALIZER: &'static str = TOPIC_FINALIZER;
 
-/// Controller error policy: record the error in status, count it and back off.
-pub fn error_policy(topic: Arc<Topic>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(topic = %topic.name_any(), %error, "Topic reconcile failed");
-    ctx.metrics.failed(CONTROLLER, error.category());
-    ctx.backoff(&key(&topic))
-}
+    fn apply(&self, ctx: &Context) -> impl Future<Output = Result<Action, Error>> + Send {
+        apply(self, ctx)
+    }
 
-fn key(topic: &Topic) -> String {
-    format!(
-        "topic/{}/{}",
-        topic.namespace().unwrap_or_default(),
-        topic.name_any()
-    )
+    fn cleanup(&self, ctx: &Context) -> impl Future<Output = Result<Action, Error>> + Send {
+        cleanup(self, ctx)
+    }
+
+    fn no_namespace() -> Error {
+        Error::NoNamespace
+    }
+
+    fn finalizer_failed(error: finalizer::Error<Error>) -> Error {
+        Error::Finalizer(Box::new(error))
+    }
+
+    fn category(error: &Error) -> &'static str {
+        error.category()
+    }
+
+    fn log_failure(&self, error: &Error) {
+        tracing::warn!(topic = %self.name_any(), %error, "Topic reconcile failed");
+    }
 }
 
 /// Status with conditions; `ready` false needs a reason.
@@ -499,7 +499,7 @@ async fn apply_connected(
         status.assignment = Some(assignment_summary(described));
     }
     status.last_error = last_error;
-    ctx.succeeded(&key(topic));
+    ctx.succeeded(&controller::key(topic));
     let (outcome, requeue) = match (plan.impossible.first(), moving) {
         (_, Some(message)) => (
             Outcome {

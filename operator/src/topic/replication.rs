@@ -9,7 +9,7 @@ use oxbow_placement::reassignment::{TopicPartition, change_replication_factor};
 
 use crate::admin::{AdminClient, AdminError};
 use crate::cluster::scale::{human_bytes, read_sizes};
-use crate::crd::Cluster;
+use crate::crd::{Cluster, ScalingPhase};
 
 /// Where a replication factor change stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +78,7 @@ pub async fn step(
         return Ok(Progress::Settled);
     };
     if let Some(scaling) = cluster.status.as_ref().and_then(|s| s.scaling.as_ref())
-        && scaling.phase != "Refused"
+        && scaling.phase != ScalingPhase::Refused
     {
         return Ok(Progress::Waiting(format!(
             "cluster {} is scaling from {} to {} brokers ({})",

@@ -20,15 +20,16 @@ pub mod plan;
 mod propagation;
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{self, Event as FinalizerEvent};
+use kube::runtime::finalizer;
 use kube::{Resource, ResourceExt};
 use ring::rand::{SecureRandom, SystemRandom};
 
@@ -38,6 +39,7 @@ use crate::cluster::certificate_secrets::{self, CA_CERT, CA_KEY, CA_PREVIOUS};
 use crate::cluster::certificates::{self, CLIENTS_ORGANIZATION, KeyedCertificate, Usage};
 use crate::cluster::names::{FIELD_MANAGER, Names};
 use crate::context::Context;
+use crate::controller::{self, Reconciled};
 use crate::crd::{
     Cluster, USER_FINALIZER, User, UserAuthenticationType, UserStatus, condition,
     condition_is_true, merge_conditions, types,
@@ -94,36 +96,34 @@ impl Error {
     }
 }
 
-/// Entry point for the controller runtime.
-pub async fn reconcile(user: Arc<User>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let namespace = user.namespace().ok_or(Error::NoNamespace)?;
-    let api: Api<User> = Api::namespaced(ctx.client.clone(), &namespace);
-    let result = finalizer::finalizer(&api, USER_FINALIZER, user, |event| async {
-        match event {
-            FinalizerEvent::Apply(user) => apply(&user, &ctx).await,
-            FinalizerEvent::Cleanup(user) => cleanup(&user, &ctx).await,
-        }
-    })
-    .await
-    .map_err(|e| Error::Finalizer(Box::new(e)));
-    ctx.metrics.reconciled(CONTROLLER, started.elapsed());
-    result
-}
+impl Reconciled for User {
+    type Error = Error;
+    const CONTROLLER: &'static str = CONTROLLER;
+    const FINALIZER: &'static str = USER_FINALIZER;
 
-/// Controller error policy: count the error and back off.
-pub fn error_policy(user: Arc<User>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(user = %user.name_any(), %error, "User reconcile failed");
-    ctx.metrics.failed(CONTROLLER, error.category());
-    ctx.backoff(&key(&user))
-}
+    fn apply(&self, ctx: &Context) -> impl Future<Output = Result<Action, Error>> + Send {
+        apply(self, ctx)
+    }
 
-fn key(user: &User) -> String {
-    format!(
-        "user/{}/{}",
-        user.namespace().unwrap_or_default(),
-        user.name_any()
-    )
+    fn cleanup(&self, ctx: &Context) -> impl Future<Output = Result<Action, Error>> + Send {
+        cleanup(self, ctx)
+    }
+
+    fn no_namespace() -> Error {
+        Error::NoNamespace
+    }
+
+    fn finalizer_failed(error: finalizer::Error<Error>) -> Error {
+        Error::Finalizer(Box::new(error))
+    }
+
+    fn category(error: &Error) -> &'static str {
+        error.category()
+    }
+
+    fn log_failure(&self, error: &Error) {
+        tracing::warn!(user = %self.name_any(), %error, "User reconcile failed");
+    }
 }
 
 /// Ready, or why not: `degraded` when the spec or the Cluster must change.
@@ -421,7 +421,7 @@ async fn apply(user: &User, ctx: &Context) -> Result<Action, Error> {
             .map_err(admin_error)?;
         changed.push(format!("quotas set {set:?}, removed {remove:?}"));
     }
-    ctx.succeeded(&key(user));
+    ctx.succeeded(&controller::key(user));
     let expected = propagation::Expected {
         username: &username,
         principal: &principal,

@@ -18,9 +18,9 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, Resource, ResourceExt};
 use oxbow_operator::cluster::build::BuildSettings;
 use oxbow_operator::context::Context;
+use oxbow_operator::controller;
 use oxbow_operator::crd::{Cluster, Topic};
 use oxbow_operator::metrics::Metrics;
-use oxbow_operator::{cluster, topic};
 use serde_json::json;
 
 pub const CLUSTER: &str = "events";
@@ -227,14 +227,14 @@ impl Bed {
     /// the API server has it now.
     pub async fn reconcile_cluster(&self) {
         let cluster = self.cluster().await;
-        cluster::reconcile::reconcile(Arc::new(cluster), self.ctx.clone())
+        controller::reconcile(Arc::new(cluster), self.ctx.clone())
             .await
             .unwrap_or_else(|error| panic!("Cluster reconcile failed: {error}"));
     }
 
     pub async fn reconcile_topic(&self) {
         let topic = self.api::<Topic>().get(TOPIC).await.unwrap();
-        topic::reconcile(Arc::new(topic), self.ctx.clone())
+        controller::reconcile(Arc::new(topic), self.ctx.clone())
             .await
             .unwrap_or_else(|error| panic!("Topic reconcile failed: {error}"));
     }

@@ -2,7 +2,7 @@
 //! `e2e/k8s`: real kube-apiserver, controller manager and scheduler; kwok nodes), with the
 //! brokers replaced by a fake Kafka cluster (`fake_kafka.rs`) that records every admin call.
 //!
-//! The test calls `cluster::reconcile::reconcile` and `topic::reconcile` directly, the way
+//! The test calls `controller::reconcile` for the Cluster and the Topic directly, the way
 //! the controller runtime does, and checks each step of the pipelines as the API server and
 //! the fake see it: finalizer, owned objects (owner references, spec from the CR), status
 //! conditions and observedGeneration, events, idempotence (no resourceVersion moves on a

@@ -130,7 +130,7 @@ fn a_drain_taken_back_or_changed_uncordons_the_brokers_it_no_longer_removes() {
     let draining = |from, to| ScalingStatus {
         from,
         to,
-        phase: "Draining".to_string(),
+        phase: ScalingPhase::Draining,
         message: String::new(),
         progress: None,
     };
@@ -150,7 +150,7 @@ fn a_drain_taken_back_or_changed_uncordons_the_brokers_it_no_longer_removes() {
     assert!(no_longer_leaving(Some(&draining(5, 2)), 2, 5).is_empty());
     assert!(no_longer_leaving(None, 2, 5).is_empty());
     let refused = ScalingStatus {
-        phase: "Refused".to_string(),
+        phase: ScalingPhase::Refused,
         ..draining(5, 2)
     };
     assert!(no_longer_leaving(Some(&refused), 5, 5).is_empty());
