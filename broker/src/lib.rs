@@ -37,6 +37,7 @@ pub mod coordinator;
 pub mod group;
 pub mod metadata;
 pub mod metrics;
+pub mod node;
 pub mod quota;
 pub mod replication;
 pub mod security;

@@ -251,6 +251,7 @@ mod tests {
             Arc::new(SystemClock),
             crate::replication::ReplicationMetrics::new(&prometheus::Registry::new(), false)
                 .unwrap(),
+            Default::default(),
             shutdown,
         );
         let (leadership, _) = tokio::sync::mpsc::unbounded_channel();

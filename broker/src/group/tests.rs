@@ -67,6 +67,7 @@ fn open_with(
         Arc::new(logs),
         clock.clone(),
         ReplicationMetrics::new(&Registry::new(), false).unwrap(),
+        Default::default(),
         shutdown,
     );
     let coordinator = GroupCoordinator::new(

@@ -57,10 +57,16 @@ pub struct FetcherPool {
     throttles: Arc<Throttles>,
     fetchers: Mutex<HashMap<i32, Fetcher>>,
     shutdown: watch::Receiver<bool>,
-    /// Set when the inter-broker listener is `SSL`: leaders are fetched from over TLS.
-    tls: parking_lot::RwLock<Option<Arc<ServerTls>>>,
-    /// Set when the inter-broker listener is `SASL_*`: followers authenticate first.
-    sasl: parking_lot::RwLock<Option<Arc<InterBrokerSasl>>>,
+    security: PeerSecurity,
+}
+
+/// How this broker connects to the others' inter-broker listener.
+#[derive(Debug, Clone, Default)]
+pub struct PeerSecurity {
+    /// When the inter-broker listener is `SSL` or `SASL_SSL`: over TLS, with these stores.
+    pub tls: Option<Arc<ServerTls>>,
+    /// When it is `SASL_*`: authenticated first.
+    pub sasl: Option<Arc<InterBrokerSasl>>,
 }
 
 impl FetcherPool {
@@ -69,6 +75,7 @@ impl FetcherPool {
         config: ReplicationConfig,
         bytes_in: IntCounter,
         throttles: Arc<Throttles>,
+        security: PeerSecurity,
         shutdown: watch::Receiver<bool>,
     ) -> Self {
         Self {
@@ -78,8 +85,7 @@ impl FetcherPool {
             throttles,
             fetchers: Mutex::new(HashMap::new()),
             shutdown,
-            tls: parking_lot::RwLock::new(None),
-            sasl: parking_lot::RwLock::new(None),
+            security,
         }
     }
 
@@ -90,9 +96,13 @@ impl FetcherPool {
         endpoint: &Endpoint,
         client_id: &str,
     ) -> Result<PeerConnection, PeerError> {
-        let tls = self.tls.read().clone();
-        let sasl = self.sasl.read().clone();
-        connect_to(endpoint, client_id, tls.as_ref(), sasl.as_ref()).await
+        connect_to(
+            endpoint,
+            client_id,
+            self.security.tls.as_ref(),
+            self.security.sasl.as_ref(),
+        )
+        .await
     }
 
     /// Makes the fetchers match `wanted` (leader → its endpoint and the partitions
@@ -133,8 +143,8 @@ impl FetcherPool {
                         config: self.config.clone(),
                         bytes_in: self.bytes_in.clone(),
                         throttles: Arc::clone(&self.throttles),
-                        tls: self.tls.read().clone(),
-                        sasl: self.sasl.read().clone(),
+                        tls: self.security.tls.clone(),
+                        sasl: self.security.sasl.clone(),
                     };
                     let task = tokio::spawn(run(link, receiver, self.shutdown.clone()));
                     fetchers.insert(
@@ -148,18 +158,6 @@ impl FetcherPool {
                 }
             }
         }
-    }
-
-    /// Fetchers started from now on reach leaders over TLS (the inter-broker listener is
-    /// `SSL`); set at start-up, before the first image.
-    pub fn use_tls(&self, tls: Arc<ServerTls>) {
-        *self.tls.write() = Some(tls);
-    }
-
-    /// Fetchers started from now on authenticate to the leaders' `SASL_*` inter-broker
-    /// listener; set at start-up, before the first image.
-    pub fn use_sasl(&self, sasl: Arc<InterBrokerSasl>) {
-        *self.sasl.write() = Some(sasl);
     }
 
     pub fn stop_all(&self) {

@@ -51,6 +51,7 @@ use crate::metadata::image::ClusterImage;
 use crate::metadata::records::Endpoint;
 use crate::metadata::scope::Scope;
 use crate::storage::{Clock, LogManager, TopicPartition};
+pub use fetcher::PeerSecurity;
 use fetcher::{Assignment, FetcherPool, Following};
 
 /// Why a replica answers a request with an error: a Kafka error code decided by
@@ -107,6 +108,7 @@ impl ReplicaManager {
         logs: Arc<LogManager>,
         clock: Arc<dyn Clock>,
         metrics: metrics::ReplicationMetrics,
+        peers: PeerSecurity,
         shutdown: watch::Receiver<bool>,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<IsrProposal>) {
         let mut checkpointed = HashMap::new();
@@ -132,6 +134,7 @@ impl ReplicaManager {
                 config.clone(),
                 metrics.bytes_in.clone(),
                 Arc::clone(&throttles),
+                peers,
                 shutdown,
             ),
             throttles,
@@ -150,17 +153,6 @@ impl ReplicaManager {
 
     pub fn node_id(&self) -> i32 {
         self.node_id
-    }
-
-    /// Followers fetch over TLS from now on (the inter-broker listener is `SSL`).
-    pub fn fetch_over_tls(&self, tls: Arc<crate::security::ServerTls>) {
-        self.fetchers.use_tls(tls);
-    }
-
-    /// Followers authenticate to the leaders from now on (the inter-broker listener is
-    /// `SASL_*`).
-    pub fn fetch_with_sasl(&self, sasl: Arc<crate::config::InterBrokerSasl>) {
-        self.fetchers.use_sasl(sasl);
     }
 
     pub fn config(&self) -> &ReplicationConfig {
