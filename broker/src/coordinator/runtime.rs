@@ -1,14 +1,19 @@
 //! The runtime: loads a coordinator's partition when this broker becomes its leader and
 //! unloads it when it stops, one change at a time in the order the images made them (so a
-//! partition lost and led again is unloaded before it is loaded afresh).
+//! partition lost and led again is unloaded before it is loaded afresh), and drives the
+//! coordinators' timers.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
 use super::loader::{self, CoordinatorRecord};
 pub use crate::replication::LeadershipChange;
 use crate::replication::ReplicaManager;
+
+/// How often the coordinators' timers run (sessions, rebalances, offset expiry).
+const TICK: Duration = Duration::from_millis(100);
 
 /// The publisher's end of the runtime's channel.
 pub type LeadershipChanges = mpsc::UnboundedSender<LeadershipChange>;
@@ -23,6 +28,8 @@ pub trait CoordinatorShard: Send + Sync + std::fmt::Debug {
     /// This broker no longer leads `partition`: its state goes, another broker
     /// coordinates it.
     fn unload(&self, partition: i32);
+    /// The timer: called every 100 ms.
+    fn tick(&self) {}
 }
 
 #[derive(Debug)]
@@ -36,21 +43,29 @@ impl CoordinatorRuntime {
         Self { replicas, shards }
     }
 
-    /// Applies the publisher's leadership changes until shutdown.
+    /// Applies the publisher's leadership changes and runs the timers until shutdown.
     pub async fn run(
         self,
         mut changes: mpsc::UnboundedReceiver<LeadershipChange>,
         mut shutdown: watch::Receiver<bool>,
     ) {
+        let mut ticker = tokio::time::interval(TICK);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // A node that is no broker has no publisher: its channel is closed from the start.
+        let mut publishing = true;
         loop {
-            let change = tokio::select! {
-                change = changes.recv() => match change {
-                    Some(change) => change,
-                    None => return,
+            tokio::select! {
+                change = changes.recv(), if publishing => match change {
+                    Some(change) => self.apply(change).await,
+                    None => publishing = false,
                 },
+                _ = ticker.tick() => {
+                    for shard in &self.shards {
+                        shard.tick();
+                    }
+                }
                 _ = shutdown.changed() => return,
-            };
-            self.apply(change).await;
+            }
         }
     }
 

@@ -704,4 +704,8 @@ impl CoordinatorShard for GroupCoordinator {
     fn unload(&self, partition: i32) {
         self.changed_hands(partition, None);
     }
+
+    fn tick(&self) {
+        GroupCoordinator::tick(self);
+    }
 }

@@ -69,7 +69,8 @@ pub struct Broker {
     isr_proposals: tokio::sync::mpsc::UnboundedReceiver<IsrProposal>,
     controller: Arc<Controller>,
     controller_tasks: ControllerTasks,
-    groups: Arc<GroupCoordinator>,
+    /// The coordinator runtime's task (loads, unloads, timers).
+    coordinators: JoinHandle<()>,
     state: Arc<BrokerState>,
     metrics_task: Option<JoinHandle<()>>,
 }
@@ -178,14 +179,14 @@ impl Broker {
                     .context("registering transaction metrics")?,
             ),
         );
-        let runtime = CoordinatorRuntime::new(
+        let coordinators = CoordinatorRuntime::new(
             Arc::clone(&replicas),
             vec![
                 Arc::clone(&groups) as Arc<dyn CoordinatorShard>,
                 Arc::clone(&transactions) as Arc<dyn CoordinatorShard>,
             ],
         );
-        tokio::spawn(runtime.run(leadership_changes, shutdown_rx.clone()));
+        let coordinators = tokio::spawn(coordinators.run(leadership_changes, shutdown_rx.clone()));
         tokio::spawn(Arc::clone(&transactions).run(shutdown_rx.clone()));
         let state = Arc::new(BrokerState {
             config: config.clone(),
@@ -216,7 +217,7 @@ impl Broker {
             isr_proposals,
             controller,
             controller_tasks,
-            groups,
+            coordinators,
             state,
             metrics_task,
         })
@@ -236,7 +237,7 @@ impl Broker {
             isr_proposals,
             controller,
             mut controller_tasks,
-            groups,
+            coordinators,
             state,
             metrics_task,
         } = self;
@@ -299,7 +300,6 @@ impl Broker {
                 move || logs.run_cleaner()
             },
         ));
-        let group_timers = tokio::spawn(tasks::tick_groups(groups, shutdown_rx.clone()));
         let replication_timers =
             tokio::spawn(Arc::clone(&replicas).run_timers(shutdown_rx.clone()));
         tokio::spawn(tasks::send_isr_proposals(
@@ -368,11 +368,11 @@ impl Broker {
         if let Err(error) = cleaner.await {
             tracing::error!(%error, "Log cleaner task failed");
         }
-        if let Err(error) = group_timers.await {
-            tracing::error!(%error, "Group timer task failed");
-        }
         if let Err(error) = replication_timers.await {
             tracing::error!(%error, "Replication timer task failed");
+        }
+        if let Err(error) = coordinators.await {
+            tracing::error!(%error, "Coordinator runtime failed");
         }
         while let Some(ended) = controller_tasks.join_next().await {
             match ended {

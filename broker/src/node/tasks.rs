@@ -1,5 +1,5 @@
 //! The node's background duties and its stop: ISR proposals to the controller, the
-//! inter-broker credential, periodic log maintenance, group timers, controlled shutdown.
+//! inter-broker credential, periodic log maintenance, controlled shutdown.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,7 +7,6 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::controller::{Controller, ControllerError};
-use crate::group::GroupCoordinator;
 use crate::replication::{IsrProposal, ReplicaManager};
 
 /// Creates the SCRAM credential the brokers authenticate to each other with when the user
@@ -147,21 +146,6 @@ pub(super) async fn every(
                     tracing::error!(%error, "Log maintenance task failed");
                 }
             }
-            _ = shutdown.changed() => return,
-        }
-    }
-}
-
-/// Drives the group timers (session and rebalance timeouts, offset expiry).
-pub(super) async fn tick_groups(
-    groups: Arc<GroupCoordinator>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut ticker = tokio::time::interval(Duration::from_millis(100));
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => groups.tick(),
             _ = shutdown.changed() => return,
         }
     }
