@@ -23,6 +23,8 @@
 //!   each broker's registration, heartbeats and image publishing.
 //! - [`replication`]: partition replicas, ISR, followers' fetchers, and every read and write
 //!   of partition data the API makes.
+//! - [`peers`]: the one client to other brokers (TLS, SASL, a pool of idle connections):
+//!   fetchers, transaction markers and verification use it.
 //! - [`coordinator`]: the coordinator runtime — the publisher tells it which partitions of
 //!   the internal topics this broker starts or stops leading; it reads a partition back
 //!   through its replica and loads it into its coordinator, or unloads it.
@@ -46,6 +48,7 @@ pub mod group;
 pub mod metadata;
 pub mod metrics;
 pub mod node;
+pub mod peers;
 pub mod quota;
 pub mod replication;
 pub mod security;

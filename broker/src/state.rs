@@ -9,6 +9,7 @@ use crate::config::BrokerConfig;
 use crate::controller::Controller;
 use crate::group::GroupCoordinator;
 use crate::metrics::Metrics;
+use crate::peers::PeerClient;
 use crate::replication::ReplicaManager;
 use crate::txn::TransactionCoordinator;
 
@@ -18,6 +19,8 @@ pub struct BrokerState {
     pub config: BrokerConfig,
     pub controller: Arc<Controller>,
     pub replicas: Arc<ReplicaManager>,
+    /// Connections to the other brokers (transaction verification asks their coordinators).
+    pub peers: Arc<PeerClient>,
     pub groups: Arc<GroupCoordinator>,
     pub transactions: Arc<TransactionCoordinator>,
     /// Client quota sensors (the quotas themselves are in the cluster image).

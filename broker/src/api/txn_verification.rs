@@ -205,8 +205,8 @@ async fn ask_remote(
     // v5 tells the coordinator the producer speaks transaction version 2.
     let version = if add { 5 } else { 4 };
     let response = broker
-        .replicas
-        .call_peer(endpoint, &client_id, &request, version, REMOTE_TIMEOUT)
+        .peers
+        .call(endpoint, &client_id, &request, version, REMOTE_TIMEOUT)
         .await
         .map_err(|error| {
             tracing::info!(%error, "Transaction verification: the coordinator did not answer");

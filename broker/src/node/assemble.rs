@@ -21,7 +21,8 @@ use crate::group::GroupCoordinator;
 use crate::group::metrics::GroupMetrics;
 use crate::metadata::records::Endpoint;
 use crate::metrics::Metrics;
-use crate::replication::{IsrProposal, PeerSecurity, ReplicaManager, ReplicationMetrics};
+use crate::peers::{PeerClient, PeerSecurity};
+use crate::replication::{IsrProposal, ReplicaManager, ReplicationMetrics};
 use crate::state::BrokerState;
 use crate::storage::{LogManager, META_PROPERTIES, SystemClock, ensure_directory_id};
 use crate::txn::markers::MarkerWriter;
@@ -123,6 +124,10 @@ impl Broker {
             quorum_settings(&config, directory_ids.first().copied().unwrap_or_default())?;
         let metrics =
             Arc::new(Metrics::new(config.metrics_partition_labels).context("registering metrics")?);
+        let peers = Arc::new(PeerClient::new(PeerSecurity {
+            tls: tls.inter_broker(&config),
+            sasl: config.inter_broker_sasl.clone().map(Arc::new),
+        }));
         let (replicas, isr_proposals) = ReplicaManager::new(
             config.node_id,
             config.replication.clone(),
@@ -130,10 +135,7 @@ impl Broker {
             Arc::new(SystemClock),
             ReplicationMetrics::new(metrics.registry(), config.metrics_partition_labels)
                 .context("registering replication metrics")?,
-            PeerSecurity {
-                tls: tls.inter_broker(&config),
-                sasl: config.inter_broker_sasl.clone().map(Arc::new),
-            },
+            Arc::clone(&peers),
             shutdown_rx.clone(),
         );
         // The publisher tells the coordinator runtime which partitions this broker leads,
@@ -168,6 +170,7 @@ impl Broker {
                 config.transactions.clone(),
                 MarkerWriter {
                     replicas: Arc::clone(&replicas),
+                    peers: Arc::clone(&peers),
                     controller: Arc::clone(&controller),
                     groups: Arc::clone(&groups),
                     shutdown: shutdown_rx.clone(),
@@ -192,6 +195,7 @@ impl Broker {
             config: config.clone(),
             controller: Arc::clone(&controller),
             replicas: Arc::clone(&replicas),
+            peers,
             groups: Arc::clone(&groups),
             transactions,
             quotas: Default::default(),

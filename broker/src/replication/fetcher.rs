@@ -20,15 +20,14 @@ use tokio::task::JoinHandle;
 
 use super::partition::{FollowerError, Partition};
 use super::throttle::Throttles;
-use crate::config::{InterBrokerSasl, ReplicationConfig};
+use crate::config::ReplicationConfig;
 use crate::metadata::records::Endpoint;
-use crate::security::ServerTls;
+use crate::peers::PeerClient;
 use crate::storage::TopicPartition;
 use oxbow_kafka_client::{Connection as PeerConnection, WireError as PeerError};
 
 /// Fetch version followers speak: topic names, last fetched epoch, diverging epoch.
 const FETCH_VERSION: i16 = 12;
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a fetcher whose every partition is throttled waits for its budget.
 const THROTTLE_PAUSE: Duration = Duration::from_millis(50);
 
@@ -57,16 +56,7 @@ pub struct FetcherPool {
     throttles: Arc<Throttles>,
     fetchers: Mutex<HashMap<i32, Fetcher>>,
     shutdown: watch::Receiver<bool>,
-    security: PeerSecurity,
-}
-
-/// How this broker connects to the others' inter-broker listener.
-#[derive(Debug, Clone, Default)]
-pub struct PeerSecurity {
-    /// When the inter-broker listener is `SSL` or `SASL_SSL`: over TLS, with these stores.
-    pub tls: Option<Arc<ServerTls>>,
-    /// When it is `SASL_*`: authenticated first.
-    pub sasl: Option<Arc<InterBrokerSasl>>,
+    peers: Arc<PeerClient>,
 }
 
 impl FetcherPool {
@@ -75,7 +65,7 @@ impl FetcherPool {
         config: ReplicationConfig,
         bytes_in: IntCounter,
         throttles: Arc<Throttles>,
-        security: PeerSecurity,
+        peers: Arc<PeerClient>,
         shutdown: watch::Receiver<bool>,
     ) -> Self {
         Self {
@@ -85,24 +75,8 @@ impl FetcherPool {
             throttles,
             fetchers: Mutex::new(HashMap::new()),
             shutdown,
-            security,
+            peers,
         }
-    }
-
-    /// A connection to another broker's inter-broker listener, as the fetchers make
-    /// theirs (the transaction coordinator sends markers over it).
-    pub async fn connect_peer(
-        &self,
-        endpoint: &Endpoint,
-        client_id: &str,
-    ) -> Result<PeerConnection, PeerError> {
-        connect_to(
-            endpoint,
-            client_id,
-            self.security.tls.as_ref(),
-            self.security.sasl.as_ref(),
-        )
-        .await
     }
 
     /// Makes the fetchers match `wanted` (leader → its endpoint and the partitions
@@ -143,8 +117,7 @@ impl FetcherPool {
                         config: self.config.clone(),
                         bytes_in: self.bytes_in.clone(),
                         throttles: Arc::clone(&self.throttles),
-                        tls: self.security.tls.clone(),
-                        sasl: self.security.sasl.clone(),
+                        peers: Arc::clone(&self.peers),
                     };
                     let task = tokio::spawn(run(link, receiver, self.shutdown.clone()));
                     fetchers.insert(
@@ -176,113 +149,15 @@ struct Link {
     config: ReplicationConfig,
     bytes_in: IntCounter,
     throttles: Arc<Throttles>,
-    tls: Option<Arc<ServerTls>>,
-    sasl: Option<Arc<InterBrokerSasl>>,
+    peers: Arc<PeerClient>,
 }
 
 /// A connection to the leader's inter-broker listener, over TLS when it is `SSL` or
 /// `SASL_SSL`, authenticated when it is `SASL_*`.
 async fn connect(link: &Link) -> Result<PeerConnection, PeerError> {
-    connect_to(
-        &link.endpoint,
-        &format!("oxbow-replica-{}", link.node_id),
-        link.tls.as_ref(),
-        link.sasl.as_ref(),
-    )
-    .await
-}
-
-/// A connection to another broker's inter-broker listener (TLS and SASL as configured).
-async fn connect_to(
-    endpoint: &Endpoint,
-    client_id: &str,
-    tls: Option<&Arc<ServerTls>>,
-    sasl: Option<&Arc<InterBrokerSasl>>,
-) -> Result<PeerConnection, PeerError> {
-    let address = socket_address(&endpoint.host, endpoint.port);
-    let tls = match tls {
-        Some(tls) => tls
-            .connector(&endpoint.host)
-            .map_err(|error| PeerError::Tls {
-                address: address.clone(),
-                source: std::io::Error::other(error.to_string()),
-            })?,
-        None => None,
-    };
-    let mut connection = match tls {
-        Some((connector, name)) => {
-            PeerConnection::connect_tls(&address, client_id, CONNECT_TIMEOUT, &connector, name)
-                .await?
-        }
-        None => PeerConnection::connect(&address, client_id, CONNECT_TIMEOUT).await?,
-    };
-    if let Some(sasl) = sasl {
-        authenticate(&mut connection, sasl).await?;
-    }
-    Ok(connection)
-}
-
-/// SaslHandshake v1 and SaslAuthenticate v1 as a Kafka client: SCRAM's two rounds (the
-/// leader's signature checked) or PLAIN's one.
-async fn authenticate(
-    connection: &mut PeerConnection,
-    sasl: &InterBrokerSasl,
-) -> Result<(), PeerError> {
-    use crate::security::{SaslMechanism, ScramClient};
-    use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
-    let address = connection.address().to_string();
-    let failed = |reason: String| PeerError::Authentication {
-        address: address.clone(),
-        reason,
-    };
-    let handshake = connection
-        .call_version(
-            &SaslHandshakeRequest::default()
-                .with_mechanism(StrBytes::from_static_str(sasl.mechanism.name())),
-            1,
-            CONNECT_TIMEOUT,
-        )
-        .await?;
-    if handshake.error_code != 0 {
-        return Err(failed(format!(
-            "SaslHandshake for {} answered {}",
-            sasl.mechanism.name(),
-            oxbow_kafka_client::error_name(handshake.error_code)
-        )));
-    }
-    let mut step = async |bytes: Vec<u8>| -> Result<Vec<u8>, PeerError> {
-        let answer = connection
-            .call_version(
-                &SaslAuthenticateRequest::default().with_auth_bytes(bytes.into()),
-                1,
-                CONNECT_TIMEOUT,
-            )
-            .await?;
-        if answer.error_code != 0 {
-            return Err(failed(format!(
-                "{}: {}",
-                oxbow_kafka_client::error_name(answer.error_code),
-                answer.error_message.as_deref().unwrap_or_default()
-            )));
-        }
-        Ok(answer.auth_bytes.to_vec())
-    };
-    match sasl.mechanism {
-        SaslMechanism::Scram(mechanism) => {
-            let mut client = ScramClient::new(mechanism, &sasl.username, &sasl.password);
-            let server_first = step(client.client_first()).await?;
-            let client_final = client.client_final(&server_first).map_err(&failed)?;
-            let server_final = step(client_final).await?;
-            client.verify_server_final(&server_final).map_err(&failed)
-        }
-        SaslMechanism::Plain => {
-            let token = format!("\0{}\0{}", sasl.username, sasl.password);
-            step(token.into_bytes()).await.map(|_| ())
-        }
-        SaslMechanism::OAuthBearer => Err(failed(
-            "OAUTHBEARER is not used between brokers".to_string(),
-        )),
-    }
+    link.peers
+        .connect(&link.endpoint, &format!("oxbow-replica-{}", link.node_id))
+        .await
 }
 
 async fn run(
@@ -525,14 +400,5 @@ fn handle_partition(following: &Following, tp: &TopicPartition, data: PartitionD
             tracing::warn!(topic_partition = %tp, %error, "Cannot append what the leader sent");
             false
         }
-    }
-}
-
-/// `host:port`, with an IPv6 literal in brackets.
-fn socket_address(host: &str, port: u16) -> String {
-    if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
     }
 }

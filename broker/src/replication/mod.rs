@@ -28,7 +28,6 @@ mod high_watermarks;
 mod log_dirs;
 mod metrics;
 mod partition;
-mod peer_pool;
 mod read_replica;
 mod throttle;
 
@@ -50,8 +49,8 @@ use crate::config::ReplicationConfig;
 use crate::metadata::image::ClusterImage;
 use crate::metadata::records::Endpoint;
 use crate::metadata::scope::Scope;
+use crate::peers::PeerClient;
 use crate::storage::{Clock, LogManager, TopicPartition};
-pub use fetcher::PeerSecurity;
 use fetcher::{Assignment, FetcherPool, Following};
 
 /// Why a replica answers a request with an error: a Kafka error code decided by
@@ -87,8 +86,6 @@ pub struct ReplicaManager {
     pub metrics: metrics::ReplicationMetrics,
     /// Replication throttles (rates from the dynamic broker configs in the image).
     pub throttles: Arc<throttle::Throttles>,
-    /// Idle connections to other brokers for the coordinators' requests.
-    peer_pool: peer_pool::PeerPool,
 }
 
 /// This broker started (`leading`) or stopped leading a partition, as an image made it
@@ -108,7 +105,7 @@ impl ReplicaManager {
         logs: Arc<LogManager>,
         clock: Arc<dyn Clock>,
         metrics: metrics::ReplicationMetrics,
-        peers: PeerSecurity,
+        peers: Arc<PeerClient>,
         shutdown: watch::Receiver<bool>,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<IsrProposal>) {
         let mut checkpointed = HashMap::new();
@@ -146,7 +143,6 @@ impl ReplicaManager {
             wanted: parking_lot::Mutex::new(HashMap::new()),
             proposals,
             checkpointed: parking_lot::Mutex::new(checkpointed),
-            peer_pool: peer_pool::PeerPool::default(),
         });
         (manager, receiver)
     }
@@ -157,16 +153,6 @@ impl ReplicaManager {
 
     pub fn config(&self) -> &ReplicationConfig {
         &self.config
-    }
-
-    /// A connection to another broker's inter-broker listener (TLS and SASL as the
-    /// followers use them).
-    pub async fn connect_peer(
-        &self,
-        endpoint: &Endpoint,
-        client_id: &str,
-    ) -> Result<oxbow_kafka_client::Connection, oxbow_kafka_client::WireError> {
-        self.fetchers.connect_peer(endpoint, client_id).await
     }
 
     pub fn partition(&self, topic_partition: &TopicPartition) -> Option<Arc<Partition>> {

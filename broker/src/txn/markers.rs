@@ -20,15 +20,17 @@ use tokio::sync::watch;
 use crate::api::errors;
 use crate::controller::Controller;
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
+use crate::peers::PeerClient;
 use crate::replication::{CommitWait, Partition, ReplicaManager, Serving};
 use crate::storage::TopicPartition;
 
-/// What writing markers takes: the replicas (partitions led here, connections to the
-/// other leaders), the cluster image (who leads what), and the group coordinator (a
-/// marker on `__consumer_offsets` settles the transaction's offsets there).
+/// What writing markers takes: the replicas (partitions led here), the other brokers (the
+/// other leaders), the cluster image (who leads what), and the group coordinator (a marker
+/// on `__consumer_offsets` settles the transaction's offsets there).
 #[derive(Debug, Clone)]
 pub struct MarkerWriter {
     pub replicas: Arc<ReplicaManager>,
+    pub peers: Arc<PeerClient>,
     pub controller: Arc<Controller>,
     pub groups: Arc<GroupCoordinator>,
     pub shutdown: watch::Receiver<bool>,
@@ -256,8 +258,8 @@ impl MarkerWriter {
                 ),
         ]);
         let response = self
-            .replicas
-            .call_peer(endpoint, &client_id, &request, 1, REMOTE_TIMEOUT)
+            .peers
+            .call(endpoint, &client_id, &request, 1, REMOTE_TIMEOUT)
             .await?;
         let mut codes = Vec::new();
         for marker in response.markers {

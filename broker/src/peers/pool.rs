@@ -16,7 +16,7 @@ use kafka_protocol::protocol::Request;
 use oxbow_kafka_client::{Connection, WireError};
 use parking_lot::Mutex;
 
-use super::ReplicaManager;
+use super::PeerClient;
 use crate::metadata::records::Endpoint;
 
 /// Idle connections kept per peer and client id.
@@ -25,7 +25,7 @@ const IDLE_PER_PEER: usize = 4;
 type PeerKey = (String, String, u16);
 
 #[derive(Default)]
-pub struct PeerPool {
+pub(super) struct PeerPool {
     idle: Mutex<HashMap<PeerKey, Vec<Connection>>>,
 }
 
@@ -50,10 +50,10 @@ impl PeerPool {
     }
 }
 
-impl ReplicaManager {
+impl PeerClient {
     /// Sends `request` at `version` to the broker at `endpoint` on a pooled connection
     /// (made with `client_id` when none is idle) and reads its answer within `timeout`.
-    pub async fn call_peer<R: Request>(
+    pub async fn call<R: Request>(
         &self,
         endpoint: &Endpoint,
         client_id: &str,
@@ -62,10 +62,10 @@ impl ReplicaManager {
         timeout: Duration,
     ) -> Result<R::Response, WireError> {
         let key = (client_id.to_string(), endpoint.host.clone(), endpoint.port);
-        if let Some(mut connection) = self.peer_pool.take(&key) {
+        if let Some(mut connection) = self.pool.take(&key) {
             match connection.call_version(request, version, timeout).await {
                 Ok(response) => {
-                    self.peer_pool.put(key, connection);
+                    self.pool.put(key, connection);
                     return Ok(response);
                 }
                 // Closed while idle: once more on a new connection.
@@ -73,9 +73,9 @@ impl ReplicaManager {
                 Err(error) => return Err(error),
             }
         }
-        let mut connection = self.connect_peer(endpoint, client_id).await?;
+        let mut connection = self.connect(endpoint, client_id).await?;
         let response = connection.call_version(request, version, timeout).await?;
-        self.peer_pool.put(key, connection);
+        self.pool.put(key, connection);
         Ok(response)
     }
 }
