@@ -99,7 +99,7 @@ pub struct BrokerConfig {
     /// The `ssl.*` settings, when a listener serves TLS or a key store is set.
     pub ssl: Option<SslConfig>,
     /// `sasl.enabled.mechanisms`: what `SASL_*` listeners offer.
-    pub sasl_mechanisms: Vec<crate::security::SaslMechanism>,
+    pub sasl_mechanisms: Vec<crate::model::SaslMechanism>,
     /// The controller listener is `SSL`: the quorum's RPCs (votes, replication of the
     /// metadata log, brokers' registrations and heartbeats) run over mutual TLS.
     pub controller_tls: bool,
@@ -170,7 +170,7 @@ pub struct ReplicationConfig {
 impl BrokerConfig {
     /// The SASL mechanisms `listener` offers: its own `listener.name.*` list, else
     /// `sasl.enabled.mechanisms`.
-    pub fn sasl_mechanisms_for(&self, listener: &str) -> &[crate::security::SaslMechanism] {
+    pub fn sasl_mechanisms_for(&self, listener: &str) -> &[crate::model::SaslMechanism] {
         self.listener_settings
             .get(listener)
             .and_then(|l| l.mechanisms.as_deref())
@@ -857,7 +857,7 @@ fn resolve_time_synonyms(
 /// `listener.name.<listener>.<mechanism>.sasl.jaas.config`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct InterBrokerSasl {
-    pub mechanism: crate::security::SaslMechanism,
+    pub mechanism: crate::model::SaslMechanism,
     pub username: String,
     pub password: String,
 }
@@ -875,9 +875,9 @@ fn inter_broker_credentials(
     mechanism: &str,
     listener: &str,
     listener_settings: &BTreeMap<String, ListenerSettings>,
-    default_mechanisms: &[crate::security::SaslMechanism],
+    default_mechanisms: &[crate::model::SaslMechanism],
 ) -> Result<InterBrokerSasl, (String, String)> {
-    use crate::security::SaslMechanism;
+    use crate::model::SaslMechanism;
     let key = "sasl.mechanism.inter.broker.protocol";
     let refuse = |reason: String| (key.to_string(), reason);
     let chosen = SaslMechanism::from_name(mechanism.trim())
@@ -929,8 +929,8 @@ fn inter_broker_credentials(
 
 /// `sasl.enabled.mechanisms`: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN and OAUTHBEARER are
 /// served; GSSAPI (Kerberos) is refused by name rather than accepted and never offered.
-fn sasl_mechanisms(text: &str) -> Result<Vec<crate::security::SaslMechanism>, String> {
-    use crate::security::SaslMechanism;
+fn sasl_mechanisms(text: &str) -> Result<Vec<crate::model::SaslMechanism>, String> {
+    use crate::model::SaslMechanism;
     let mut mechanisms = Vec::new();
     for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         match SaslMechanism::from_name(name) {
@@ -1658,7 +1658,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             config.sasl_mechanisms_for("SASL_SSL"),
-            &[crate::security::SaslMechanism::Plain]
+            &[crate::model::SaslMechanism::Plain]
         );
         assert_eq!(config.sasl_mechanisms_for("PLAINTEXT").len(), 2);
         let error = load(&["listener.name.external.sasl.enabled.mechanisms=PLAIN"])

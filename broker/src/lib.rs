@@ -47,6 +47,7 @@ pub mod coordinator;
 pub mod group;
 pub mod metadata;
 pub mod metrics;
+pub mod model;
 pub mod node;
 pub mod peers;
 pub mod quota;

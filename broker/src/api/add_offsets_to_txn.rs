@@ -8,8 +8,8 @@ use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::OFFSETS_TOPIC;
 use crate::group::records::partition_for;
+use crate::model::TopicPartition;
 use crate::security::acl::{Operation, ResourceType};
-use crate::storage::TopicPartition;
 
 #[derive(Debug)]
 pub struct AddOffsetsToTxnApi;

@@ -18,8 +18,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::model::TopicPartition;
 use crate::security::acl::{Operation, ResourceType};
-use crate::storage::TopicPartition;
 
 #[derive(Debug)]
 pub struct AddPartitionsToTxnApi;

@@ -11,10 +11,10 @@ use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsRespon
 use super::admin::AdminError;
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::model::TopicPartition;
 use crate::replication::DeleteRecordsError;
 use crate::security::acl::{Operation, ResourceType};
 use crate::state::BrokerState;
-use crate::storage::TopicPartition;
 
 #[derive(Debug)]
 pub struct DeleteRecordsApi;

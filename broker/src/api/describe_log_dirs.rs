@@ -19,8 +19,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::model::TopicPartition;
 use crate::security::acl::Operation;
-use crate::storage::TopicPartition;
 
 #[derive(Debug)]
 pub struct DescribeLogDirsApi;

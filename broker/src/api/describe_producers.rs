@@ -12,8 +12,8 @@ use kafka_protocol::messages::{
 
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::model::TopicPartition;
 use crate::security::acl::{Operation, ResourceType};
-use crate::storage::TopicPartition;
 
 #[derive(Debug)]
 pub struct DescribeProducersApi;

@@ -9,8 +9,8 @@ use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::model::TopicPartition;
 use crate::security::acl::{Operation, ResourceType};
-use crate::storage::TopicPartition;
 
 #[derive(Debug)]
 pub struct ListOffsetsApi;

@@ -8,9 +8,9 @@ use uuid::Uuid;
 use super::errors;
 use crate::controller::{ControllerError, validate_topic_name};
 use crate::metadata::image::TopicImage;
+use crate::model::TopicPartition;
 use crate::replication::{Partition, Serving};
 use crate::state::BrokerState;
-use crate::storage::TopicPartition;
 
 /// The topic named `name`, created with broker defaults when auto-creation is allowed.
 pub async fn topic_or_create(

@@ -12,9 +12,9 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::records::partition_for;
 use crate::group::{GroupError, OFFSETS_TOPIC};
+use crate::model::TopicPartition;
 use crate::replication::CommitWait;
 use crate::security::acl::{Operation, ResourceType};
-use crate::storage::TopicPartition;
 
 /// Kafka's `offsets.commit.timeout.ms` default.
 const OFFSET_COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);

@@ -13,8 +13,8 @@ use uuid::Uuid;
 use super::Access;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::offsets::FetchedOffset;
+use crate::model::TopicPartition;
 use crate::security::acl::{Operation, ResourceType};
-use crate::storage::TopicPartition;
 
 #[derive(Debug)]
 pub struct OffsetFetchApi;

@@ -10,8 +10,8 @@ use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLea
 
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::model::TopicPartition;
 use crate::security::acl::{Operation, ResourceType};
-use crate::storage::TopicPartition;
 
 #[derive(Debug)]
 pub struct OffsetForLeaderEpochApi;

@@ -34,8 +34,8 @@ use kafka_protocol::messages::{AddPartitionsToTxnRequest, ProducerId, TopicName,
 use kafka_protocol::protocol::StrBytes;
 
 use super::errors;
+use crate::model::TopicPartition;
 use crate::state::BrokerState;
-use crate::storage::TopicPartition;
 use crate::txn::TRANSACTION_STATE_TOPIC;
 
 const REMOTE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -17,8 +17,8 @@ use tokio::time::Instant;
 
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
+use crate::model::TopicPartition;
 use crate::security::acl::Operation;
-use crate::storage::TopicPartition;
 use crate::txn::markers::{MARKER_TIMEOUT, MarkerSpec};
 
 #[derive(Debug)]

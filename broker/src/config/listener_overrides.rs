@@ -25,7 +25,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::security::SaslMechanism;
+use crate::model::SaslMechanism;
 
 pub const PREFIX: &str = "listener.name.";
 

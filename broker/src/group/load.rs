@@ -11,7 +11,7 @@ use super::coordinator::Groups;
 use super::coordinator::{Group, GroupCoordinator, GroupKind, new_group};
 use super::records::{self, RecordKey, RecordValue};
 use crate::coordinator::{CoordinatorRecord, RecordKind};
-use crate::storage::TopicPartition;
+use crate::model::TopicPartition;
 
 /// What a `__consumer_offsets` partition holds, in log order.
 #[derive(Debug)]

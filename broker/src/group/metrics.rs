@@ -9,7 +9,7 @@
 
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 
-use crate::storage::TopicPartition;
+use crate::model::TopicPartition;
 
 /// What `/metrics` shows of one group, as the coordinator saw it at scrape time.
 #[derive(Debug)]

@@ -5,7 +5,7 @@
 use super::GroupError;
 use super::coordinator::{Group, GroupCoordinator, GroupKind, Groups, PartitionResults, new_group};
 use super::records::{OffsetValue, RecordKey, encode_offset_value};
-use crate::storage::TopicPartition;
+use crate::model::TopicPartition;
 use crate::storage::batch_builder::SimpleRecord;
 
 /// One partition's committed offset as OffsetFetch reports it.

@@ -87,7 +87,7 @@ pub struct ClusterImage {
     pub acls: Arc<BTreeSet<AclBinding>>,
     /// Client quotas by entity and key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub client_quotas: crate::quota::QuotaTable,
+    pub client_quotas: crate::model::quota::QuotaTable,
 }
 
 fn acls_empty(acls: &Arc<BTreeSet<AclBinding>>) -> bool {

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-pub use crate::security::acl::AclBinding;
+pub use crate::model::ScramMechanism;
+pub use crate::model::acl::AclBinding;
 
 /// Where clients reach a broker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,45 +152,10 @@ pub enum MetadataRecord {
     },
     /// A client quota set, or removed when `value` is `None` (AlterClientQuotas).
     ClientQuotaChanged {
-        entity: crate::quota::QuotaEntity,
-        key: crate::quota::QuotaKey,
-        value: Option<crate::quota::QuotaValue>,
+        entity: crate::model::quota::QuotaEntity,
+        key: crate::model::quota::QuotaKey,
+        value: Option<crate::model::quota::QuotaValue>,
     },
-}
-
-/// A SCRAM mechanism, with Kafka's names and type codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum ScramMechanism {
-    Sha256,
-    Sha512,
-}
-
-impl ScramMechanism {
-    pub const ALL: [ScramMechanism; 2] = [ScramMechanism::Sha256, ScramMechanism::Sha512];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Sha256 => "SCRAM-SHA-256",
-            Self::Sha512 => "SCRAM-SHA-512",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.name() == name)
-    }
-
-    /// Kafka's `ScramMechanism` type code (AlterUserScramCredentials,
-    /// DescribeUserScramCredentials): 1 for SHA-256, 2 for SHA-512.
-    pub fn code(self) -> i8 {
-        match self {
-            Self::Sha256 => 1,
-            Self::Sha512 => 2,
-        }
-    }
-
-    pub fn from_code(code: i8) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.code() == code)
-    }
 }
 
 /// What brokers keep of a SCRAM password (RFC 5802): the salt, the iteration count,

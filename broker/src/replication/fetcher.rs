@@ -22,8 +22,8 @@ use super::partition::{FollowerError, Partition};
 use super::throttle::Throttles;
 use crate::config::ReplicationConfig;
 use crate::metadata::records::Endpoint;
+use crate::model::TopicPartition;
 use crate::peers::PeerClient;
-use crate::storage::TopicPartition;
 use oxbow_kafka_client::{Connection as PeerConnection, WireError as PeerError};
 
 /// Fetch version followers speak: topic names, last fetched epoch, diverging epoch.

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::storage::TopicPartition;
+use crate::model::TopicPartition;
 use crate::storage::{CheckpointError, write_atomically};
 
 pub const HIGH_WATERMARK_CHECKPOINT_FILE: &str = "replication-offset-checkpoint";

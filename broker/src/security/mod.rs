@@ -12,7 +12,7 @@
 //! Kafka's StandardAuthorizer rules over them ([`authorizer`]), asked by every API handler
 //! through its request context.
 
-pub mod acl;
+pub use crate::model::acl;
 mod authorizer;
 mod jwks;
 mod oauthbearer;

@@ -21,36 +21,9 @@ use std::time::{Duration, Instant};
 use super::principal::Principal;
 use super::scram::{ScramError, ScramServer};
 use super::{oauthbearer, plain};
-use crate::metadata::records::{ScramCredential, ScramMechanism};
-
-/// A SASL mechanism a listener can offer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SaslMechanism {
-    Scram(ScramMechanism),
-    Plain,
-    OAuthBearer,
-}
-
-impl SaslMechanism {
-    pub const ALL: [SaslMechanism; 4] = [
-        SaslMechanism::Scram(ScramMechanism::Sha256),
-        SaslMechanism::Scram(ScramMechanism::Sha512),
-        SaslMechanism::Plain,
-        SaslMechanism::OAuthBearer,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            SaslMechanism::Scram(scram) => scram.name(),
-            SaslMechanism::Plain => "PLAIN",
-            SaslMechanism::OAuthBearer => "OAUTHBEARER",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.name() == name)
-    }
-}
+use crate::metadata::records::ScramCredential;
+pub use crate::model::SaslMechanism;
+use crate::model::ScramMechanism;
 
 /// Where a connection's authentication stands.
 #[derive(Debug)]

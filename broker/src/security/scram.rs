@@ -17,7 +17,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use ring::{digest, hmac, pbkdf2};
 
-pub use crate::metadata::records::{ScramCredential, ScramMechanism};
+pub use crate::metadata::records::ScramCredential;
+pub use crate::model::ScramMechanism;
 
 /// The hash functions of a mechanism.
 struct Hashes {

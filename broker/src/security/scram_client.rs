@@ -12,7 +12,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use ring::{hmac, rand::SecureRandom};
 
-use crate::metadata::records::ScramMechanism;
+use crate::model::ScramMechanism;
 
 /// One exchange.
 #[derive(Debug)]

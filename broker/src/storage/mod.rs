@@ -61,6 +61,7 @@ mod test_support;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub use crate::model::TopicPartition;
 pub use batch::{BatchError, BatchHeader};
 pub use checkpoint::{CheckpointError, write_atomically};
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -76,40 +77,6 @@ pub use meta_properties::{META_PROPERTIES, encode_uuid, ensure_directory_id};
 pub use producer_state::ProducerSummary;
 pub use segment::{FileRegion, LogSegment};
 pub use transactions::{AbortedTransaction, Marker, Verification, marker_of};
-
-/// A partition of a topic: Kafka's `TopicPartition`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    pub topic: String,
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        Self {
-            topic: topic.into(),
-            partition,
-        }
-    }
-
-    /// The partition's directory name, `<topic>-<partition>`, as Kafka names it.
-    pub fn dir_name(&self) -> String {
-        format!("{}-{}", self.topic, self.partition)
-    }
-
-    /// Parses `<topic>-<partition>`; topics may contain '-', the partition is after the last.
-    pub fn from_dir_name(name: &str) -> Option<Self> {
-        let (topic, partition) = name.rsplit_once('-')?;
-        let partition: i32 = partition.parse().ok()?;
-        (!topic.is_empty() && partition >= 0).then(|| Self::new(topic, partition))
-    }
-}
-
-impl std::fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
 
 /// Whether a log directory is usable; shared by every log in it. Once offline it stays
 /// offline until the broker restarts (a failed disk is not retried).

@@ -20,9 +20,9 @@ use tokio::sync::watch;
 use crate::api::errors;
 use crate::controller::Controller;
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
+use crate::model::TopicPartition;
 use crate::peers::PeerClient;
 use crate::replication::{CommitWait, Partition, ReplicaManager, Serving};
-use crate::storage::TopicPartition;
 
 /// What writing markers takes: the replicas (partitions led here), the other brokers (the
 /// other leaders), the cluster image (who leads what), and the group coordinator (a marker

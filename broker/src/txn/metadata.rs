@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::storage::TopicPartition;
+use crate::model::TopicPartition;
 
 /// Kafka's transaction states, with their numbers in `__transaction_state`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

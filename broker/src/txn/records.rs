@@ -19,7 +19,7 @@
 use std::collections::BTreeSet;
 
 use super::metadata::{TxnMetadata, TxnState};
-use crate::storage::TopicPartition;
+use crate::model::TopicPartition;
 
 pub fn encode_key(transactional_id: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + transactional_id.len());

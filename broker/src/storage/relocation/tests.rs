@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::storage::TopicPartition;
+use crate::model::TopicPartition;
 use crate::storage::log_read::ReadLimit;
 use crate::storage::test_support::{START_MS, batch, small_config, test_log};
 
