@@ -70,10 +70,13 @@ pub async fn reconcile<K: Reconciled>(
     let started = Instant::now();
     let namespace = object.namespace().ok_or_else(K::no_namespace)?;
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
+    // The pipelines' futures hold tens of KB of Kubernetes objects: on the heap, every
+    // future that awaits a reconcile stays small (a test awaiting many reconciles in debug
+    // builds overflowed its thread's 2 MiB stack with them inline).
     let result = finalizer::finalizer(&api, K::FINALIZER, object, |event| async {
         match event {
-            FinalizerEvent::Apply(object) => object.apply(&ctx).await,
-            FinalizerEvent::Cleanup(object) => object.cleanup(&ctx).await,
+            FinalizerEvent::Apply(object) => Box::pin(object.apply(&ctx)).await,
+            FinalizerEvent::Cleanup(object) => Box::pin(object.cleanup(&ctx)).await,
         }
     })
     .await
