@@ -182,6 +182,21 @@ pub fn append_error(error: &AppendError) -> i16 {
     }
 }
 
+/// A marker this broker did not write, as WriteTxnMarkers answers it.
+pub fn marker_error(failure: &crate::txn::markers::MarkerFailure) -> i16 {
+    use crate::replication::CommitWait;
+    use crate::txn::markers::MarkerFailure;
+    match failure {
+        MarkerFailure::NotServed(code) => *code,
+        MarkerFailure::Refused(error) => append_error(error),
+        MarkerFailure::NotReplicated(CommitWait::LeadershipLost) => NOT_LEADER_OR_FOLLOWER,
+        MarkerFailure::NotReplicated(CommitWait::TimedOut) => REQUEST_TIMED_OUT,
+        MarkerFailure::NotReplicated(CommitWait::NotEnoughReplicasAfterAppend) => {
+            NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        }
+    }
+}
+
 pub fn controller_error(error: &ControllerError) -> i16 {
     let code = match error {
         ControllerError::TopicAlreadyExists(_) => ResponseError::TopicAlreadyExists,

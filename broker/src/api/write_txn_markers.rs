@@ -114,7 +114,12 @@ async fn write_marker(
             code.unwrap_or_else(|| {
                 written
                     .next()
-                    .map_or(errors::UNKNOWN_SERVER_ERROR, |(_, code)| code)
+                    .map_or(errors::UNKNOWN_SERVER_ERROR, |(_, outcome)| {
+                        outcome.map_or_else(
+                            |failure| errors::marker_error(&failure),
+                            |()| errors::NONE,
+                        )
+                    })
             })
         })
         .collect()

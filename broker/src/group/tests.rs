@@ -10,10 +10,9 @@ use super::classic::JoinRequest;
 use super::metrics::GroupMetrics;
 use super::{GroupConfig, GroupCoordinator, OFFSETS_TOPIC};
 use crate::coordinator::{CoordinatorShard, loader};
-use crate::metadata::scope::Scope;
-use crate::metadata::testing::image;
-use crate::replication::{ReplicaManager, ReplicationMetrics};
-use crate::storage::{LogConfig, LogManager, ManualClock, TopicPartition};
+use crate::model::TopicPartition;
+use crate::replication::testing::leading_all;
+use crate::storage::ManualClock;
 
 const START_MS: i64 = 1_700_000_000_000;
 const RETENTION_MS: i64 = 60_000;
@@ -44,39 +43,15 @@ fn open_with(
     clock: &Arc<ManualClock>,
     config: GroupConfig,
 ) -> GroupCoordinator {
-    let (logs, _) = LogManager::open(
-        &[dir.to_path_buf()],
-        &|_| LogConfig::default(),
-        clock.clone(),
-    )
-    .unwrap();
-    let replicas: Vec<&[i32]> = vec![&[1]; config.offsets_partitions as usize];
-    let image = image(&[(OFFSETS_TOPIC, &replicas)]);
-    for partition in 0..config.offsets_partitions {
-        let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-        if logs.get(&tp).is_none() {
-            logs.create(tp, LogConfig::default()).unwrap();
-        }
-    }
-    let (_, shutdown) = tokio::sync::watch::channel(false);
-    let (replicas, _) = ReplicaManager::new(
-        1,
-        crate::config::BrokerConfig::load(&[], Vec::new(), &[])
-            .unwrap()
-            .replication,
-        Arc::new(logs),
-        clock.clone(),
-        ReplicationMetrics::new(&Registry::new(), false).unwrap(),
-        Default::default(),
-        shutdown,
-    );
+    let (replicas, changes) =
+        leading_all(dir, clock.clone(), OFFSETS_TOPIC, config.offsets_partitions);
     let coordinator = GroupCoordinator::new(
         config,
         Arc::clone(&replicas),
         clock.clone(),
         GroupMetrics::new(&Registry::new()).unwrap(),
     );
-    for change in replicas.apply_image(&image, &Scope::Everything) {
+    for change in changes {
         assert!(change.leading, "{change:?}");
         let replica = replicas.partition(&change.topic_partition).unwrap();
         coordinator.load(change.topic_partition.partition, 0, loader::read(&replica));

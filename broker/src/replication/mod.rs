@@ -29,6 +29,8 @@ mod log_dirs;
 mod metrics;
 mod partition;
 mod read_replica;
+#[cfg(test)]
+pub(crate) mod testing;
 mod throttle;
 
 use std::collections::{BTreeMap, HashMap};

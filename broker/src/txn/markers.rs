@@ -17,12 +17,14 @@ use tokio::time::Instant;
 
 use tokio::sync::watch;
 
-use crate::api::errors;
+use kafka_protocol::ResponseError;
+
 use crate::controller::Controller;
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
 use crate::model::TopicPartition;
 use crate::peers::PeerClient;
-use crate::replication::{CommitWait, Partition, ReplicaManager, Serving};
+use crate::replication::{AppendError, CommitWait, Partition, ReplicaManager, Serving};
+use crate::storage::LogError;
 
 /// What writing markers takes: the replicas (partitions led here), the other brokers (the
 /// other leaders), the cluster image (who leads what), and the group coordinator (a marker
@@ -61,36 +63,93 @@ pub struct Appended {
     spec: MarkerSpec,
 }
 
+/// Why a marker was not written here (WriteTxnMarkers answers each with Kafka's code).
+#[derive(Debug, thiserror::Error)]
+pub enum MarkerFailure {
+    /// This broker may not write the partition (not its leader, not a replica): the
+    /// replica manager's code.
+    #[error("not served here (error code {0})")]
+    NotServed(i16),
+    #[error(transparent)]
+    Refused(AppendError),
+    #[error("appended but not replicated: {0:?}")]
+    NotReplicated(CommitWait),
+}
+
+/// What one partition's marker attempt means for the transaction's completion.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    Written,
+    /// A newer epoch of the producer is in the partition: this marker belongs to a
+    /// transaction already superseded there.
+    Stale,
+    /// A newer coordinator of the transactional id already wrote a marker there: this
+    /// broker was deposed and its successor owns the transaction.
+    Superseded,
+    Retry(String),
+}
+
+impl Verdict {
+    fn of_local(result: &Result<(), MarkerFailure>) -> Self {
+        match result {
+            Ok(()) => Verdict::Written,
+            Err(MarkerFailure::Refused(AppendError::Log(LogError::ProducerFenced { .. }))) => {
+                Verdict::Stale
+            }
+            Err(MarkerFailure::Refused(AppendError::Log(LogError::CoordinatorFenced {
+                ..
+            }))) => Verdict::Superseded,
+            Err(failure) => Verdict::Retry(failure.to_string()),
+        }
+    }
+
+    fn of_remote(code: i16) -> Self {
+        match ResponseError::try_from_code(code) {
+            None if code == 0 => Verdict::Written,
+            Some(ResponseError::InvalidProducerEpoch) => Verdict::Stale,
+            Some(ResponseError::TransactionCoordinatorFenced) => Verdict::Superseded,
+            _ => Verdict::Retry(oxbow_kafka_client::error_name(code).to_string()),
+        }
+    }
+}
+
 impl MarkerWriter {
     /// Writes the markers of `partitions`, all led here, and then waits for them (so their
-    /// replication overlaps); each partition's code.
+    /// replication overlaps); each partition's outcome.
     pub async fn write_local_all(
         &self,
         partitions: Vec<TopicPartition>,
         spec: MarkerSpec,
         deadline: Instant,
-    ) -> Vec<(TopicPartition, i16)> {
-        let appended: Vec<(TopicPartition, Result<Appended, i16>)> = partitions
+    ) -> Vec<(TopicPartition, Result<(), MarkerFailure>)> {
+        let appended: Vec<(TopicPartition, Result<Appended, MarkerFailure>)> = partitions
             .into_iter()
             .map(|tp| {
                 let appended = self.append_local(&tp, spec);
                 (tp, appended)
             })
             .collect();
-        let mut codes = Vec::with_capacity(appended.len());
+        let mut outcomes = Vec::with_capacity(appended.len());
         for (tp, appended) in appended {
-            let code = match appended {
+            let outcome = match appended {
                 Ok(appended) => self.replicated(appended, deadline).await,
-                Err(code) => code,
+                Err(failure) => Err(failure),
             };
-            codes.push((tp, code));
+            outcomes.push((tp, outcome));
         }
-        codes
+        outcomes
     }
 
     /// Appends `spec`'s marker to `tp` as its leader.
-    pub fn append_local(&self, tp: &TopicPartition, spec: MarkerSpec) -> Result<Appended, i16> {
-        let (partition, leader_epoch) = self.replicas.serving(tp, -1, Serving::Leader)?;
+    fn append_local(
+        &self,
+        tp: &TopicPartition,
+        spec: MarkerSpec,
+    ) -> Result<Appended, MarkerFailure> {
+        let (partition, leader_epoch) = self
+            .replicas
+            .serving(tp, -1, Serving::Leader)
+            .map_err(MarkerFailure::NotServed)?;
         let info = partition
         .append_marker(
             spec.producer_id,
@@ -100,7 +159,7 @@ impl MarkerWriter {
         )
         .map_err(|error| {
             tracing::info!(topic_partition = %tp, producer_id = spec.producer_id, %error, "Transaction marker refused");
-            errors::append_error(&error)
+            MarkerFailure::Refused(error)
         })?;
         tracing::debug!(topic_partition = %tp, producer_id = spec.producer_id, producer_epoch = spec.producer_epoch, commit = spec.commit, offset = info.last_offset, "Transaction marker appended");
         Ok(Appended {
@@ -115,7 +174,7 @@ impl MarkerWriter {
     /// Waits for an appended marker's in-sync replicas; Kafka's error code (0 when they have
     /// it). A marker on a `__consumer_offsets` partition then settles the transaction's
     /// offsets there.
-    async fn replicated(&self, appended: Appended, deadline: Instant) -> i16 {
+    async fn replicated(&self, appended: Appended, deadline: Instant) -> Result<(), MarkerFailure> {
         let Appended {
             tp,
             partition,
@@ -126,20 +185,12 @@ impl MarkerWriter {
         let waited = partition
             .wait_committed(next_offset, leader_epoch, deadline, self.shutdown.clone())
             .await;
-        match waited {
-            Ok(()) => {
-                if tp.topic == OFFSETS_TOPIC {
-                    self.groups
-                        .complete_transaction(tp.partition, spec.producer_id, spec.commit);
-                }
-                errors::NONE
-            }
-            Err(CommitWait::LeadershipLost) => errors::NOT_LEADER_OR_FOLLOWER,
-            Err(CommitWait::TimedOut) => errors::REQUEST_TIMED_OUT,
-            Err(CommitWait::NotEnoughReplicasAfterAppend) => {
-                errors::NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            }
+        waited.map_err(MarkerFailure::NotReplicated)?;
+        if tp.topic == OFFSETS_TOPIC {
+            self.groups
+                .complete_transaction(tp.partition, spec.producer_id, spec.commit);
         }
+        Ok(())
     }
 
     /// Writes `spec`'s markers to every partition of `partitions`, retrying what fails,
@@ -186,41 +237,44 @@ impl MarkerWriter {
             }
             let deadline = Instant::now() + MARKER_TIMEOUT;
             for (leader, tps) in by_leader {
-                let codes: Vec<(TopicPartition, i16)> = if leader == self.replicas.node_id() {
-                    self.write_local_all(tps, spec, deadline).await
+                let verdicts: Vec<(TopicPartition, Verdict)> = if leader == self.replicas.node_id()
+                {
+                    self.write_local_all(tps, spec, deadline)
+                        .await
+                        .into_iter()
+                        .map(|(tp, outcome)| (tp, Verdict::of_local(&outcome)))
+                        .collect()
                 } else {
                     let Some(endpoint) = image.brokers.get(&leader).map(|b| b.endpoint.clone())
                     else {
                         continue;
                     };
                     match self.send_remote(&endpoint, spec, &tps).await {
-                        Ok(codes) => codes,
+                        Ok(codes) => codes
+                            .into_iter()
+                            .map(|(tp, code)| (tp, Verdict::of_remote(code)))
+                            .collect(),
                         Err(error) => {
                             tracing::info!(leader, %error, "Sending transaction markers failed; retrying");
                             continue;
                         }
                     }
                 };
-                for (tp, code) in codes {
-                    match code {
-                        errors::NONE => {
+                for (tp, verdict) in verdicts {
+                    match verdict {
+                        Verdict::Written => {
                             remaining.remove(&tp);
                         }
-                        errors::INVALID_PRODUCER_EPOCH => {
-                            // A newer epoch of the producer is in the partition: this marker
-                            // belongs to a transaction already superseded there.
+                        Verdict::Stale => {
                             tracing::warn!(topic_partition = %tp, producer_id = spec.producer_id, "A marker was refused as stale; not retrying it");
                             remaining.remove(&tp);
                         }
-                        errors::TRANSACTION_COORDINATOR_FENCED => {
-                            // A newer coordinator of the transactional id already wrote a marker
-                            // for this producer there: this broker was deposed and its successor
-                            // owns the transaction.
+                        Verdict::Superseded => {
                             tracing::warn!(topic_partition = %tp, producer_id = spec.producer_id, coordinator_epoch = spec.coordinator_epoch, "A marker was refused: a newer coordinator wrote there; not retrying it");
                             remaining.remove(&tp);
                         }
-                        code => {
-                            tracing::debug!(topic_partition = %tp, error = errors::error_name(code), "A transaction marker will be retried");
+                        Verdict::Retry(reason) => {
+                            tracing::debug!(topic_partition = %tp, %reason, "A transaction marker will be retried");
                         }
                     }
                 }
