@@ -12,15 +12,23 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 mod file;
+mod groups;
 mod listener_overrides;
 mod listeners;
 mod providers;
+mod raw;
+mod replication;
 mod ssl;
+mod transactions;
 
 use crate::storage::{LogConfig, LogConfigError};
+pub use groups::GroupConfig;
 pub use listener_overrides::{JaasEntry, ListenerSettings};
 pub use listeners::{ClientListener, SecurityProtocol};
+use raw::Raw;
+pub use replication::ReplicationConfig;
 pub use ssl::{ClientAuth, KeyStore, SslConfig, TlsVersion, TrustStore};
+pub use transactions::TransactionConfig;
 
 pub use oxbow_config_keys::BrokerKey as KeySpec;
 
@@ -156,17 +164,6 @@ pub struct BrokerConfig {
     pub explicit: std::collections::BTreeSet<String>,
 }
 
-/// How followers fetch and when they leave the ISR (`replica.*`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplicationConfig {
-    pub lag_time_max_ms: i64,
-    pub fetch_max_bytes: i32,
-    pub fetch_response_max_bytes: i32,
-    pub fetch_wait_max_ms: i32,
-    pub fetch_backoff_ms: u64,
-    pub high_watermark_checkpoint_interval_ms: u64,
-}
-
 impl BrokerConfig {
     /// The SASL mechanisms `listener` offers: its own `listener.name.*` list, else
     /// `sasl.enabled.mechanisms`.
@@ -271,40 +268,12 @@ impl BrokerConfig {
     }
 
     fn from_raw(raw: BTreeMap<String, String>) -> Result<Self, ConfigError> {
-        let get = |key: &str| raw.get(key).cloned().unwrap_or_default();
-        let invalid = |key: &str, reason: &str| ConfigError::InvalidValue {
-            key: key.to_string(),
-            value: get(key),
-            reason: reason.to_string(),
-        };
-        let int = |key: &str| -> Result<i64, ConfigError> {
-            let (min, max) = integer_range(key);
-            let value: i64 = get(key)
-                .trim()
-                .parse()
-                .map_err(|_| invalid(key, "not an integer"))?;
-            if value < min || value > max {
-                return Err(invalid(key, &format!("must be between {min} and {max}")));
-            }
-            Ok(value)
-        };
-        let boolean = |key: &str| -> Result<bool, ConfigError> {
-            get(key)
-                .trim()
-                .parse()
-                .map_err(|_| invalid(key, "expected true or false"))
-        };
-        // Kafka's -1 means "the OS default"; 0 is no buffer at all, refused as Java refuses it.
-        let buffer_size = |key: &str| -> Result<Option<usize>, ConfigError> {
-            match int(key)? {
-                -1 => Ok(None),
-                0 => Err(invalid(
-                    key,
-                    "must be -1 (the OS default) or a positive size",
-                )),
-                size => Ok(Some(size as usize)),
-            }
-        };
+        let reader = Raw(&raw);
+        let get = |key: &str| reader.get(key);
+        let invalid = |key: &str, reason: &str| reader.invalid(key, reason);
+        let int = |key: &str| reader.int(key);
+        let boolean = |key: &str| reader.boolean(key);
+        let buffer_size = |key: &str| reader.buffer_size(key);
         let listener_text = get("listeners");
         let controller_names: Vec<String> = get("controller.listener.names")
             .split(',')
@@ -550,7 +519,7 @@ impl BrokerConfig {
                     other => invalid(broker_key, &other.to_string()),
                 })?;
         }
-        let optional = |key: &str| Some(get(key).trim().to_string()).filter(|s| !s.is_empty());
+        let optional = |key: &str| reader.optional(key);
         let node_id = int("node.id")? as i32;
         let mut voters = parse_voters(&get("controller.quorum.voters"))
             .map_err(|reason| invalid("controller.quorum.voters", &reason))?;
@@ -644,29 +613,8 @@ impl BrokerConfig {
             log_defaults,
             retention_check_interval_ms: int("log.retention.check.interval.ms")? as u64,
             cleaner_backoff_ms: int("log.cleaner.backoff.ms")? as u64,
-            groups: GroupConfig {
-                offsets_partitions: int("offsets.topic.num.partitions")? as i32,
-                min_session_timeout_ms: int("group.min.session.timeout.ms")? as i32,
-                max_session_timeout_ms: int("group.max.session.timeout.ms")? as i32,
-                initial_rebalance_delay_ms: int("group.initial.rebalance.delay.ms")?,
-                offsets_retention_ms: int("offsets.retention.minutes")? * 60_000,
-                retention_check_interval_ms: int("offsets.retention.check.interval.ms")?,
-                offset_metadata_max_bytes: int("offset.metadata.max.bytes")? as usize,
-                consumer_session_timeout_ms: int("group.consumer.session.timeout.ms")? as i32,
-                consumer_heartbeat_interval_ms: int("group.consumer.heartbeat.interval.ms")? as i32,
-            },
-            transactions: TransactionConfig {
-                state_partitions: int("transaction.state.log.num.partitions")? as i32,
-                state_replication_factor: int("transaction.state.log.replication.factor")? as i16,
-                state_min_isr: int("transaction.state.log.min.isr")? as i32,
-                max_timeout_ms: int("transaction.max.timeout.ms")?,
-                abort_check_interval_ms: int(
-                    "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-                )?,
-                id_expiration_ms: int("transactional.id.expiration.ms")?,
-                partition_verification: boolean("transaction.partition.verification.enable")?,
-                version: int("transaction.version")? as i16,
-            },
+            groups: GroupConfig::parse(reader)?,
+            transactions: TransactionConfig::parse(reader)?,
             rack: optional("broker.rack"),
             cluster_id: optional("cluster.id"),
             offsets_topic_replication_factor: int("offsets.topic.replication.factor")? as i16,
@@ -694,16 +642,7 @@ impl BrokerConfig {
             leader_imbalance_check_interval_s: int("leader.imbalance.check.interval.seconds")?
                 as u64,
             leader_imbalance_percent: int("leader.imbalance.per.broker.percentage")? as u32,
-            replication: ReplicationConfig {
-                lag_time_max_ms: int("replica.lag.time.max.ms")?,
-                fetch_max_bytes: int("replica.fetch.max.bytes")? as i32,
-                fetch_response_max_bytes: int("replica.fetch.response.max.bytes")? as i32,
-                fetch_wait_max_ms: int("replica.fetch.wait.max.ms")? as i32,
-                fetch_backoff_ms: int("replica.fetch.backoff.ms")? as u64,
-                high_watermark_checkpoint_interval_ms: int(
-                    "replica.high.watermark.checkpoint.interval.ms",
-                )? as u64,
-            },
+            replication: ReplicationConfig::parse(reader)?,
             raw,
             explicit: Default::default(),
         })
@@ -1016,81 +955,6 @@ fn parse_voters(text: &str) -> Result<BTreeMap<i32, String>, String> {
         }
     }
     Ok(voters)
-}
-
-/// Transaction coordinator settings (Kafka's names in the comments).
-#[derive(Debug, Clone)]
-pub struct TransactionConfig {
-    /// transaction.state.log.num.partitions
-    pub state_partitions: i32,
-    /// transaction.state.log.replication.factor
-    pub state_replication_factor: i16,
-    /// transaction.state.log.min.isr
-    pub state_min_isr: i32,
-    /// transaction.max.timeout.ms
-    pub max_timeout_ms: i64,
-    /// transaction.abort.timed.out.transaction.cleanup.interval.ms
-    pub abort_check_interval_ms: i64,
-    /// transactional.id.expiration.ms
-    pub id_expiration_ms: i64,
-    /// transaction.partition.verification.enable
-    pub partition_verification: bool,
-    /// transaction.version: the `transaction.version` feature finalized in ApiVersions
-    /// (2: KIP-890 part 2, the epoch bumped at every transaction end).
-    pub version: i16,
-}
-
-impl Default for TransactionConfig {
-    fn default() -> Self {
-        Self {
-            state_partitions: 50,
-            state_replication_factor: 3,
-            state_min_isr: 2,
-            max_timeout_ms: 900_000,
-            abort_check_interval_ms: 10_000,
-            id_expiration_ms: 7 * 24 * 60 * 60 * 1000,
-            partition_verification: true,
-            version: 2,
-        }
-    }
-}
-
-/// Group settings, from the broker configuration (Kafka's names in the comments).
-#[derive(Debug, Clone)]
-pub struct GroupConfig {
-    /// offsets.topic.num.partitions
-    pub offsets_partitions: i32,
-    /// group.min.session.timeout.ms / group.max.session.timeout.ms
-    pub min_session_timeout_ms: i32,
-    pub max_session_timeout_ms: i32,
-    /// group.initial.rebalance.delay.ms
-    pub initial_rebalance_delay_ms: i64,
-    /// offsets.retention.minutes, in ms
-    pub offsets_retention_ms: i64,
-    /// offsets.retention.check.interval.ms
-    pub retention_check_interval_ms: i64,
-    /// offset.metadata.max.bytes
-    pub offset_metadata_max_bytes: usize,
-    /// group.consumer.session.timeout.ms (KIP-848)
-    pub consumer_session_timeout_ms: i32,
-    /// group.consumer.heartbeat.interval.ms (KIP-848)
-    pub consumer_heartbeat_interval_ms: i32,
-}
-
-impl Default for GroupConfig {
-    fn default() -> Self {
-        Self {
-            offsets_partitions: 50,
-            min_session_timeout_ms: 6_000,
-            max_session_timeout_ms: 1_800_000,
-            initial_rebalance_delay_ms: 3_000,
-            offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
-            retention_check_interval_ms: 600_000,
-            offset_metadata_max_bytes: 4096,
-            consumer_session_timeout_ms: 45_000,
-            consumer_heartbeat_interval_ms: 5_000,
-        }
-    }
 }
 
 #[cfg(test)]
