@@ -16,6 +16,7 @@ mod groups;
 mod listener_overrides;
 mod listeners;
 mod providers;
+mod quorum;
 mod raw;
 mod replication;
 mod ssl;
@@ -25,6 +26,7 @@ use crate::storage::{LogConfig, LogConfigError};
 pub use groups::GroupConfig;
 pub use listener_overrides::{JaasEntry, ListenerSettings};
 pub use listeners::{ClientListener, SecurityProtocol};
+use quorum::Quorum;
 use raw::Raw;
 pub use replication::ReplicationConfig;
 pub use ssl::{ClientAuth, KeyStore, SslConfig, TlsVersion, TrustStore};
@@ -521,62 +523,17 @@ impl BrokerConfig {
         }
         let optional = |key: &str| reader.optional(key);
         let node_id = int("node.id")? as i32;
-        let mut voters = parse_voters(&get("controller.quorum.voters"))
-            .map_err(|reason| invalid("controller.quorum.voters", &reason))?;
-        let bootstrap_servers =
-            parse_bootstrap_servers(&get("controller.quorum.bootstrap.servers"))
-                .map_err(|reason| invalid("controller.quorum.bootstrap.servers", &reason))?;
-        let dynamic_quorum = !bootstrap_servers.is_empty();
-        // Where other controllers reach this one: its advertised controller listener, else
-        // the address it binds.
-        let controller_advertised = named_listener(&get("advertised.listeners"), &controller_names)
-            .or_else(|| controller_listener.map(|a| a.to_string()));
-        if voters.is_empty() && !dynamic_quorum {
-            if !is_controller {
-                return Err(invalid(
-                    "controller.quorum.voters",
-                    "a broker-only node needs the voters of the quorum it joins (or controller.quorum.bootstrap.servers)",
-                ));
-            }
-            let address =
-                controller_listener.map_or_else(|| "127.0.0.1:0".to_string(), |a| a.to_string());
-            voters.insert(node_id, address);
-        }
-        if is_controller && !dynamic_quorum && !voters.contains_key(&node_id) {
-            return Err(invalid(
-                "controller.quorum.voters",
-                &format!(
-                    "node.id {node_id} has the controller role but is not a voter (a controller that joins a dynamic quorum names controller.quorum.bootstrap.servers)"
-                ),
-            ));
-        }
-        // In a dynamic quorum the voters are only the initial ones: a voter that was removed
-        // (RemoveRaftVoter) may come back as a broker only.
-        if !is_controller && !dynamic_quorum && voters.contains_key(&node_id) {
-            return Err(invalid(
-                "process.roles",
-                &format!(
-                    "node {node_id} is a voter in controller.quorum.voters but lacks the controller role"
-                ),
-            ));
-        }
-        if is_controller && (voters.len() > 1 || dynamic_quorum) && controller_listener.is_none() {
-            return Err(invalid(
-                "listeners",
-                "a voter of a multi-node quorum needs a controller listener (e.g. CONTROLLER://127.0.0.1:9093)",
-            ));
-        }
-        if is_controller
-            && dynamic_quorum
-            && controller_advertised.as_deref().is_none_or(|a| {
-                a.starts_with("0.0.0.0:") || a.starts_with("[::]:") || a.starts_with(':')
-            })
-        {
-            return Err(invalid(
-                "advertised.listeners",
-                "a controller of a dynamic quorum needs an address the other controllers can reach: advertise the controller listener (e.g. CONTROLLER://host:9093)",
-            ));
-        }
+        let Quorum {
+            voters,
+            bootstrap_servers,
+            controller_advertised,
+        } = Quorum::parse(
+            reader,
+            node_id,
+            is_controller,
+            controller_listener,
+            &controller_names,
+        )?;
         Ok(Self {
             node_id,
             listener,
