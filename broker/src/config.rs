@@ -15,6 +15,7 @@ mod file;
 mod groups;
 mod listener_overrides;
 mod listeners;
+mod network;
 mod providers;
 mod quorum;
 mod raw;
@@ -26,6 +27,7 @@ use crate::storage::{LogConfig, LogConfigError};
 pub use groups::GroupConfig;
 pub use listener_overrides::{JaasEntry, ListenerSettings};
 pub use listeners::{ClientListener, SecurityProtocol};
+use network::Network;
 use quorum::Quorum;
 use raw::Raw;
 pub use replication::ReplicationConfig;
@@ -276,70 +278,13 @@ impl BrokerConfig {
         let int = |key: &str| reader.int(key);
         let boolean = |key: &str| reader.boolean(key);
         let buffer_size = |key: &str| reader.buffer_size(key);
-        let listener_text = get("listeners");
-        let controller_names: Vec<String> = get("controller.listener.names")
-            .split(',')
-            .map(|n| n.trim().to_ascii_uppercase())
-            .filter(|n| !n.is_empty())
-            .collect();
-        let listener_entries =
-            listeners::entries(&listener_text).map_err(|reason| invalid("listeners", &reason))?;
-        let advertised_entries = listeners::entries(&get("advertised.listeners"))
-            .map_err(|reason| invalid("advertised.listeners", &reason))?;
-        let protocols = listeners::security_protocols(&get("listener.security.protocol.map"))
-            .map_err(|reason| invalid("listener.security.protocol.map", &reason))?;
-        for (key, entries) in [
-            ("listeners", &listener_entries),
-            ("advertised.listeners", &advertised_entries),
-        ] {
-            listeners::check_protocols(entries, &protocols, &controller_names)
-                .map_err(|reason| invalid(key, &reason))?;
-        }
-        // As for client listeners, Kafka's `CONTROLLER://:9093` binds every interface and a
-        // host name is resolved; other controllers are told `advertised.listeners`' entry.
-        let controller_listener = match named_listener(&listener_text, &controller_names) {
-            Some(address) => {
-                let needs = "the controller listener needs a host and port, e.g. CONTROLLER://127.0.0.1:9093";
-                let (host, port) = address
-                    .rsplit_once(':')
-                    .ok_or_else(|| invalid("listeners", needs))?;
-                let port = port
-                    .parse::<u16>()
-                    .map_err(|_| invalid("listeners", needs))?;
-                let host = host.trim_start_matches('[').trim_end_matches(']');
-                Some(
-                    listeners::bind_address(host, port)
-                        .map_err(|reason| invalid("listeners", &reason))?,
-                )
-            }
-            None => None,
-        };
-        let mut is_broker = false;
-        let mut is_controller = false;
-        for role in get("process.roles").split(',').map(str::trim) {
-            match role {
-                "broker" => is_broker = true,
-                "controller" => is_controller = true,
-                "" => {}
-                _ => return Err(invalid("process.roles", "roles are broker and controller")),
-            }
-        }
-        if !is_broker && !is_controller {
-            return Err(invalid("process.roles", "at least one role is needed"));
-        }
-        let client_listeners = listeners::client_listeners(
-            &listener_entries,
-            &advertised_entries,
-            &protocols,
-            &controller_names,
-        )
-        .map_err(|(key, reason)| invalid(key, &reason))?;
-        // The quorum speaks TLS when the (first) controller listener is mapped to SSL; every
-        // node, voter or not, reads the map to know how to reach the controllers.
-        let controller_tls = controller_names
-            .first()
-            .and_then(|name| protocols.get(name))
-            .is_some_and(|protocol| protocol == "SSL");
+        let Network {
+            controller_names,
+            controller_listener,
+            client_listeners,
+            controller_tls,
+        } = Network::parse(reader)?;
+        let (is_broker, is_controller) = network::roles(reader)?;
         let sasl_mechanisms = sasl_mechanisms(&get("sasl.enabled.mechanisms"))
             .map_err(|reason| invalid("sasl.enabled.mechanisms", &reason))?;
         let oauthbearer_jwks = match get("sasl.oauthbearer.jwks.endpoint.url").trim() {
