@@ -95,7 +95,12 @@ class ClientLog(logging.Handler):
             self.lines.append((time.monotonic(), message))
 
     def between(self, start, end):
-        return [(t - start, m) for t, m in list(self.lines) if start <= t <= end]
+        return lines_between(self.lines, start, end)
+
+
+def lines_between(lines, start, end):
+    """The (arrival, line) pairs of `lines` from `start` to `end`, as offsets from `start`."""
+    return [(t - start, m) for t, m in list(lines) if start <= t <= end]
 
 
 class PeerProducer:
@@ -108,10 +113,19 @@ class PeerProducer:
         self.errors = collections.deque(maxlen=10)
         self.lines = collections.deque(maxlen=5000)  # (arrival, line): the client's own log
         self.summary = None
+        self.reader_errors = []  # a reader that died would silently drop acknowledgements
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
-        for reader in (self.read_acks, self.read_errors):
-            threading.Thread(target=reader, daemon=True).start()
+        self.readers = [threading.Thread(target=self.guard, args=(reader,), daemon=True)
+                        for reader in (self.read_acks, self.read_errors)]
+        for reader in self.readers:
+            reader.start()
+
+    def guard(self, reader):
+        try:
+            reader()
+        except Exception as error:  # noqa: BLE001 — reported by stop()
+            self.reader_errors.append(f"{reader.__name__}: {error!r}")
 
     def read_acks(self):
         for line in self.proc.stdout:
@@ -130,14 +144,18 @@ class PeerProducer:
                 self.lines.append((time.monotonic(), text))
 
     def between(self, start, end):
-        return [(t - start, m) for t, m in list(self.lines) if start <= t <= end]
+        return lines_between(self.lines, start, end)
 
     def stop(self, flush_seconds):
         self.proc.stdin.write(f"stop {flush_seconds}\n".encode())
         self.proc.stdin.close()
         if self.proc.wait(timeout=flush_seconds + 30) != 0:
             fail(f"the {self.name} producer exited with {self.proc.returncode}: {list(self.errors)}")
-        time.sleep(0.5)  # its readers drain the pipes
+        # The pipes end with the process: the readers have every line once they return.
+        for reader in self.readers:
+            reader.join(timeout=30)
+        if any(reader.is_alive() for reader in self.readers) or self.reader_errors:
+            fail(f"the {self.name} producer's output was not read to its end: {self.reader_errors}")
 
 
 def main():
