@@ -7,7 +7,8 @@ use super::config::{self, ConfigError};
 use super::names::Names;
 use crate::crd::{Cluster, ClusterSpec};
 
-fn settings() -> BuildSettings {
+/// Shared with the plan's tests.
+pub(super) fn settings() -> BuildSettings {
     BuildSettings {
         broker_image: "oxbow:test".into(),
         operator_image: "oxbow-operator:test".into(),
@@ -15,7 +16,7 @@ fn settings() -> BuildSettings {
     }
 }
 
-fn cluster(yaml: &str) -> Cluster {
+pub(super) fn cluster(yaml: &str) -> Cluster {
     let spec: ClusterSpec = serde_yaml::from_str(yaml).unwrap();
     let mut cluster = Cluster::new("events", spec);
     cluster.metadata.namespace = Some("streams".into());

@@ -7,23 +7,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::*;
 use crate::cluster::observe::RollCheck;
 use crate::cluster::roll::RollGate;
-use crate::crd::{ClusterSpec, ScalingPhase, ScalingStatus};
-
-fn settings() -> BuildSettings {
-    BuildSettings {
-        broker_image: "oxbow:test".into(),
-        operator_image: "oxbow-operator:test".into(),
-        rack_cluster_role: "oxbow-broker-rack".into(),
-    }
-}
-
-fn cluster(yaml: &str) -> Cluster {
-    let spec: ClusterSpec = serde_yaml::from_str(yaml).unwrap();
-    let mut cluster = Cluster::new("events", spec);
-    cluster.metadata.namespace = Some("streams".into());
-    cluster.metadata.uid = Some("0000-1111".into());
-    cluster
-}
+use crate::cluster::tests::{cluster, settings};
+use crate::crd::{ScalingPhase, ScalingStatus};
 
 fn pod(ordinal: i32, revision: &str) -> Pod {
     Pod {
