@@ -33,9 +33,8 @@ use super::markers::{MarkerSpec, MarkerWriter};
 use super::metadata::{TxnError, TxnMetadata, TxnState};
 use super::records;
 use crate::config::TransactionConfig;
-use crate::controller::Controller;
 use crate::coordinator::{CoordinatorRecord, CoordinatorShard, RecordKind};
-use crate::replication::{AppendError, CommitWait, ReplicaManager};
+use crate::replication::{AppendError, CommitWait};
 use crate::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
 use crate::storage::{Clock, TopicPartition};
 
@@ -65,12 +64,10 @@ struct Inner {
 #[derive(Debug)]
 pub struct TransactionCoordinator {
     pub config: TransactionConfig,
-    replicas: Arc<ReplicaManager>,
     clock: Arc<dyn Clock>,
-    shutdown: watch::Receiver<bool>,
     inner: Mutex<Inner>,
-    /// Producer ids come from the controller quorum.
-    controller: Arc<Controller>,
+    /// The replicas, the controller (producer ids come from the quorum), the shutdown
+    /// signal, and how markers are written.
     markers: MarkerWriter,
     pub metrics: Option<super::TransactionMetrics>,
 }
@@ -79,9 +76,6 @@ impl TransactionCoordinator {
     pub fn new(config: TransactionConfig, markers: MarkerWriter, clock: Arc<dyn Clock>) -> Self {
         Self {
             config,
-            replicas: Arc::clone(&markers.replicas),
-            controller: Arc::clone(&markers.controller),
-            shutdown: markers.shutdown.clone(),
             markers,
             clock,
             inner: Mutex::new(Inner::default()),
@@ -180,6 +174,7 @@ impl TransactionCoordinator {
             return Ok(partition);
         }
         let leads = self
+            .markers
             .replicas
             .partition(&TopicPartition::new(TRANSACTION_STATE_TOPIC, partition))
             .is_some_and(|p| p.is_leader());
@@ -210,6 +205,7 @@ impl TransactionCoordinator {
     ) -> Result<(), TxnError> {
         let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
         let replica = self
+            .markers
             .replicas
             .partition(&tp)
             .filter(|p| p.is_leader())
@@ -241,7 +237,7 @@ impl TransactionCoordinator {
                 info.last_offset + 1,
                 leader_epoch,
                 deadline,
-                self.shutdown.clone(),
+                self.markers.shutdown.clone(),
             )
             .await
             .map_err(|wait| match wait {
@@ -532,7 +528,8 @@ impl TransactionCoordinator {
     }
 
     async fn allocate(&self) -> Result<i64, TxnError> {
-        self.controller
+        self.markers
+            .controller
             .allocate_producer_id()
             .await
             .map_err(|error| {
