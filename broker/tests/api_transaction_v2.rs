@@ -5,8 +5,8 @@
 //! the leader adding the partitions; EndTxn v5 bumps the epoch at every end and answers
 //! the new one; a retried end is recognised by the epoch before the bump, across a
 //! SIGKILL of the coordinator; the old epoch's late writes are fenced; an empty abort
-//! hands out the next epoch. A broker restarted at `transaction.version=1` offers the
-//! older protocol only.
+//! hands out the next epoch. Downgraded to `transaction.version` 1 with UpdateFeatures,
+//! the cluster offers the older protocol only, across a restart, until upgraded again.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 mod txn_support;
@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use oxbow_testkit::client::{name, topic};
@@ -284,14 +285,57 @@ fn version_2_producers_add_partitions_with_their_writes_and_every_end_bumps_the_
     assert_eq!(fifth, (first.0, first.1 + 4));
     assert_eq!(settled(&mut client, TOPIC, 1), 4);
 
-    // At transaction.version=1 the broker finalizes 1 and offers EndTxn up to v4, so
-    // Kafka 4 clients keep to the older protocol.
-    broker.stop();
-    broker.restart(&["transaction.version=1"]);
-    let mut client = broker.client();
-    let (end_txn_max, supported, finalized, _) = versions(&mut client);
+    // `kafka-features downgrade --feature transaction.version=1`: finalized 1 in the
+    // metadata log, so the broker offers EndTxn up to v4 and Kafka 4 clients keep to the
+    // older protocol, across a restart; a plain upgrade request cannot lower it, and the
+    // finalized features epoch moves forward with the change.
+    assert_eq!(
+        update_feature(&mut client, "transaction.version", 1, 1),
+        (INVALID_UPDATE_VERSION, true),
+        "a downgrade needs the downgrade type"
+    );
+    assert_eq!(
+        update_feature(&mut client, "transaction.version", 1, 2),
+        (0, false)
+    );
+    let (end_txn_max, supported, finalized, later_epoch) = versions(&mut client);
     assert_eq!(
         (end_txn_max, supported, finalized),
         (4, Some((0, 2)), Some(1))
     );
+    assert!(later_epoch > epoch, "{later_epoch} after {epoch}");
+    broker.stop();
+    broker.restart(&[]);
+    let mut client = broker.client();
+    let (end_txn_max, _, finalized, _) = versions(&mut client);
+    assert_eq!((end_txn_max, finalized), (4, Some(1)));
+    assert_eq!(
+        update_feature(&mut client, "transaction.version", 3, 1),
+        (INVALID_UPDATE_VERSION, true),
+        "a level beyond the supported range"
+    );
+    assert_eq!(
+        update_feature(&mut client, "transaction.version", 2, 1),
+        (0, false)
+    );
+    assert_eq!(versions(&mut client).2, Some(2));
+}
+
+const INVALID_UPDATE_VERSION: i16 = 95;
+
+/// UpdateFeatures v1 for one feature (`upgrade_type` 1 upgrade, 2 safe downgrade): the
+/// error code and whether a message came with it.
+fn update_feature(client: &mut RawClient, name: &str, level: i16, upgrade_type: i8) -> (i16, bool) {
+    let request = UpdateFeaturesRequest::default()
+        .with_timeout_ms(30_000)
+        .with_feature_updates(vec![
+            FeatureUpdateKey::default()
+                .with_feature(StrBytes::from_string(name.into()))
+                .with_max_version_level(level)
+                .with_upgrade_type(upgrade_type),
+        ]);
+    let response: UpdateFeaturesResponse = client.request(ApiKey::UpdateFeatures, 1, &request);
+    assert_eq!(response.results.len(), 1, "v1 answers per feature");
+    assert_eq!(response.results[0].error_code, response.error_code);
+    (response.error_code, response.error_message.is_some())
 }

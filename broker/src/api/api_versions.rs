@@ -4,13 +4,11 @@
 //! UNSUPPORTED_VERSION in the v0 format, listing the supported ranges, so the client
 //! can retry with a version both sides speak.
 //!
-//! v3+ also carries the features: `transaction.version` supported 0–2 and finalized at
-//! the broker's `transaction.version`. Kafka 4 clients use transaction version 2
-//! (KIP-890 part 2) only when it is finalized at 2; below it the transactional APIs'
-//! version 2 requests (EndTxn v5, AddPartitionsToTxn v5, TxnOffsetCommit v5) are not
-//! offered.
-
-use std::sync::LazyLock;
+//! v3+ also carries the features: the levels this binary runs and the levels the metadata
+//! log finalized (`metadata::features`), with the log index of their last change as the
+//! epoch. Kafka 4 clients use transaction version 2 (KIP-890 part 2) only when it is
+//! finalized at 2; below it the transactional APIs' version 2 requests (EndTxn v5,
+//! AddPartitionsToTxn v5, TxnOffsetCommit v5) are not offered.
 
 use bytes::Bytes;
 use kafka_protocol::messages::api_versions_response::{
@@ -20,6 +18,7 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, ApiError, HandlerFuture, RequestContext, errors};
+use crate::metadata::features::{self, FinalizedFeatures};
 
 #[derive(Debug)]
 pub struct ApiVersionsApi;
@@ -44,53 +43,62 @@ pub fn supported_versions(error_code: i16) -> ApiVersionsResponse {
         )
 }
 
-/// Kafka's name of the transaction protocol feature.
-pub const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
-
-/// The epoch of the finalized features: when this broker process started, so a client
-/// that saw a broker restarted with another `transaction.version` takes the newer answer
-/// (clients keep the features of the highest epoch they were told).
-static FINALIZED_FEATURES_EPOCH: LazyLock<i64> = LazyLock::new(|| {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-});
-
-/// ApiVersions for a client at `version`, with the cluster's `transaction_version`.
-pub fn response(version: i16, transaction_version: i16) -> ApiVersionsResponse {
+/// ApiVersions for a client at `version`, with the cluster's finalized feature levels.
+pub fn response(version: i16, finalized: &FinalizedFeatures) -> ApiVersionsResponse {
     let mut response = supported_versions(0);
-    if transaction_version < crate::txn::metadata::TV2 {
-        for api in &mut response.api_keys {
-            if [
-                ApiKey::EndTxn as i16,
-                ApiKey::AddPartitionsToTxn as i16,
-                ApiKey::TxnOffsetCommit as i16,
-            ]
-            .contains(&api.api_key)
+    let transaction_version = finalized.level(features::TRANSACTION_VERSION);
+    let capped = |api: &ApiVersion| -> Option<i16> {
+        let key = ApiKey::try_from(api.api_key).ok()?;
+        match key {
+            ApiKey::EndTxn | ApiKey::AddPartitionsToTxn | ApiKey::TxnOffsetCommit
+                if transaction_version < crate::txn::metadata::TV2 =>
             {
-                api.max_version = api.max_version.min(4);
+                Some(4)
             }
+            _ => None,
         }
+    };
+    for api in &mut response.api_keys {
+        if let Some(max) = capped(api) {
+            api.max_version = api.max_version.min(max);
+        }
+    }
+    // Without group.version 1 the consumer group protocol is off, and its APIs are not
+    // listed (as Kafka leaves them out), so clients keep to the classic protocol.
+    if finalized.level(features::GROUP_VERSION) < 1 {
+        response.api_keys.retain(|api| {
+            api.api_key != ApiKey::ConsumerGroupHeartbeat as i16
+                && api.api_key != ApiKey::ConsumerGroupDescribe as i16
+        });
     }
     // Before v4 a feature whose lowest supported level is 0 is left out (the schema's
     // rule, which Kafka follows).
-    if version >= 4 {
-        response.supported_features = vec![
+    response.supported_features = features::supported()
+        .into_iter()
+        .filter(|(_, (min, _))| version >= 4 || *min > 0)
+        .map(|(name, (min, max))| {
             SupportedFeatureKey::default()
-                .with_name(StrBytes::from_static_str(TRANSACTION_VERSION_FEATURE))
-                .with_min_version(0)
-                .with_max_version(crate::txn::metadata::TV2),
-        ];
-    }
-    response.finalized_features_epoch = *FINALIZED_FEATURES_EPOCH;
-    if transaction_version > 0 {
-        response.finalized_features = vec![
+                .with_name(StrBytes::from_string(name))
+                .with_min_version(min)
+                .with_max_version(max)
+        })
+        .collect();
+    response.finalized_features_epoch = if finalized.is_set() {
+        finalized.epoch
+    } else {
+        -1
+    };
+    response.finalized_features = finalized
+        .levels
+        .iter()
+        .filter(|(_, level)| **level > 0)
+        .map(|(name, level)| {
             FinalizedFeatureKey::default()
-                .with_name(StrBytes::from_static_str(TRANSACTION_VERSION_FEATURE))
-                .with_min_version_level(transaction_version)
-                .with_max_version_level(transaction_version),
-        ];
-    }
+                .with_name(StrBytes::from_string(name.clone()))
+                .with_min_version_level(*level)
+                .with_max_version_level(*level)
+        })
+        .collect();
     response
 }
 
@@ -104,7 +112,12 @@ impl Api for ApiVersionsApi {
             // The body carries only the client's name and version (v3+); nothing to act on.
             context.respond(&response(
                 context.version,
-                context.broker.transactions.version(),
+                &context
+                    .broker
+                    .controller
+                    .image()
+                    .features
+                    .or_bootstrap(context.broker.config.transactions.version),
             ))
         })
     }

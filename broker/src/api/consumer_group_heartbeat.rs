@@ -14,6 +14,7 @@ use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::group::GroupError;
 use crate::group::assignor;
 use crate::group::consumer::{HeartbeatRequest, TopicsView};
+use crate::metadata::features::GROUP_VERSION;
 use crate::security::acl::{Operation, ResourceType};
 
 #[derive(Debug)]
@@ -27,6 +28,22 @@ impl Api for ConsumerGroupHeartbeatApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: ConsumerGroupHeartbeatRequest = context.decode(body)?;
+            let features = context
+                .broker
+                .controller
+                .image()
+                .features
+                .or_bootstrap(context.broker.config.transactions.version);
+            if features.level(GROUP_VERSION) < 1 {
+                // Kafka's answer while the consumer protocol is off (group.version 0).
+                return context.respond(
+                    &ConsumerGroupHeartbeatResponse::default()
+                        .with_error_code(errors::UNSUPPORTED_VERSION)
+                        .with_error_message(Some(StrBytes::from_static_str(
+                            "The new group coordinator is not enabled: group.version is 0",
+                        ))),
+                );
+            }
             if !context
                 .access()
                 .allows(Operation::Read, ResourceType::Group, &request.group_id)

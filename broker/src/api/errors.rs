@@ -213,6 +213,7 @@ pub fn controller_error(error: &ControllerError) -> i16 {
         ControllerError::NotController(_) => ResponseError::NotController,
         ControllerError::FencedLeaderEpoch(_) => ResponseError::FencedLeaderEpoch,
         ControllerError::InvalidUpdateVersion(_) => ResponseError::InvalidUpdateVersion,
+        ControllerError::UnsupportedVersion(_) => ResponseError::UnsupportedVersion,
         ControllerError::IneligibleReplica(_) => ResponseError::IneligibleReplica,
         ControllerError::ElectionNotNeeded(_) => ResponseError::ElectionNotNeeded,
         ControllerError::PreferredLeaderNotAvailable(_) => {

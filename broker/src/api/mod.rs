@@ -65,6 +65,7 @@ mod sync_group;
 mod txn_offset_commit;
 mod txn_verification;
 mod unregister_broker;
+mod update_features;
 mod write_txn_markers;
 
 use std::collections::BTreeMap;
@@ -301,6 +302,7 @@ pub fn routes(fetch_session_slots: usize) -> Routes {
         Box::new(raft_voters::AddRaftVoterApi),
         Box::new(raft_voters::RemoveRaftVoterApi),
         Box::new(elect_leaders::ElectLeadersApi),
+        Box::new(update_features::UpdateFeaturesApi),
         Box::new(alter_partition_reassignments::AlterPartitionReassignmentsApi),
         Box::new(list_partition_reassignments::ListPartitionReassignmentsApi),
         Box::new(unregister_broker::UnregisterBrokerApi),

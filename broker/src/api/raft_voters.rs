@@ -13,6 +13,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
+use crate::metadata::features::KRAFT_VERSION;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::rpc::{VoterChangeError, VoterRequest};
 use crate::security::acl::Operation;
@@ -130,6 +131,15 @@ fn check_cluster(
     context: &RequestContext<'_>,
     asked: Option<&StrBytes>,
 ) -> Result<(), (i16, String)> {
+    let features = &context.broker.controller.image().features;
+    if features.is_set() && features.level(KRAFT_VERSION) < 1 {
+        // Kafka's refusal while the quorum's voters are static (kraft.version 0).
+        return Err((
+            errors::UNSUPPORTED_VERSION,
+            "Cluster doesn't support changing voters because the kraft.version feature is 0"
+                .into(),
+        ));
+    }
     let ours = context.broker.controller.cluster_id();
     match asked {
         Some(asked) if !ours.is_empty() && !asked.is_empty() && asked.as_str() != ours => Err((

@@ -360,6 +360,7 @@ impl ActiveController {
         self: Arc<Self>,
         static_voters: Option<BTreeMap<i32, String>>,
         cluster_id: String,
+        bootstrap_features: BTreeMap<String, i16>,
         mut shutdown: watch::Receiver<bool>,
     ) -> Result<(), ControllerError> {
         let mut ticker = tokio::time::interval(TICK);
@@ -404,9 +405,16 @@ impl ActiveController {
             }
             let image = self.feed.current().image.clone();
             self.start_term(metrics.current_term, &image);
-            if image.cluster_id.is_none() {
+            if image.cluster_id.is_none() || !image.features.is_set() {
+                if image.cluster_id.is_some() {
+                    tracing::info!(
+                        levels = ?bootstrap_features,
+                        "The metadata log has no feature levels (written by a release before them): finalizing the levels that release ran at"
+                    );
+                }
                 let command = ControllerCommand::IdentifyCluster {
                     cluster_id: cluster_id.clone(),
+                    features: bootstrap_features.clone(),
                 };
                 if let Err(error) = self.execute(command).await {
                     tracing::warn!(%error, "Cannot record the cluster id yet");

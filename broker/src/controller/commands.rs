@@ -409,3 +409,19 @@ mod tests {
         assert!(partition_bounded_chunks(Vec::new(), 10).is_empty());
     }
 }
+
+impl Controller {
+    /// UpdateFeatures: every level finalized, or none (the refusal says why).
+    pub async fn update_features(
+        &self,
+        updates: Vec<crate::metadata::features::FeatureUpdate>,
+        validate_only: bool,
+    ) -> Result<(), ControllerError> {
+        self.execute(ControllerCommand::UpdateFeatures {
+            updates,
+            validate_only,
+        })
+        .await
+        .map(|_| ())
+    }
+}

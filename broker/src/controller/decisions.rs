@@ -30,6 +30,7 @@ pub use users::{ScramAlteration, users_in_order};
 
 use isr::{elect, partition_changed, unclean_allowed};
 
+use crate::metadata::features::{FeatureUpdate, SupportedFeatures};
 use crate::metadata::image::{ClusterImage, TopicImage};
 use crate::metadata::records::{Endpoint, ListenerEndpoints, MetadataRecord, PartitionState};
 use crate::security::acl::{AclBinding, AclFilter};
@@ -82,6 +83,8 @@ pub enum ControllerError {
     FencedLeaderEpoch(String),
     #[error("{0}")]
     InvalidUpdateVersion(String),
+    #[error("{0}")]
+    UnsupportedVersion(String),
     #[error("{0}")]
     IneligibleReplica(String),
     #[error("{0}")]
@@ -167,6 +170,9 @@ pub enum ControllerCommand {
         /// Every client listener's address, by name.
         #[serde(default)]
         listeners: ListenerEndpoints,
+        /// The feature levels the broker runs.
+        #[serde(default)]
+        supported_features: Option<SupportedFeatures>,
     },
     /// A registered broker's heartbeat; unfences it when it has caught up with the log.
     BrokerHeartbeat {
@@ -218,9 +224,17 @@ pub enum ControllerCommand {
         configs: BTreeMap<String, String>,
         validate_only: bool,
     },
-    /// Stamps the cluster id on a new cluster.
+    /// Stamps the cluster id and the first feature levels on a new cluster; on a cluster
+    /// formatted before feature levels, writes the levels only.
     IdentifyCluster {
         cluster_id: String,
+        #[serde(default)]
+        features: BTreeMap<String, i16>,
+    },
+    /// UpdateFeatures: every level or none.
+    UpdateFeatures {
+        updates: Vec<FeatureUpdate>,
+        validate_only: bool,
     },
     /// AlterUserScramCredentials: each user's alterations apply together or not at all.
     AlterScramCredentials {
@@ -361,6 +375,7 @@ pub fn decide(
             endpoint,
             rack,
             listeners,
+            supported_features,
         } => brokers::register(
             image,
             inputs,
@@ -370,6 +385,7 @@ pub fn decide(
                 endpoint,
                 rack,
                 listeners,
+                supported_features,
             },
         ),
         ControllerCommand::BrokerHeartbeat {
@@ -424,9 +440,14 @@ pub fn decide(
             configs,
             validate_only,
         } => cluster::set_broker_configs(image, *node_id, configs, *validate_only),
-        ControllerCommand::IdentifyCluster { cluster_id } => {
-            Ok(cluster::identify_cluster(image, inputs, cluster_id))
-        }
+        ControllerCommand::UpdateFeatures {
+            updates,
+            validate_only,
+        } => cluster::update_features(image, updates, *validate_only),
+        ControllerCommand::IdentifyCluster {
+            cluster_id,
+            features,
+        } => Ok(cluster::identify_cluster(image, inputs, cluster_id, features)),
         ControllerCommand::AlterScramCredentials { alterations } => {
             Ok(users::alter_scram_credentials(image, alterations))
         }

@@ -98,6 +98,7 @@ pub async fn run_broker(
                 endpoint: controller.settings.endpoint.clone(),
                 rack: controller.settings.rack.clone(),
                 listeners: controller.settings.listeners.clone(),
+                supported_features: Some(crate::metadata::features::supported()),
             };
             controller.heartbeat(&command).await.map(|reply| {
                 tracing::info!(

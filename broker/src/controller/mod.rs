@@ -148,6 +148,8 @@ pub struct QuorumSettings {
     pub rack: Option<String>,
     /// `auto.leader.rebalance.enable` and its timer; `None` when off.
     pub leader_balance: Option<active::LeaderBalance>,
+    /// The feature levels a new cluster starts at (see [`crate::metadata::features`]).
+    pub bootstrap_features: BTreeMap<String, i16>,
 }
 
 /// Why the controller cannot start.
@@ -157,6 +159,8 @@ pub enum StartError {
     LogStore(#[from] quorum::log_store::LogStoreError),
     #[error("cannot open the metadata snapshot: {0}")]
     StateMachine(#[from] quorum::state_machine::StateMachineError),
+    #[error("{0}: run a release that supports it (see \"Upgrading\" in the README)")]
+    UnsupportedFeatures(String),
     #[error("invalid Raft settings: {0}")]
     RaftConfig(String),
     #[error("cannot start Raft: {0}")]
@@ -223,6 +227,9 @@ impl Controller {
         let log_store = quorum::log_store::LogStore::open(dir)?;
         let pristine = log_store.is_pristine();
         let (state_machine, feed) = quorum::state_machine::MetadataStateMachine::open(dir)?;
+        if let Some(reason) = feed.current().image.features.unsupported_here() {
+            return Err(StartError::UnsupportedFeatures(reason));
+        }
         let cluster_id = Arc::new(RwLock::new(settings.cluster_id.clone()));
         let mut tasks = JoinSet::new();
         let node_id = settings.node_id;
@@ -377,7 +384,12 @@ impl Controller {
                 .clone()
                 .unwrap_or_else(|| Uuid::new_v4().simple().to_string());
             let static_voters = (!dynamic).then(|| settings.voters.clone());
-            tasks.spawn(active.run_timers(static_voters, stamp, shutdown.clone()));
+            tasks.spawn(active.run_timers(
+                static_voters,
+                stamp,
+                settings.bootstrap_features.clone(),
+                shutdown.clone(),
+            ));
             let membership = Arc::clone(&controller);
             let shutdown_membership = shutdown.clone();
             tasks.spawn(async move {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::features::{FinalizedFeatures, SupportedFeatures};
 use super::records::{
     AclBinding, Endpoint, ListenerEndpoints, MetadataRecord, PartitionState, ScramCredential,
     ScramMechanism,
@@ -50,6 +51,9 @@ pub struct BrokerImage {
     /// Its address on each client listener, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub listeners: ListenerEndpoints,
+    /// The feature levels it runs (`None`: a release before feature levels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supported_features: Option<SupportedFeatures>,
 }
 
 impl BrokerImage {
@@ -88,6 +92,13 @@ pub struct ClusterImage {
     /// Client quotas by entity and key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub client_quotas: crate::model::quota::QuotaTable,
+    /// The finalized feature levels.
+    #[serde(default, skip_serializing_if = "features_unset")]
+    pub features: FinalizedFeatures,
+}
+
+fn features_unset(features: &FinalizedFeatures) -> bool {
+    !features.is_set() && features.levels.is_empty()
 }
 
 fn acls_empty(acls: &Arc<BTreeSet<AclBinding>>) -> bool {
@@ -106,6 +117,7 @@ impl ClusterImage {
                 endpoint,
                 rack,
                 listeners,
+                supported_features,
             } => {
                 self.brokers.insert(
                     *node_id,
@@ -116,6 +128,7 @@ impl ClusterImage {
                         rack: rack.clone(),
                         fenced: true,
                         listeners: listeners.clone(),
+                        supported_features: supported_features.clone(),
                     },
                 );
             }
@@ -242,6 +255,13 @@ impl ClusterImage {
                     }
                 }
             },
+            MetadataRecord::FeatureLevel { name, level } => {
+                if *level == 0 {
+                    self.features.levels.remove(name);
+                } else {
+                    self.features.levels.insert(name.clone(), *level);
+                }
+            }
             MetadataRecord::AclRemoved { acl } => {
                 if self.acls.contains(acl) {
                     Arc::make_mut(&mut self.acls).remove(acl);
@@ -325,6 +345,7 @@ mod tests {
                 },
                 rack: Some("a".into()),
                 listeners: Default::default(),
+                supported_features: None,
             },
             MetadataRecord::BrokerUnfenced { node_id: 1 },
             MetadataRecord::TopicCreated {

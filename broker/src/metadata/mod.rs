@@ -4,6 +4,7 @@
 //! follows it), as Redpanda keeps its model below both `cluster/` and `raft/`.
 
 pub mod dynamic_configs;
+pub mod features;
 pub mod image;
 pub mod records;
 pub mod scope;

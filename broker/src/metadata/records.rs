@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub use super::features::SupportedFeatures;
 pub use crate::model::ScramMechanism;
 pub use crate::model::acl::AclBinding;
 
@@ -85,6 +86,10 @@ pub enum MetadataRecord {
         rack: Option<String>,
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         listeners: ListenerEndpoints,
+        /// The feature levels the broker runs; `None` from a release before feature
+        /// levels.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        supported_features: Option<SupportedFeatures>,
     },
     BrokerFenced {
         node_id: i32,
@@ -149,6 +154,11 @@ pub enum MetadataRecord {
     /// An access control entry removed (DeleteAcls).
     AclRemoved {
         acl: AclBinding,
+    },
+    /// A feature finalized at `level` (Kafka's FeatureLevelRecord); level 0 disables it.
+    FeatureLevel {
+        name: String,
+        level: i16,
     },
     /// A client quota set, or removed when `value` is `None` (AlterClientQuotas).
     ClientQuotaChanged {

@@ -119,6 +119,7 @@ mod tests {
             },
             rack: None,
             listeners: Default::default(),
+            supported_features: None,
         });
         assert_eq!(
             topic_scope(Scope::between(&third, &fourth)),

@@ -450,5 +450,8 @@ fn quorum_settings(
             check_interval: Duration::from_secs(config.leader_imbalance_check_interval_s),
             imbalance_percent: config.leader_imbalance_percent,
         }),
+        bootstrap_features: crate::metadata::features::bootstrap_levels(
+            config.transactions.version,
+        ),
     })
 }

@@ -112,15 +112,20 @@ impl TransactionCoordinator {
         self.clock.now_ms()
     }
 
-    /// The cluster's transaction version (`transaction.version`), which the coordinator's
-    /// own transitions (timeouts, fencing) are made at.
+    /// The cluster's finalized `transaction.version`, which the coordinator's own
+    /// transitions (timeouts, fencing) are made at.
     pub fn version(&self) -> i16 {
-        self.config.version
+        self.markers
+            .controller
+            .image()
+            .features
+            .or_bootstrap(self.config.version)
+            .level(crate::metadata::features::TRANSACTION_VERSION)
     }
 
     /// `TransactionLogValue` v1 from transaction version 1 on, as Kafka writes it.
     fn log_value_version(&self) -> i16 {
-        if self.config.version >= 1 { 1 } else { 0 }
+        if self.version() >= 1 { 1 } else { 0 }
     }
 
     /// This broker started leading `__transaction_state` partition `partition` in

@@ -7,6 +7,7 @@ use super::{
     CommandOutcome, ControllerError, Decision, DecisionInputs, elect, partition_changed,
     unclean_allowed,
 };
+use crate::metadata::features::{SupportedFeatures, unsupported_by};
 use crate::metadata::image::ClusterImage;
 use crate::metadata::records::{Endpoint, ListenerEndpoints, MetadataRecord};
 
@@ -17,6 +18,7 @@ pub(super) struct Registration<'a> {
     pub endpoint: &'a Endpoint,
     pub rack: &'a Option<String>,
     pub listeners: &'a ListenerEndpoints,
+    pub supported_features: &'a Option<SupportedFeatures>,
 }
 
 pub(super) fn register(
@@ -30,7 +32,19 @@ pub(super) fn register(
         endpoint,
         rack,
         listeners,
+        supported_features,
     } = broker;
+    // Kafka refuses a broker that cannot run the finalized levels; so does Oxbow, with the
+    // level named, and the broker stops instead of misreading the log.
+    if let Some(support) = supported_features
+        && let Some(reason) = unsupported_by(
+            &image.features.levels,
+            support,
+            &format!("broker {node_id}"),
+        )
+    {
+        return Err(ControllerError::Refused(reason));
+    }
     if let Some(existing) = image.brokers.get(&node_id)
         && existing.incarnation != incarnation
         && !existing.fenced
@@ -55,6 +69,7 @@ pub(super) fn register(
         endpoint: endpoint.clone(),
         rack: rack.clone(),
         listeners: listeners.clone(),
+        supported_features: supported_features.clone(),
     });
     Ok((records, CommandOutcome::Done))
 }

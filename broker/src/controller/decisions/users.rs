@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{CommandOutcome, ControllerError};
+use crate::metadata::features::{SCRAM_METADATA_VERSION, metadata_version_name};
 use crate::metadata::image::ClusterImage;
 use crate::metadata::records::{MetadataRecord, ScramCredential, ScramMechanism};
 
@@ -81,6 +82,14 @@ fn user_records(
         return Err(ControllerError::UnacceptableCredential(
             "Username must not be empty".into(),
         ));
+    }
+    let mv = image.features.metadata_version();
+    if image.features.is_set() && mv < SCRAM_METADATA_VERSION {
+        return Err(ControllerError::UnsupportedVersion(format!(
+            "SCRAM credentials need metadata.version {} or later; the cluster is at {}",
+            metadata_version_name(SCRAM_METADATA_VERSION),
+            metadata_version_name(mv)
+        )));
     }
     let mut seen = Vec::new();
     let mut records = Vec::new();

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::{LogId, MetadataRaft, VoterNode};
 use crate::controller::feed::MetadataFeed;
 use crate::metadata::image::ClusterImage;
+use crate::metadata::records::MetadataRecord;
 use crate::storage::write_atomically;
 
 const SNAPSHOT_FILE: &str = "snapshot.json";
@@ -163,6 +164,20 @@ impl RaftStateMachine<MetadataRaft> for MetadataStateMachine {
                     let image = Arc::make_mut(&mut self.image);
                     for record in &batch.records {
                         image.apply(record);
+                        if matches!(record, MetadataRecord::FeatureLevel { .. }) {
+                            image.features.epoch =
+                                i64::try_from(entry.log_id.index).unwrap_or(i64::MAX);
+                            if let Some(reason) = image.features.unsupported_here() {
+                                // The controller finalizes only levels every registered
+                                // broker runs; a node that still meets one (an older
+                                // binary started on newer data) must not misread what
+                                // follows.
+                                tracing::error!(
+                                    "{reason}: this node stops; run a release that supports it"
+                                );
+                                std::process::exit(1);
+                            }
+                        }
                     }
                     batch.records
                 }

@@ -113,6 +113,7 @@ fn register(node_id: i32, incarnation: Uuid) -> ControllerCommand {
         },
         rack: None,
         listeners: Default::default(),
+        supported_features: Some(crate::metadata::features::supported()),
     }
 }
 
