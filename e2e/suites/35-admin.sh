@@ -4,7 +4,7 @@
 #     DescribeCluster) — see 35-admin.py: error codes of bad requests, topic configs taking
 #     effect on live logs, restart;
 #  2. the Java AdminClient through Apache Kafka 4.1's own tools (kafka-topics,
-#     kafka-configs, kafka-delete-records, kafka-get-offsets; installed by
+#     kafka-configs, kafka-delete-records, kafka-get-offsets, kafka-features; installed by
 #     e2e/setup.d/40-kafka.sh), checked on their printed output.
 # Beside others: yes (its own brokers on e2e/lib/ports.py ports, no timing asserted)
 # Expected time: 60 s (warm, 2-core machine; e2e/run warns past twice that)
@@ -102,4 +102,39 @@ expect "delete a topic" "^jd$" bash -c \
 if "$tools/kafka-topics" "${bootstrap[@]}" --list 2>/dev/null | grep -qx jt; then
   echo "FAIL the deleted topic jt is still listed"; exit 1
 fi
+# Feature levels (KIP-584) with Kafka's kafka-features: a new cluster starts at the newest
+# levels Oxbow runs; changes are finalized in the metadata log, bad ones refused with
+# Kafka's reason and nothing changed.
+features=("$tools/kafka-features" "${bootstrap[@]}")
+expect "features: metadata.version described by Kafka's names" \
+  "Feature: metadata.version	SupportedMinVersion: 3.3-IV3	SupportedMaxVersion: 4.0-IV3	FinalizedVersionLevel: 4.0-IV3	Epoch: [0-9]+" \
+  "${features[@]}" describe
+expect "features: transaction.version and group.version finalized at their newest" \
+  "Feature: transaction.version	SupportedMinVersion: 0	SupportedMaxVersion: 2	FinalizedVersionLevel: 2" \
+  bash -c "${features[*]} describe | grep -F 'group.version	SupportedMinVersion: 0	SupportedMaxVersion: 1	FinalizedVersionLevel: 1' >/dev/null && ${features[*]} describe"
+expect "features: a safe downgrade of transaction.version" "transaction.version was downgraded to 1\." \
+  "${features[@]}" downgrade --feature transaction.version=1
+expect "features: the downgrade is finalized" "Feature: transaction.version	SupportedMinVersion: 0	SupportedMaxVersion: 2	FinalizedVersionLevel: 1" \
+  "${features[@]}" describe
+expect "features: upgrade --release-version 4.0 brings every feature to 4.0's levels" \
+  "transaction.version was upgraded to 2\." "${features[@]}" upgrade --release-version 4.0
+expect "features: a release newer than Oxbow runs is refused" \
+  "Could not upgrade metadata.version to 27\. Invalid update version 27 for feature metadata.version\. This controller only supports versions 7-25" \
+  "${features[@]}" upgrade --release-version 4.1
+expect "features: a feature Oxbow does not run is refused" \
+  "Could not upgrade eligible.leader.replicas.version to 1\. Invalid update version 1 for feature eligible.leader.replicas.version\. The controller does not support the given feature" \
+  "${features[@]}" upgrade --feature eligible.leader.replicas.version=1
+expect "features: a level out of range is refused" \
+  "Could not upgrade transaction.version to 7\. Invalid update version 7 for feature transaction.version\. This controller only supports versions 0-2" \
+  "${features[@]}" upgrade --feature transaction.version=7
+expect "features: a downgrade that would drop metadata is refused" \
+  "Could not downgrade metadata.version to 8\..*might delete metadata information" \
+  "${features[@]}" downgrade --metadata 3.4-IV0
+expect "features: kraft.version cannot go down" \
+  "Could not downgrade kraft.version to 0\..*Can't downgrade the version of this feature" \
+  "${features[@]}" downgrade --feature kraft.version=0
+expect "features: the refusals changed nothing" \
+  "Feature: metadata.version	SupportedMinVersion: 3.3-IV3	SupportedMaxVersion: 4.0-IV3	FinalizedVersionLevel: 4.0-IV3" \
+  bash -c "${features[*]} describe | grep -F 'transaction.version	SupportedMinVersion: 0	SupportedMaxVersion: 2	FinalizedVersionLevel: 2' >/dev/null &&
+           ${features[*]} describe | grep -F 'kraft.version	SupportedMinVersion: 0	SupportedMaxVersion: 1	FinalizedVersionLevel: 1' >/dev/null && ${features[*]} describe"
 echo "all Java AdminClient checks passed"
