@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use kafka_protocol::records::Compression;
-use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
-use oxbow_broker::storage::{Log, LogConfig, LogDirHealth, SystemClock, TopicPartition};
+use oxbow_broker::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use oxbow_broker::{Log, LogConfig, LogDirHealth, SystemClock, TopicPartition};
 
 const LOG_BYTES: usize = 256 * 1024 * 1024;
 const FETCH_BYTES: u64 = 1024 * 1024;

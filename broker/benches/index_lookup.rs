@@ -1,8 +1,7 @@
 //! Offset and time index lookups in a full 10 MiB index (1.3 M entries).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use oxbow_broker::storage::offset_index::OffsetIndex;
-use oxbow_broker::storage::time_index::TimeIndex;
+use oxbow_broker::{OffsetIndex, TimeIndex};
 
 fn bench_lookup(c: &mut Criterion) {
     let Ok(dir) = tempfile::tempdir() else { return };

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use kafka_protocol::records::Compression;
-use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
-use oxbow_broker::storage::validator::{RecordRules, validate_records};
-use oxbow_broker::storage::{Clock, Log, LogConfig, LogDirHealth, SystemClock, TopicPartition};
+use oxbow_broker::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use oxbow_broker::{
+    Clock, Log, LogConfig, LogDirHealth, RecordRules, SystemClock, TopicPartition, validate_records,
+};
 
 fn batch(compression: Compression) -> Vec<u8> {
     let now = std::time::SystemTime::now()

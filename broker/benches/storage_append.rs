@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use kafka_protocol::records::Compression;
-use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
-use oxbow_broker::storage::{Log, LogConfig, LogDirHealth, SystemClock, TopicPartition};
+use oxbow_broker::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use oxbow_broker::{Log, LogConfig, LogDirHealth, SystemClock, TopicPartition};
 
 fn batch_of(bytes: usize) -> Vec<u8> {
     let records: Vec<SimpleRecord> = (0..bytes / 1024)

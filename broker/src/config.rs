@@ -25,7 +25,7 @@ mod transactions;
 
 use crate::storage::{LogConfig, LogConfigError};
 pub use groups::GroupConfig;
-pub use listener_overrides::{JaasEntry, ListenerSettings};
+pub use listener_overrides::ListenerSettings;
 pub use listeners::{ClientListener, SecurityProtocol};
 use network::Network;
 use quorum::Quorum;

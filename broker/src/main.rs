@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use oxbow_broker::config::BrokerConfig;
+use oxbow_broker::BrokerConfig;
 
 mod dev;
 
@@ -59,7 +59,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    if let Err(error) = runtime.block_on(oxbow_broker::node::run(config)) {
+    if let Err(error) = runtime.block_on(oxbow_broker::run(config)) {
         tracing::error!("Broker failed: {error:#}");
         std::process::exit(1);
     }

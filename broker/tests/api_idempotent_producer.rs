@@ -9,7 +9,7 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
-use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use oxbow_broker::batch_builder::{ProducerFields, SimpleRecord, build_batch};
 use oxbow_testkit::client::topic;
 use oxbow_testkit::{BrokerProcess, RawClient};
 

@@ -16,7 +16,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
-use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use oxbow_broker::batch_builder::{ProducerFields, SimpleRecord, build_batch};
 use oxbow_testkit::Cluster;
 use oxbow_testkit::client::name;
 

@@ -12,15 +12,14 @@ use kafka_protocol::messages::{
     ApiKey, FetchRequest, MetadataRequest, ProduceRequest, RequestHeader,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
-use oxbow_broker::api::{Routes, routes};
-use oxbow_broker::server::request;
+use oxbow_broker::{Routes, routes};
 use proptest::prelude::*;
 
 const MAX_FRAME: usize = 100 * 1024 * 1024;
 
 /// What the fuzz target does with its input.
 fn decode_stream(routes: &Routes, data: &[u8]) -> usize {
-    request::decode_stream(routes, data, MAX_FRAME)
+    oxbow_broker::decode_stream(routes, data, MAX_FRAME)
 }
 
 fn framed(payload: &[u8]) -> Vec<u8> {

@@ -7,10 +7,8 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use kafka_protocol::records::Compression;
-use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
-use oxbow_broker::storage::{
-    BatchHeader, Log, LogConfig, LogDirHealth, ManualClock, TopicPartition,
-};
+use oxbow_broker::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use oxbow_broker::{BatchHeader, Log, LogConfig, LogDirHealth, ManualClock, TopicPartition};
 use proptest::prelude::*;
 
 const NOW: i64 = 1_700_000_000_000;

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use kafka_protocol::records::Compression;
-use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
-use oxbow_broker::storage::{LogConfig, LogManager, LogManagerError, SystemClock, TopicPartition};
+use oxbow_broker::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use oxbow_broker::{LogConfig, LogManager, LogManagerError, SystemClock, TopicPartition};
 
 fn batch() -> Vec<u8> {
     let record = SimpleRecord {
@@ -18,7 +18,7 @@ fn batch() -> Vec<u8> {
         .to_vec()
 }
 
-fn open(dirs: &[std::path::PathBuf]) -> (LogManager, oxbow_broker::storage::StartupReport) {
+fn open(dirs: &[std::path::PathBuf]) -> (LogManager, oxbow_broker::StartupReport) {
     LogManager::open(dirs, &|_| LogConfig::default(), Arc::new(SystemClock)).unwrap()
 }
 
@@ -137,11 +137,11 @@ fn numbered_batch(n: u32) -> Vec<u8> {
         .to_vec()
 }
 
-fn whole_log(log: &oxbow_broker::storage::Log) -> Vec<u8> {
+fn whole_log(log: &oxbow_broker::Log) -> Vec<u8> {
     log.read_with_limit(
         log.log_start_offset(),
         u64::MAX / 2,
-        oxbow_broker::storage::ReadLimit::LogEnd,
+        oxbow_broker::ReadLimit::LogEnd,
     )
     .unwrap()
     .read_to_vec()
@@ -299,7 +299,7 @@ fn maintenance_during_a_move_between_log_dirs_is_not_lost() {
         let tp = TopicPartition::new("racing", 0);
         let log = manager.create(tp.clone(), small()).unwrap();
         let unmoved = reference.create(tp.clone(), small()).unwrap();
-        let both = |op: &dyn Fn(&oxbow_broker::storage::Log)| {
+        let both = |op: &dyn Fn(&oxbow_broker::Log)| {
             op(&log);
             op(&unmoved);
         };

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kafka_protocol::records::RecordBatchDecoder;
-use oxbow_broker::storage::{LogConfig, LogManager, SystemClock, TopicPartition};
+use oxbow_broker::{LogConfig, LogManager, SystemClock, TopicPartition};
 
 fn kill_after(dir: &std::path::Path, acks: usize) -> u64 {
     let mut child = Command::new(env!("CARGO_BIN_EXE_log-crash-writer"))

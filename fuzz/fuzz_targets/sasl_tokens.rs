@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use oxbow_broker::metadata::records::ScramMechanism;
-use oxbow_broker::security::{
+use oxbow_broker::ScramMechanism;
+use oxbow_broker::{
     JwksSettings, JwksValidator, SaslAuthenticator, SaslListener, SaslMechanism, TokenValidator,
     credential_from_password,
 };

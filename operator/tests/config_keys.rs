@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use oxbow_broker::config::BrokerConfig;
+use oxbow_broker::BrokerConfig;
 use oxbow_operator::cluster::config::{self, BROKER_KEYS, MANAGED_KEYS, TOPIC_KEYS};
 use oxbow_operator::cluster::names::Names;
 use oxbow_operator::crd::ClusterSpec;
@@ -176,7 +176,7 @@ fn every_rendered_config_loads_in_the_broker() {
 fn every_secured_listener_shape_loads_in_the_broker() {
     // The security the CRD offers, rendered and loaded as the pod loads it: the broker must
     // accept the listeners, stores and SASL keys, and serve each listener as asked.
-    use oxbow_broker::config::{ClientAuth, SecurityProtocol};
+    use oxbow_broker::{ClientAuth, SecurityProtocol};
     for (listeners, authorization, internal, external) in [
         ("{tls: true}", "", SecurityProtocol::Ssl, None),
         (

@@ -59,7 +59,6 @@ pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 =
     ResponseError::NotEnoughReplicasAfterAppend.code();
 pub const NOT_LEADER_OR_FOLLOWER: i16 = ResponseError::NotLeaderOrFollower.code();
 pub const FENCED_LEADER_EPOCH: i16 = ResponseError::FencedLeaderEpoch.code();
-pub const OFFSET_OUT_OF_RANGE: i16 = ResponseError::OffsetOutOfRange.code();
 pub const REQUEST_TIMED_OUT: i16 = ResponseError::RequestTimedOut.code();
 pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 =
     ResponseError::TransactionalIdAuthorizationFailed.code();
@@ -69,7 +68,6 @@ pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = ResponseError::UnknownTopicOrPartiti
 pub const UNSUPPORTED_VERSION: i16 = ResponseError::UnsupportedVersion.code();
 
 pub const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
-pub const TRANSACTION_COORDINATOR_FENCED: i16 = ResponseError::TransactionCoordinatorFenced.code();
 pub const OPERATION_NOT_ATTEMPTED: i16 = ResponseError::OperationNotAttempted.code();
 pub const INVALID_TXN_STATE: i16 = ResponseError::InvalidTxnState.code();
 pub const UNSTABLE_OFFSET_COMMIT: i16 = ResponseError::UnstableOffsetCommit.code();
@@ -81,7 +79,6 @@ pub const PRODUCER_FENCED: i16 = ResponseError::ProducerFenced.code();
 pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = ResponseError::CoordinatorLoadInProgress.code();
 pub const NOT_COORDINATOR: i16 = ResponseError::NotCoordinator.code();
 pub const NOT_ENOUGH_REPLICAS: i16 = ResponseError::NotEnoughReplicas.code();
-pub const INVALID_PRODUCER_ID_MAPPING: i16 = ResponseError::InvalidProducerIdMapping.code();
 
 /// [`txn_error`] for a client at `version` of an API whose `first_fenced` version
 /// introduced PRODUCER_FENCED (KIP-588): older clients are told INVALID_PRODUCER_EPOCH,
@@ -107,10 +104,6 @@ pub fn txn_error(error: &crate::txn::TxnError) -> i16 {
         TxnError::InvalidTransactionTimeout => ResponseError::InvalidTransactionTimeout.code(),
         TxnError::InvalidProducerEpoch => ResponseError::InvalidProducerEpoch.code(),
     }
-}
-
-pub fn code(error: ResponseError) -> i16 {
-    error.code()
 }
 
 pub fn batch_error(error: &BatchError) -> i16 {

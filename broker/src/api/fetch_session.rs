@@ -145,6 +145,7 @@ impl FetchSessions {
         self.count.load(Ordering::Relaxed)
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -78,7 +78,6 @@ use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, VersionRange};
 
 pub use access::Access;
-pub use fetch_session::FetchSessions;
 
 use crate::state::BrokerState;
 use crate::storage::FileRegion;

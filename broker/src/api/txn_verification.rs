@@ -346,9 +346,7 @@ mod tests {
         ] {
             assert_eq!(code(retriable), Some(errors::NOT_ENOUGH_REPLICAS));
         }
-        assert_eq!(
-            code(errors::INVALID_PRODUCER_ID_MAPPING),
-            Some(errors::INVALID_PRODUCER_ID_MAPPING)
-        );
+        let mapping = kafka_protocol::ResponseError::InvalidProducerIdMapping.code();
+        assert_eq!(code(mapping), Some(mapping));
     }
 }

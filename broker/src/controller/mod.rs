@@ -100,9 +100,8 @@ use tokio::task::JoinSet;
 use uuid::Uuid;
 
 pub use decisions::{
-    CommandOutcome, ControllerCommand, ControllerError, ElectionType, MAX_PARTITIONS,
-    MAX_TOPIC_NAME_LENGTH, PartitionOutcome, QuotaChange, Reassignment, ScramAlteration,
-    TopicToCreate, users_in_order, validate_topic_name,
+    ControllerError, ElectionType, QuotaChange, Reassignment, ScramAlteration, TopicToCreate,
+    users_in_order, validate_topic_name,
 };
 
 use crate::metadata::image::{ClusterImage, TopicImage};

@@ -12,4 +12,4 @@ pub mod loader;
 pub mod runtime;
 
 pub use loader::{CoordinatorRecord, RecordKind};
-pub use runtime::{CoordinatorRuntime, CoordinatorShard, LeadershipChange, LeadershipChanges};
+pub use runtime::{CoordinatorRuntime, CoordinatorShard, LeadershipChanges};

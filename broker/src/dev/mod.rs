@@ -272,7 +272,7 @@ fn shell_quote(word: &str) -> String {
 async fn stop_adopted(node: u16, dir: &std::path::Path) -> bool {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
-    let Some(pid) = oxbow_broker::storage::log_dir_lock_holder(dir) else {
+    let Some(pid) = oxbow_broker::log_dir_lock_holder(dir) else {
         return true;
     };
     let Ok(raw) = i32::try_from(pid) else {
@@ -284,7 +284,7 @@ async fn stop_adopted(node: u16, dir: &std::path::Path) -> bool {
         return true;
     }
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    while oxbow_broker::storage::log_dir_lock_holder(dir) == Some(pid) {
+    while oxbow_broker::log_dir_lock_holder(dir) == Some(pid) {
         if tokio::time::Instant::now() >= deadline {
             eprintln!(
                 "oxbow dev: node {node} (pid {pid}) still runs 30 s after SIGTERM; killing it"

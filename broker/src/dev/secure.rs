@@ -126,7 +126,7 @@ pub async fn create_admin(
     voters: &BTreeMap<i32, String>,
     cluster_id: &str,
 ) -> anyhow::Result<()> {
-    use oxbow_broker::config::{ClientAuth, KeyStore, SslConfig, TlsVersion, TrustStore};
+    use oxbow_broker::{ClientAuth, KeyStore, SslConfig, TlsVersion, TrustStore};
     let ssl = SslConfig {
         keystore: KeyStore::File(files.store.clone()),
         truststore: Some(TrustStore::File(files.ca.clone())),
@@ -135,11 +135,11 @@ pub async fn create_admin(
         protocols: vec![TlsVersion::Tls12, TlsVersion::Tls13],
         endpoint_identification: true,
     };
-    let tls = oxbow_broker::security::ServerTls::load(&ssl).context("loading the TLS stores")?;
-    oxbow_broker::controller::rpc::use_tls(Arc::new(tls));
+    let tls = oxbow_broker::ServerTls::load(&ssl).context("loading the TLS stores")?;
+    oxbow_broker::use_controller_tls(Arc::new(tls));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
-        let attempt = oxbow_broker::controller::set_scram_password(
+        let attempt = oxbow_broker::set_scram_password(
             voters,
             cluster_id,
             ADMIN,

@@ -37,7 +37,6 @@ pub mod records;
 mod tests;
 mod transactions;
 
-pub use crate::config::GroupConfig;
 pub use coordinator::GroupCoordinator;
 pub use transactions::TxnMember;
 

@@ -57,14 +57,6 @@ pub enum RecordKey {
     },
 }
 
-impl RecordKey {
-    pub fn group(&self) -> &str {
-        match self {
-            Self::Offset { group, .. } | Self::Group { group } => group,
-        }
-    }
-}
-
 /// A committed offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetValue {

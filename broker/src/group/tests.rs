@@ -8,7 +8,8 @@ use prometheus::Registry;
 
 use super::classic::JoinRequest;
 use super::metrics::GroupMetrics;
-use super::{GroupConfig, GroupCoordinator, OFFSETS_TOPIC};
+use super::{GroupCoordinator, OFFSETS_TOPIC};
+use crate::config::GroupConfig;
 use crate::coordinator::{CoordinatorShard, loader};
 use crate::model::TopicPartition;
 use crate::replication::testing::leading_all;

@@ -19,8 +19,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 pub use crate::model::quota::{
-    CLIENT_ID, EntityName, Match, QuotaEntity, QuotaKey, QuotaTable, QuotaValue, USER,
-    filter_matches, resolve,
+    CLIENT_ID, Match, QuotaEntity, QuotaKey, QuotaTable, QuotaValue, USER, filter_matches, resolve,
 };
 pub use rate::Rate;
 
@@ -68,6 +67,7 @@ impl ClientQuotas {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::quota::EntityName;
 
     fn entity(user: Option<Option<&str>>, client: Option<Option<&str>>) -> QuotaEntity {
         QuotaEntity {

@@ -44,7 +44,7 @@ use tokio::sync::{mpsc, watch};
 pub use fetch_records::FetchParams;
 pub use metrics::ReplicationMetrics;
 pub use partition::offsets::DeleteRecordsError;
-pub use partition::{AppendError, CommitWait, IsrProposal, Partition, Role, Transition};
+pub use partition::{AppendError, CommitWait, IsrProposal, Partition, Transition};
 pub use read_replica::preferred_read_replica;
 
 use crate::config::ReplicationConfig;

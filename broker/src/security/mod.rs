@@ -26,11 +26,11 @@ mod tls;
 pub use authorizer::{Authorizer, STANDARD_AUTHORIZER};
 pub use jwks::{JwksSettings, JwksValidator};
 pub use oauthbearer::TokenValidator;
-pub use principal::{Principal, PrincipalMapper};
+pub use principal::Principal;
 pub use sasl::{
     Admission, HandshakeRefusal, SaslAuthenticator, SaslFailure, SaslListener, SaslMechanism,
     SaslStep,
 };
 pub use scram::{credential_from_password, credential_from_salted_password};
 pub use scram_client::ScramClient;
-pub use tls::{HandshakeError, ServerTls, TlsError};
+pub use tls::{HandshakeError, ServerTls};

@@ -1,7 +1,6 @@
 //! `/metrics`, `/healthz` and `/readyz` over hyper (HTTP/1.1).
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -112,9 +111,4 @@ async fn respond(
             .insert(hyper::header::CONTENT_TYPE, value);
     }
     Ok(response)
-}
-
-/// Binds the metrics listener.
-pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
-    TcpListener::bind(address).await
 }

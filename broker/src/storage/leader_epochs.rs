@@ -52,6 +52,7 @@ impl LeaderEpochCache {
         self.entries.last().map(|e| e.epoch)
     }
 
+    #[cfg(test)]
     pub fn entries(&self) -> &[EpochEntry] {
         &self.entries
     }
@@ -79,6 +80,7 @@ impl LeaderEpochCache {
 
     /// Drops entries wholly below a new log start offset (the last one below it stays,
     /// moved up to the log start: it still covers the first records).
+    #[cfg(test)]
     pub fn truncate_from_start(&mut self, log_start_offset: u64) -> bool {
         let Some(keep_from) = self
             .entries

@@ -67,16 +67,14 @@ pub use checkpoint::{CheckpointError, write_atomically};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use compression::CompressionError;
 pub use dir_lock::holder as log_dir_lock_holder;
-pub use log::{AppendInfo, LoadReport, Log, LogError};
-pub use log_config::{
-    CleanupPolicy, CompressionType, LogConfig, LogConfigError, ThrottledReplicas, TimestampType,
-};
+pub use log::{AppendInfo, Log, LogError};
+pub use log_config::{LogConfig, LogConfigError};
 pub use log_read::{ReadLimit, ReadResult};
 pub use manager::{LogManager, LogManagerError, StartupReport};
 pub use meta_properties::{META_PROPERTIES, encode_uuid, ensure_directory_id};
 pub use producer_state::ProducerSummary;
-pub use segment::{FileRegion, LogSegment};
-pub use transactions::{AbortedTransaction, Marker, Verification, marker_of};
+pub use segment::FileRegion;
+pub use transactions::{AbortedTransaction, Verification};
 
 /// Whether a log directory is usable; shared by every log in it. Once offline it stays
 /// offline until the broker restarts (a failed disk is not retried).

@@ -82,7 +82,7 @@ pub fn test_log(config: LogConfig) -> TestLog {
 }
 
 impl TestLog {
-    pub fn reopen(self, clean: bool) -> (TestLog, super::LoadReport) {
+    pub fn reopen(self, clean: bool) -> (TestLog, super::log::LoadReport) {
         let config = (*self.log.config()).clone();
         let path = self.log.dir().to_path_buf();
         drop(self.log);

@@ -16,7 +16,7 @@ pub mod metrics;
 pub mod records;
 
 pub use coordinator::TransactionCoordinator;
-pub use metadata::{TxnError, TxnMetadata, TxnState};
+pub use metadata::{TxnError, TxnState};
 pub use metrics::TransactionMetrics;
 
 /// The transaction coordinators' topic.

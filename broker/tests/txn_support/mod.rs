@@ -8,9 +8,7 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
-use oxbow_broker::storage::batch_builder::{
-    ProducerFields, SimpleRecord, build_transactional_batch,
-};
+use oxbow_broker::batch_builder::{ProducerFields, SimpleRecord, build_transactional_batch};
 use oxbow_testkit::RawClient;
 use oxbow_testkit::client::name;
 

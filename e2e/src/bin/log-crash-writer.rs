@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use kafka_protocol::records::Compression;
-use oxbow_broker::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
-use oxbow_broker::storage::{LogConfig, LogManager, SystemClock, TopicPartition};
+use oxbow_broker::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use oxbow_broker::{LogConfig, LogManager, SystemClock, TopicPartition};
 
 /// Records per batch and value size: large enough that a kill often lands mid-write.
 const RECORDS_PER_BATCH: u64 = 8;

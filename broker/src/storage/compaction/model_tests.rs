@@ -10,8 +10,8 @@ use kafka_protocol::records::Compression;
 use proptest::prelude::*;
 
 use super::*;
-use crate::storage::CleanupPolicy;
 use crate::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use crate::storage::log_config::CleanupPolicy;
 use crate::storage::log_config::DirtyRatio;
 
 const DELETE_RETENTION_MS: i64 = 5_000;

@@ -1,7 +1,7 @@
 //! The cleaner's rules: when a compacted log is cleaned, and which part of it.
 
 use super::*;
-use crate::storage::CleanupPolicy;
+use crate::storage::log_config::CleanupPolicy;
 use crate::storage::log_config::DirtyRatio;
 use crate::storage::test_support::*;
 

@@ -1,8 +1,8 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::storage::CleanupPolicy;
 use crate::storage::batch::BatchHeader;
+use crate::storage::log_config::CleanupPolicy;
 use crate::storage::test_support::*;
 
 #[test]

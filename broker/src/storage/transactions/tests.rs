@@ -317,7 +317,7 @@ fn keyed_data(producer_id: i64, sequence: i32, key: &str, value: &str) -> Vec<u8
 #[test]
 fn compaction_removes_aborted_records_and_keeps_the_committed_value() {
     let t = test_log(LogConfig {
-        cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
+        cleanup_policy: crate::storage::log_config::CleanupPolicy::COMPACT,
         ..small_config()
     });
     t.log
@@ -352,7 +352,7 @@ fn compaction_removes_aborted_records_and_keeps_the_committed_value() {
 #[test]
 fn compaction_removes_markers_once_their_transactions_data_is_gone() {
     let t = test_log(LogConfig {
-        cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
+        cleanup_policy: crate::storage::log_config::CleanupPolicy::COMPACT,
         delete_retention_ms: 1000,
         min_cleanable_dirty_ratio: crate::storage::log_config::DirtyRatio(0.0),
         ..small_config()

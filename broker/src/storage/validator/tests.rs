@@ -4,8 +4,8 @@ use bytes::Bytes;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::*;
-use crate::storage::CompressionType;
 use crate::storage::batch_builder::{ProducerFields, SimpleRecord, build_batch};
+use crate::storage::log_config::CompressionType;
 
 const NOW: i64 = 1_700_000_000_000;
 const HOUR: i64 = 3_600_000;
