@@ -13,9 +13,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
-use crate::metadata::features::KRAFT_VERSION;
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::controller::rpc::{VoterChangeError, VoterRequest};
+use crate::metadata::features::KRAFT_VERSION;
 use crate::security::acl::Operation;
 
 /// Longest wait for a new voter to catch up, whatever the request asks.
@@ -136,8 +136,7 @@ fn check_cluster(
         // Kafka's refusal while the quorum's voters are static (kraft.version 0).
         return Err((
             errors::UNSUPPORTED_VERSION,
-            "Cluster doesn't support changing voters because the kraft.version feature is 0"
-                .into(),
+            "Cluster doesn't support changing voters because the kraft.version feature is 0".into(),
         ));
     }
     let ours = context.broker.controller.cluster_id();

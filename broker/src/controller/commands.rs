@@ -369,6 +369,22 @@ fn unexpected(outcome: CommandOutcome) -> ControllerError {
     ControllerError::Quorum(format!("unexpected controller answer {outcome:?}"))
 }
 
+impl Controller {
+    /// UpdateFeatures: every level finalized, or none (the refusal says why).
+    pub async fn update_features(
+        &self,
+        updates: Vec<crate::metadata::features::FeatureUpdate>,
+        validate_only: bool,
+    ) -> Result<(), ControllerError> {
+        self.execute(ControllerCommand::UpdateFeatures {
+            updates,
+            validate_only,
+        })
+        .await
+        .map(|_| ())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,21 +423,5 @@ mod tests {
             [vec!["a", "b"], vec!["c"], vec!["huge"], vec!["d", "e"]]
         );
         assert!(partition_bounded_chunks(Vec::new(), 10).is_empty());
-    }
-}
-
-impl Controller {
-    /// UpdateFeatures: every level finalized, or none (the refusal says why).
-    pub async fn update_features(
-        &self,
-        updates: Vec<crate::metadata::features::FeatureUpdate>,
-        validate_only: bool,
-    ) -> Result<(), ControllerError> {
-        self.execute(ControllerCommand::UpdateFeatures {
-            updates,
-            validate_only,
-        })
-        .await
-        .map(|_| ())
     }
 }

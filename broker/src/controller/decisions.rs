@@ -447,7 +447,9 @@ pub fn decide(
         ControllerCommand::IdentifyCluster {
             cluster_id,
             features,
-        } => Ok(cluster::identify_cluster(image, inputs, cluster_id, features)),
+        } => Ok(cluster::identify_cluster(
+            image, inputs, cluster_id, features,
+        )),
         ControllerCommand::AlterScramCredentials { alterations } => {
             Ok(users::alter_scram_credentials(image, alterations))
         }

@@ -281,9 +281,12 @@ pub fn validate_updates(
             level,
             upgrade_type,
         } = update;
-        let invalid = |why: &str| format!("Invalid update version {level} for feature {name}. {why}");
+        let invalid =
+            |why: &str| format!("Invalid update version {level} for feature {name}. {why}");
         let Some(spec) = spec(name) else {
-            return Err(invalid("The controller does not support the given feature."));
+            return Err(invalid(
+                "The controller does not support the given feature.",
+            ));
         };
         let current = finalized.level(name);
         if *level < 0 {
@@ -324,9 +327,7 @@ pub fn validate_updates(
             if !spec.downgradable {
                 return Err(invalid("Can't downgrade the version of this feature."));
             }
-            if name == METADATA_VERSION
-                && ((*level + 1)..=current).any(metadata_changed_at)
-            {
+            if name == METADATA_VERSION && ((*level + 1)..=current).any(metadata_changed_at) {
                 return Err(invalid(if *upgrade_type == UpgradeType::UnsafeDowngrade {
                     "Unsafe metadata downgrade is not supported in this version."
                 } else {
@@ -425,12 +426,18 @@ mod tests {
                 .contains("Can't downgrade the version of this feature.")
         );
         assert!(
-            refused(&[update(METADATA_VERSION, 10, UpgradeType::SafeDowngrade)], &ok)
-                .contains("might delete metadata information")
+            refused(
+                &[update(METADATA_VERSION, 10, UpgradeType::SafeDowngrade)],
+                &ok
+            )
+            .contains("might delete metadata information")
         );
         assert!(
-            refused(&[update(METADATA_VERSION, 10, UpgradeType::UnsafeDowngrade)], &ok)
-                .contains("Unsafe metadata downgrade is not supported")
+            refused(
+                &[update(METADATA_VERSION, 10, UpgradeType::UnsafeDowngrade)],
+                &ok
+            )
+            .contains("Unsafe metadata downgrade is not supported")
         );
         // Between 4.0-IV3 and 3.6-IV0 no Oxbow record changed: a safe downgrade.
         assert_eq!(
@@ -451,7 +458,10 @@ mod tests {
             &[(1, Some(&support)), (3, Some(&old))],
         )
         .unwrap_err();
-        assert!(error.contains("Broker 3 only supports versions 0-1"), "{error}");
+        assert!(
+            error.contains("Broker 3 only supports versions 0-1"),
+            "{error}"
+        );
         let error = validate_updates(
             &at_one,
             &[update(TRANSACTION_VERSION, 2, UpgradeType::Upgrade)],
@@ -466,7 +476,10 @@ mod tests {
         let mut levels = finalized();
         levels.levels.insert(METADATA_VERSION.into(), 40);
         let line = levels.unsupported_here().unwrap();
-        assert!(line.contains("metadata.version 3.3-IV3 to 4.0-IV3"), "{line}");
+        assert!(
+            line.contains("metadata.version 3.3-IV3 to 4.0-IV3"),
+            "{line}"
+        );
         assert!(line.contains("level 40"), "{line}");
         levels.levels.insert(METADATA_VERSION.into(), 25);
         levels.levels.insert("share.version".into(), 1);

@@ -64,6 +64,7 @@ mod tests {
             rack: None,
             fenced,
             listeners: Default::default(),
+            supported_features: None,
         }
     }
 

@@ -95,15 +95,12 @@ pub(super) fn identify_cluster(
         // metadata.version first: a reader learns the format before anything it gates.
         let mut ordered: Vec<(&String, &i16)> = features.iter().collect();
         ordered.sort_by_key(|(name, _)| name.as_str() != METADATA_VERSION);
-        records.extend(
-            ordered
-                .into_iter()
-                .filter(|(_, level)| **level > 0)
-                .map(|(name, level)| MetadataRecord::FeatureLevel {
-                    name: name.clone(),
-                    level: *level,
-                }),
-        );
+        records.extend(ordered.into_iter().filter(|(_, level)| **level > 0).map(
+            |(name, level)| MetadataRecord::FeatureLevel {
+                name: name.clone(),
+                level: *level,
+            },
+        ));
     }
     (records, CommandOutcome::Done)
 }
