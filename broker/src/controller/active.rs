@@ -199,6 +199,7 @@ impl ActiveController {
             caught_up_index,
         };
         let (records, outcome) = decide(&view.image, &command, &inputs)?;
+        check_records_allowed(&records, view.image.features.metadata_version())?;
         if let ControllerCommand::ControlledShutdown {
             node_id,
             incarnation,
@@ -490,4 +491,32 @@ fn not_controller(
             .leader_id
             .map(|id| format!("node {id} leads the quorum")),
     )
+}
+
+/// Refuses a decision whose records the finalized `metadata.version` does not allow yet
+/// (a level finalized earlier in the same batch counts): a node that runs that level must
+/// be able to read every record written at it.
+fn check_records_allowed(
+    records: &[crate::metadata::records::MetadataRecord],
+    mut metadata_version: i16,
+) -> Result<(), ControllerError> {
+    use crate::metadata::record_format::{allowed_at, record_type};
+    use crate::metadata::records::MetadataRecord;
+    for record in records {
+        if let MetadataRecord::FeatureLevel { name, level } = record
+            && name == crate::metadata::features::METADATA_VERSION
+        {
+            metadata_version = *level;
+        }
+        if !allowed_at(record, metadata_version) {
+            let kind = record_type(record);
+            return Err(ControllerError::UnsupportedVersion(format!(
+                "{} records need metadata.version {} or later; the cluster is at {}",
+                kind.name,
+                crate::metadata::features::metadata_version_name(kind.since_metadata_version),
+                crate::metadata::features::metadata_version_name(metadata_version)
+            )));
+        }
+    }
+    Ok(())
 }

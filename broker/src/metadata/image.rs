@@ -270,6 +270,92 @@ impl ClusterImage {
         }
     }
 
+    /// Records that build this image from an empty one, in an order every reader can
+    /// apply (what a snapshot holds). The features epoch is the snapshot's to carry.
+    pub fn to_records(&self) -> Vec<MetadataRecord> {
+        let mut records = Vec::new();
+        if let Some(cluster_id) = &self.cluster_id {
+            records.push(MetadataRecord::ClusterIdentified {
+                cluster_id: cluster_id.clone(),
+            });
+        }
+        let mut features: Vec<(&String, &i16)> = self.features.levels.iter().collect();
+        features.sort_by_key(|(name, _)| name.as_str() != super::features::METADATA_VERSION);
+        records.extend(
+            features
+                .into_iter()
+                .map(|(name, level)| MetadataRecord::FeatureLevel {
+                    name: name.clone(),
+                    level: *level,
+                }),
+        );
+        for broker in self.brokers.values() {
+            records.push(MetadataRecord::BrokerRegistered {
+                node_id: broker.node_id,
+                incarnation: broker.incarnation,
+                endpoint: broker.endpoint.clone(),
+                rack: broker.rack.clone(),
+                listeners: broker.listeners.clone(),
+                supported_features: broker.supported_features.clone(),
+            });
+            if !broker.fenced {
+                records.push(MetadataRecord::BrokerUnfenced {
+                    node_id: broker.node_id,
+                });
+            }
+        }
+        for (node_id, configs) in &self.broker_configs {
+            records.push(MetadataRecord::BrokerConfigChanged {
+                node_id: *node_id,
+                configs: configs.clone(),
+            });
+        }
+        for topic in self.topics.values() {
+            records.push(MetadataRecord::TopicCreated {
+                name: topic.name.clone(),
+                topic_id: topic.topic_id,
+                replication_factor: topic.replication_factor,
+                configs: topic.configs.clone(),
+            });
+            for (partition, state) in topic.partitions.iter().enumerate() {
+                records.push(MetadataRecord::PartitionCreated {
+                    topic: topic.name.clone(),
+                    partition: i32::try_from(partition).unwrap_or(i32::MAX),
+                    state: state.clone(),
+                });
+            }
+        }
+        if self.next_producer_id != 0 {
+            records.push(MetadataRecord::ProducerIdsAllocated {
+                next_producer_id: self.next_producer_id,
+            });
+        }
+        for (user, credentials) in &self.scram_credentials {
+            for (mechanism, credential) in credentials {
+                records.push(MetadataRecord::ScramCredentialSet {
+                    user: user.clone(),
+                    mechanism: *mechanism,
+                    credential: credential.clone(),
+                });
+            }
+        }
+        records.extend(
+            self.acls
+                .iter()
+                .map(|acl| MetadataRecord::AclCreated { acl: acl.clone() }),
+        );
+        for (entity, values) in &self.client_quotas {
+            for (key, value) in values {
+                records.push(MetadataRecord::ClientQuotaChanged {
+                    entity: entity.clone(),
+                    key: *key,
+                    value: Some(*value),
+                });
+            }
+        }
+        records
+    }
+
     /// A user's SCRAM credential for `mechanism`.
     pub fn scram_credential(
         &self,
@@ -311,8 +397,16 @@ impl ClusterImage {
     /// A short fingerprint of the whole image: equal images give equal digests, so
     /// tests and operators can check that every broker sees the same metadata.
     pub fn digest(&self) -> String {
-        let bytes = serde_json::to_vec(self).unwrap_or_default();
-        format!("{:08x}", crc32c::crc32c(&bytes))
+        // The image's records in their versioned encoding: every part counts (JSON could
+        // not hold the quotas' structured keys).
+        let mut w = super::wire::Writer::new();
+        super::record_format::encode_batch(
+            &mut w,
+            &super::records::MetadataBatch {
+                records: self.to_records(),
+            },
+        );
+        format!("{:08x}", crc32c::crc32c(&w.into_bytes()))
     }
 }
 

@@ -6,7 +6,9 @@
 pub mod dynamic_configs;
 pub mod features;
 pub mod image;
+pub mod record_format;
 pub mod records;
 pub mod scope;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod wire;

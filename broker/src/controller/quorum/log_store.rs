@@ -1,13 +1,18 @@
 //! The Raft log and vote on disk.
 //!
-//! `raft-log` holds one entry per line: `<crc32c of the JSON, 8 hex digits> <entry as
-//! JSON>\n`, appended and fsynced before openraft is told the entries are durable. A
-//! last line cut short by a crash (no newline, or a CRC mismatch on the last line) was
-//! never acknowledged and is dropped; a bad line followed by good ones is corruption in
-//! the middle of the log, and the node refuses to start rather than forget entries it
-//! may have acknowledged to the quorum. Truncation (a conflicting suffix) and purging
-//! (entries below a snapshot) rewrite the file through a temporary file and a rename;
-//! both are rare and the file is bounded by the snapshot policy.
+//! `metadata-log` is a header (Oxbow's magic and the format version) and one frame per
+//! entry — length, CRC32C, the entry in the versioned schema of [`super::log_format`] —
+//! appended and fsynced before openraft is told the entries are durable. A last frame cut
+//! short by a crash (it runs past the end of the file, or its CRC fails with nothing after
+//! it) was never acknowledged and is dropped; a bad frame followed by more data is
+//! corruption in the middle of the log, and the node refuses to start rather than forget
+//! entries it may have acknowledged to the quorum. An intact frame this release cannot
+//! decode (a newer release's) stops the node with the reason. Truncation (a conflicting
+//! suffix) and purging (entries below a snapshot) rewrite the file through a temporary file
+//! and a rename; both are rare and the file is bounded by the snapshot policy.
+//!
+//! A directory of a release before the versioned format holds `raft-log` (a line of JSON per
+//! entry): it is converted once, on open, and kept beside as `raft-log.before-format-1`.
 //!
 //! `vote.json` and `log-state.json` (the purge point and the committed id) are replaced
 //! atomically.
@@ -31,10 +36,13 @@ use openraft::{Entry, RaftLogReader, StorageError, StorageIOError, Vote};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use super::{LogId, MetadataRaft};
+use super::{LogId, MetadataRaft, log_format};
 use crate::storage::write_atomically;
 
-const LOG_FILE: &str = "raft-log";
+const LOG_FILE: &str = "metadata-log";
+/// The log of a release before the versioned format: a line of JSON per entry.
+const LEGACY_LOG_FILE: &str = "raft-log";
+const LEGACY_KEPT_AS: &str = "raft-log.before-format-1";
 const VOTE_FILE: &str = "vote.json";
 const STATE_FILE: &str = "log-state.json";
 
@@ -57,6 +65,8 @@ pub enum LogStoreError {
     Corrupt { path: PathBuf, offset: usize },
     #[error("{path} is malformed: {reason}")]
     Malformed { path: PathBuf, reason: String },
+    #[error("cannot read {path}: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
 }
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -95,21 +105,74 @@ async fn on_blocking_pool<T: Send + 'static>(
         .unwrap_or_else(|error| Err(std::io::Error::other(error)))
 }
 
-fn encode_line(entry: &Entry<MetadataRaft>) -> Result<Vec<u8>, serde_json::Error> {
-    let json = serde_json::to_vec(entry)?;
-    let mut line = format!("{:08x} ", crc32c::crc32c(&json)).into_bytes();
-    line.extend_from_slice(&json);
-    line.push(b'\n');
-    Ok(line)
-}
-
-fn decode_line(line: &[u8]) -> Option<Entry<MetadataRaft>> {
+/// A line of the legacy `raft-log`: `<crc32c, 8 hex digits> <entry as JSON>\n`.
+fn decode_legacy_line(line: &[u8]) -> Option<Entry<MetadataRaft>> {
     let line = line.strip_suffix(b"\n")?;
     let (crc, json) = (line.get(..8)?, line.get(9..)?);
     let crc = u32::from_str_radix(std::str::from_utf8(crc).ok()?, 16).ok()?;
     (crc32c::crc32c(json) == crc)
         .then(|| serde_json::from_slice(json).ok())
         .flatten()
+}
+
+/// The entries of a legacy `raft-log`, as its reader took them: a torn last line dropped,
+/// damage before intact lines refused.
+fn read_legacy(path: &Path, bytes: &[u8]) -> Result<Vec<Entry<MetadataRaft>>, LogStoreError> {
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
+    let mut entries = Vec::new();
+    let mut offset = 0;
+    for (number, line) in lines.iter().enumerate() {
+        match decode_legacy_line(line) {
+            Some(entry) => entries.push(entry),
+            None if number + 1 == lines.len() => break,
+            None => {
+                return Err(LogStoreError::Corrupt {
+                    path: path.to_path_buf(),
+                    offset,
+                });
+            }
+        }
+        offset += line.len();
+    }
+    Ok(entries)
+}
+
+/// Converts a legacy `raft-log` in `dir` to `metadata-log`, once: the new file is written
+/// whole and renamed into place before the old one is set aside, so a crash midway leaves
+/// the old log to convert again.
+fn convert_legacy(dir: &Path) -> Result<(), LogStoreError> {
+    let legacy = dir.join(LEGACY_LOG_FILE);
+    let bytes = match std::fs::read(&legacy) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(LogStoreError::Read {
+                path: legacy,
+                source,
+            });
+        }
+    };
+    let entries = read_legacy(&legacy, &bytes)?;
+    let mut file = log_format::header(log_format::LOG_MAGIC);
+    for entry in &entries {
+        file.extend(log_format::frame(entry));
+    }
+    let path = dir.join(LOG_FILE);
+    replace_file(&path, &file).map_err(|source| LogStoreError::Write {
+        path: path.clone(),
+        source,
+    })?;
+    std::fs::rename(&legacy, dir.join(LEGACY_KEPT_AS)).map_err(|source| LogStoreError::Write {
+        path: legacy.clone(),
+        source,
+    })?;
+    tracing::info!(
+        entries = entries.len(),
+        from = %legacy.display(),
+        to = %path.display(),
+        "Converted the metadata log of a release before the versioned format"
+    );
+    Ok(())
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, LogStoreError> {
@@ -139,38 +202,57 @@ impl LogStore {
             source,
         };
         std::fs::create_dir_all(dir).map_err(read)?;
+        if !path.exists() {
+            convert_legacy(dir)?;
+        }
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(error) => return Err(read(error)),
         };
-        let mut entries = BTreeMap::new();
-        let mut good_length = 0usize;
-        let lines: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
-        for (number, line) in lines.iter().enumerate() {
-            match decode_line(line) {
-                Some(entry) => {
-                    entries.insert(entry.log_id.index, entry);
-                    good_length += line.len();
+        let header_len = log_format::HEADER_LEN;
+        if bytes.len() >= header_len {
+            log_format::check_header(&bytes, log_format::LOG_MAGIC, &path.display().to_string())
+                .map_err(|reason| LogStoreError::Unreadable {
+                    path: path.clone(),
+                    reason,
+                })?;
+        }
+        // A header cut short is a file created by a crash before its first append.
+        let body = bytes.get(header_len..).unwrap_or_default();
+        let frames = log_format::read_frames(body).map_err(|error| match error {
+            log_format::FrameError::Corrupt(offset) => LogStoreError::Corrupt {
+                path: path.clone(),
+                offset: offset + header_len,
+            },
+            log_format::FrameError::Unreadable { .. } => LogStoreError::Unreadable {
+                path: path.clone(),
+                reason: error.to_string(),
+            },
+        })?;
+        if frames.torn {
+            tracing::warn!(path = %path.display(), offset = frames.good_length + header_len, "Raft log ends in a torn entry (a crash during an append); dropping it");
+        }
+        let entries: BTreeMap<u64, Entry<MetadataRaft>> = frames
+            .entries
+            .into_iter()
+            .map(|e| (e.log_id.index, e))
+            .collect();
+        let good_length = header_len + frames.good_length;
+        if bytes.len() < header_len {
+            replace_file(&path, &log_format::header(log_format::LOG_MAGIC)).map_err(|source| {
+                LogStoreError::Write {
+                    path: path.clone(),
+                    source,
                 }
-                None if number + 1 == lines.len() => {
-                    tracing::warn!(path = %path.display(), offset = good_length, "Raft log ends in a torn entry (a crash during an append); dropping it");
-                    break;
-                }
-                None => {
-                    return Err(LogStoreError::Corrupt {
-                        path: path.clone(),
-                        offset: good_length,
-                    });
-                }
-            }
+            })?;
         }
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
             .map_err(read)?;
-        if good_length < bytes.len() {
+        if bytes.len() >= header_len && good_length < bytes.len() {
             file.set_len(good_length as u64)
                 .map_err(|source| LogStoreError::Write {
                     path: path.clone(),
@@ -216,9 +298,9 @@ impl LogStore {
     async fn rewrite(&self) -> Result<(), StorageError<u64>> {
         let (path, text) = {
             let inner = self.inner.lock();
-            let mut text = Vec::new();
+            let mut text = log_format::header(log_format::LOG_MAGIC);
             for entry in inner.entries.values() {
-                text.extend(encode_line(entry).map_err(|e| StorageIOError::write_logs(&e))?);
+                text.extend(log_format::frame(entry));
             }
             (inner.dir.join(LOG_FILE), text)
         };
@@ -305,7 +387,7 @@ impl RaftLogStorage<MetadataRaft> for LogStore {
         let mut text = Vec::new();
         let mut appended = Vec::new();
         for entry in entries {
-            text.extend(encode_line(&entry).map_err(|e| StorageIOError::write_logs(&e))?);
+            text.extend(log_format::frame(&entry));
             appended.push(entry);
         }
         let file = Arc::clone(&self.file);
@@ -380,32 +462,86 @@ mod tests {
         Suite::test_all(Builder).unwrap();
     }
 
+    fn entry(index: u64) -> Entry<MetadataRaft> {
+        Entry::<MetadataRaft> {
+            log_id: openraft::LogId::new(openraft::CommittedLeaderId::new(1, 0), index),
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn a_torn_last_entry_is_dropped_and_a_corrupt_middle_refuses_to_open() {
         let dir = tempfile::tempdir().unwrap();
-        let entry = |index| {
-            let entry = Entry::<MetadataRaft> {
-                log_id: openraft::LogId::new(openraft::CommittedLeaderId::new(1, 0), index),
-                ..Default::default()
-            };
-            encode_line(&entry).unwrap()
-        };
+        let frame = |index| log_format::frame(&entry(index));
+        let header = log_format::header(log_format::LOG_MAGIC);
         let path = dir.path().join(LOG_FILE);
-        let mut bytes = [entry(1), entry(2)].concat();
-        bytes.extend_from_slice(b"0000abcd {\"log_id\":");
+        let intact = [header.clone(), frame(1), frame(2)].concat();
+        let mut bytes = intact.clone();
+        bytes.extend_from_slice(&frame(3)[..7]);
         std::fs::write(&path, &bytes).unwrap();
         let store = LogStore::open(dir.path()).unwrap();
         assert_eq!(store.inner.lock().entries.len(), 2);
         drop(store);
-        assert_eq!(std::fs::read(&path).unwrap(), [entry(1), entry(2)].concat());
+        assert_eq!(std::fs::read(&path).unwrap(), intact);
 
-        let mut corrupt = entry(1);
-        corrupt[0] = b'z';
-        std::fs::write(&path, [corrupt, entry(2)].concat()).unwrap();
+        let mut corrupt = frame(1);
+        corrupt[10] ^= 0xff;
+        std::fs::write(&path, [header, corrupt, frame(2)].concat()).unwrap();
         let error = LogStore::open(dir.path()).unwrap_err();
         assert!(
-            matches!(error, LogStoreError::Corrupt { offset: 0, .. }),
+            matches!(error, LogStoreError::Corrupt { offset: 10, .. }),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_newer_format_stops_the_node_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut header = log_format::header(log_format::LOG_MAGIC);
+        header[9] = 2;
+        std::fs::write(dir.path().join(LOG_FILE), header).unwrap();
+        let error = LogStore::open(dir.path()).unwrap_err().to_string();
+        assert!(
+            error.contains("written by a newer Oxbow release"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_legacy_json_log_is_converted_once_and_kept_beside() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = |entry: &Entry<MetadataRaft>| {
+            let json = serde_json::to_vec(entry).unwrap();
+            let mut line = format!("{:08x} ", crc32c::crc32c(&json)).into_bytes();
+            line.extend_from_slice(&json);
+            line.push(b'\n');
+            line
+        };
+        let mut normal = entry(2);
+        normal.payload = openraft::EntryPayload::Normal(crate::metadata::records::MetadataBatch {
+            records: crate::metadata::record_format::tests::one_of_each(),
+        });
+        let legacy = [line(&entry(1)), line(&normal), b"0000abcd {\"torn".to_vec()].concat();
+        std::fs::write(dir.path().join(LEGACY_LOG_FILE), &legacy).unwrap();
+        let store = LogStore::open(dir.path()).unwrap();
+        assert_eq!(
+            store
+                .inner
+                .lock()
+                .entries
+                .values()
+                .cloned()
+                .collect::<Vec<_>>(),
+            vec![entry(1), normal.clone()]
+        );
+        drop(store);
+        assert!(!dir.path().join(LEGACY_LOG_FILE).exists());
+        assert_eq!(
+            std::fs::read(dir.path().join(LEGACY_KEPT_AS)).unwrap(),
+            legacy
+        );
+        // Opened again, the converted log is read as it is.
+        let store = LogStore::open(dir.path()).unwrap();
+        assert_eq!(store.inner.lock().entries.len(), 2);
     }
 }

@@ -10,11 +10,14 @@
 //!   MetadataStateMachine: ClusterImage + recent batches --watch--> publisher, observers
 //! ```
 //!
-//! Everything lives under the metadata directory: the log (`raft-log`), the vote
+//! Everything lives under the metadata directory: the log (`metadata-log`), the vote
 //! (`vote.json`), the purge point (`log-state.json`) and the latest snapshot of the image
-//! (`snapshot.json`), so the log stays bounded: entries below a snapshot are purged.
+//! (`snapshot`), so the log stays bounded: entries below a snapshot are purged. The log
+//! and the snapshot are versioned binary files ([`log_format`]); those of a release before
+//! them (`raft-log`, `snapshot.json`) are read and converted on open.
 
 pub(super) mod events;
+pub(super) mod log_format;
 pub(super) mod log_store;
 pub(super) mod network;
 pub(super) mod state_machine;

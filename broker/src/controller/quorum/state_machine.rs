@@ -1,6 +1,9 @@
 //! The Raft state machine: applies committed batches to the [`ClusterImage`] and hands
-//! each result to the [`MetadataFeed`]. Snapshots are the image as JSON, kept in
-//! `snapshot.json` so a restart starts from the snapshot and replays only the log after it.
+//! each result to the [`MetadataFeed`]. A snapshot is the image as the metadata records
+//! that build it (versioned, as in the log: [`super::log_format`]) behind a header with
+//! the format version, kept in `snapshot` so a restart starts from it and replays only the
+//! log after it. A directory of a release before the versioned format has `snapshot.json`
+//! (the image as JSON): read when there is no `snapshot`, and replaced by the next one.
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
@@ -13,13 +16,18 @@ use openraft::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::log_format::{self, SNAPSHOT_MAGIC};
 use super::{LogId, MetadataRaft, VoterNode};
 use crate::controller::feed::MetadataFeed;
 use crate::metadata::image::ClusterImage;
+use crate::metadata::record_format::{decode_batch, encode_batch};
+use crate::metadata::records::MetadataBatch;
 use crate::metadata::records::MetadataRecord;
+use crate::metadata::wire::{Reader, WireResult, Writer};
 use crate::storage::write_atomically;
 
-const SNAPSHOT_FILE: &str = "snapshot.json";
+const SNAPSHOT_FILE: &str = "snapshot";
+const LEGACY_SNAPSHOT_FILE: &str = "snapshot.json";
 
 /// Why the state machine cannot be opened.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +49,68 @@ struct SnapshotFile {
     image: ClusterImage,
 }
 
+impl SnapshotFile {
+    fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.bytes_raw(&log_format::header(SNAPSHOT_MAGIC));
+        w.string(&self.snapshot_id);
+        let optional_log_id = |w: &mut Writer, id: Option<&LogId>| match id {
+            Some(id) => {
+                w.bool(true);
+                log_format::log_id(w, id);
+            }
+            None => w.bool(false),
+        };
+        optional_log_id(&mut w, self.last_applied.as_ref());
+        optional_log_id(&mut w, self.membership.log_id().as_ref());
+        log_format::membership(&mut w, self.membership.membership());
+        w.i64(self.image.features.epoch);
+        encode_batch(
+            &mut w,
+            &MetadataBatch {
+                records: self.image.to_records(),
+            },
+        );
+        w.tagged(&[]);
+        w.into_bytes()
+    }
+
+    /// A snapshot in this release's format, or a legacy one (the image as JSON).
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        if !bytes.starts_with(SNAPSHOT_MAGIC) {
+            return serde_json::from_slice(bytes).map_err(|e| e.to_string());
+        }
+        log_format::check_header(bytes, SNAPSHOT_MAGIC, "the metadata snapshot")?;
+        let mut r = Reader::new(bytes.get(log_format::HEADER_LEN..).unwrap_or_default());
+        Self::read(&mut r).map_err(|e| e.to_string())
+    }
+
+    fn read(r: &mut Reader<'_>) -> WireResult<Self> {
+        let snapshot_id = r.string("snapshot id")?;
+        let optional_log_id = |r: &mut Reader<'_>| -> WireResult<Option<LogId>> {
+            r.bool("log id present")?
+                .then(|| log_format::read_log_id(r))
+                .transpose()
+        };
+        let last_applied = optional_log_id(r)?;
+        let membership_log_id = optional_log_id(r)?;
+        let membership = log_format::read_membership(r)?;
+        let features_epoch = r.i64("features epoch")?;
+        let mut image = ClusterImage::default();
+        for record in &decode_batch(r)?.records {
+            image.apply(record);
+        }
+        image.features.epoch = features_epoch;
+        r.tagged(|_, _| Ok(false))?;
+        Ok(Self {
+            snapshot_id,
+            last_applied,
+            membership: StoredMembership::new(membership_log_id, membership),
+            image,
+        })
+    }
+}
+
 /// The metadata state machine.
 #[derive(Debug, Clone)]
 pub struct MetadataStateMachine {
@@ -55,12 +125,15 @@ pub struct MetadataStateMachine {
 impl MetadataStateMachine {
     /// Restores the last snapshot in `dir`, if any, and returns the feed it publishes to.
     pub fn open(dir: &Path) -> Result<(Self, Arc<MetadataFeed>), StateMachineError> {
-        let path = dir.join(SNAPSHOT_FILE);
+        let mut path = dir.join(SNAPSHOT_FILE);
+        if !path.exists() && dir.join(LEGACY_SNAPSHOT_FILE).exists() {
+            path = dir.join(LEGACY_SNAPSHOT_FILE);
+        }
         let snapshot: SnapshotFile = match std::fs::read(&path) {
             Ok(bytes) => {
-                serde_json::from_slice(&bytes).map_err(|e| StateMachineError::Malformed {
+                SnapshotFile::decode(&bytes).map_err(|reason| StateMachineError::Malformed {
                     path: path.clone(),
-                    reason: e.to_string(),
+                    reason,
                 })?
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => SnapshotFile::default(),
@@ -90,6 +163,16 @@ impl MetadataStateMachine {
             last_applied: self.last_applied,
             membership: self.membership.clone(),
             image: self.image.as_ref().clone(),
+        }
+    }
+
+    /// The snapshot of a release before the versioned format, once a new one is written.
+    fn forget_legacy_snapshot(&self) {
+        let legacy = self.dir.join(LEGACY_SNAPSHOT_FILE);
+        if let Err(error) = std::fs::remove_file(&legacy)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(%error, path = %legacy.display(), "Cannot remove the superseded JSON snapshot");
         }
     }
 
@@ -126,11 +209,10 @@ impl RaftSnapshotBuilder<MetadataRaft> for MetadataStateMachine {
             None => format!("empty-{}", self.snapshots_built),
         };
         let file = self.snapshot_file(snapshot_id);
-        let bytes =
-            serde_json::to_vec(&file).map_err(|e| StorageIOError::write_snapshot(None, &e))?;
-        let bytes = write_off_runtime(self.dir.join(SNAPSHOT_FILE), bytes)
+        let bytes = write_off_runtime(self.dir.join(SNAPSHOT_FILE), file.encode())
             .await
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
+        self.forget_legacy_snapshot();
         tracing::info!(
             snapshot = %file.snapshot_id,
             bytes = bytes.len(),
@@ -209,11 +291,14 @@ impl RaftStateMachine<MetadataRaft> for MetadataStateMachine {
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<(), StorageError<u64>> {
         let bytes = snapshot.into_inner();
-        let file: SnapshotFile = serde_json::from_slice(&bytes)
-            .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
-        write_off_runtime(self.dir.join(SNAPSHOT_FILE), bytes)
+        let file = SnapshotFile::decode(&bytes).map_err(|reason| {
+            StorageIOError::read_snapshot(Some(meta.signature()), &std::io::Error::other(reason))
+        })?;
+        // Kept in this release's format whatever the leader's release sent.
+        write_off_runtime(self.dir.join(SNAPSHOT_FILE), file.encode())
             .await
             .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
+        self.forget_legacy_snapshot();
         self.last_applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
         self.image = Arc::new(file.image);
@@ -228,15 +313,122 @@ impl RaftStateMachine<MetadataRaft> for MetadataStateMachine {
     async fn get_current_snapshot(
         &mut self,
     ) -> Result<Option<Snapshot<MetadataRaft>>, StorageError<u64>> {
-        let path = self.dir.join(SNAPSHOT_FILE);
+        let mut path = self.dir.join(SNAPSHOT_FILE);
+        if !path.exists() {
+            path = self.dir.join(LEGACY_SNAPSHOT_FILE);
+        }
         match std::fs::read(&path) {
             Ok(bytes) => {
-                let file: SnapshotFile = serde_json::from_slice(&bytes)
-                    .map_err(|e| StorageIOError::read_snapshot(None, &e))?;
+                let file = SnapshotFile::decode(&bytes).map_err(|reason| {
+                    StorageIOError::read_snapshot(None, &std::io::Error::other(reason))
+                })?;
+                // Sent to followers in this release's format.
+                let bytes = file.encode();
                 Ok(Some(Self::to_snapshot(&file, bytes)))
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(error) => Err(StorageIOError::read_snapshot(None, &error).into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use openraft::{CommittedLeaderId, Membership};
+
+    use super::*;
+    use crate::metadata::record_format::tests::one_of_each;
+
+    /// An image with something of everything: brokers fenced and not, topics, configs,
+    /// credentials, ACLs, quotas, features.
+    fn image() -> ClusterImage {
+        let mut image = ClusterImage::default();
+        for record in one_of_each() {
+            // Keep what the deletions would take away.
+            if matches!(
+                record,
+                MetadataRecord::TopicDeleted { .. }
+                    | MetadataRecord::AclRemoved { .. }
+                    | MetadataRecord::ScramCredentialRemoved { .. }
+                    | MetadataRecord::BrokerFenced { .. }
+            ) {
+                continue;
+            }
+            image.apply(&record);
+        }
+        image.apply(&MetadataRecord::BrokerRegistered {
+            node_id: 2,
+            incarnation: uuid::Uuid::from_u128(2),
+            endpoint: crate::metadata::records::Endpoint {
+                host: "b2".into(),
+                port: 1,
+            },
+            rack: None,
+            listeners: BTreeMap::new(),
+            supported_features: None,
+        });
+        image.features.epoch = 42;
+        image
+    }
+
+    fn snapshot(image: ClusterImage) -> SnapshotFile {
+        let log_id = LogId::new(CommittedLeaderId::new(2, 1), 99);
+        SnapshotFile {
+            snapshot_id: "1-99-3".into(),
+            last_applied: Some(log_id),
+            membership: StoredMembership::new(
+                Some(log_id),
+                Membership::new(
+                    vec![BTreeSet::from([1])],
+                    BTreeMap::from([(1, VoterNode::new("c1:9093"))]),
+                ),
+            ),
+            image,
+        }
+    }
+
+    #[test]
+    fn a_snapshot_rebuilds_the_image_it_was_taken_of() {
+        let file = snapshot(image());
+        assert!(file.image.brokers[&1].supported_features.is_some());
+        assert!(!file.image.client_quotas.is_empty());
+        assert!(!file.image.brokers[&1].fenced && file.image.brokers[&2].fenced);
+        assert!(!file.image.scram_credentials.is_empty() && !file.image.acls.is_empty());
+        let back = SnapshotFile::decode(&file.encode()).unwrap();
+        assert_eq!(back.image, file.image);
+        assert_eq!(back.image.digest(), file.image.digest());
+        let mut other = file.image.clone();
+        other.client_quotas.clear();
+        assert_ne!(
+            other.digest(),
+            file.image.digest(),
+            "quotas count in the digest"
+        );
+        assert_eq!(back.last_applied, file.last_applied);
+        assert_eq!(back.membership, file.membership);
+        assert_eq!(back.snapshot_id, file.snapshot_id);
+    }
+
+    #[test]
+    fn a_legacy_json_snapshot_is_read_and_a_newer_format_refused() {
+        // The release before could not write a snapshot with client quotas in JSON (their
+        // keys are structured); its snapshots have none.
+        let mut legacy = image();
+        legacy.client_quotas.clear();
+        let file = snapshot(legacy);
+        let json = serde_json::to_vec(&file).unwrap();
+        assert_eq!(SnapshotFile::decode(&json).unwrap().image, file.image);
+        let mut newer = file.encode();
+        newer[9] = 7;
+        let error = SnapshotFile::decode(&newer).unwrap_err();
+        assert!(
+            error.contains("written by a newer Oxbow release"),
+            "{error}"
+        );
+        let mut cut = file.encode();
+        cut.truncate(cut.len() / 2);
+        assert!(SnapshotFile::decode(&cut).is_err());
     }
 }
