@@ -73,16 +73,18 @@ fn a_corrupt_raft_log_refuses_to_start_and_an_emptied_voter_rejoins() {
     let digest = cluster.wait_same_image(&[1, 2, 3]);
     cluster.kill(2);
     let metadata_dir = cluster.nodes[&2].data.join("__oxbow_metadata");
-    let log = metadata_dir.join("raft-log");
+    let log = metadata_dir.join("metadata-log");
     let mut bytes = std::fs::read(&log).unwrap();
-    assert!(bytes.iter().filter(|b| **b == b'\n').count() > 2);
-    bytes[2] ^= 0x55;
+    // The header (10 bytes), then the first entry's frame: its length and CRC (8 bytes),
+    // then its body, damaged here with more entries after it.
+    assert!(bytes.len() > 200, "{} bytes", bytes.len());
+    bytes[10 + 8 + 2] ^= 0x55;
     std::fs::write(&log, &bytes).unwrap();
     cluster.launch(2);
     let status = cluster.wait_exit(2, TIMEOUT);
     assert!(!status.success());
     assert!(
-        cluster.logs(2).contains("is corrupt at byte 0"),
+        cluster.logs(2).contains("is corrupt at byte 10"),
         "{}",
         cluster.logs(2)
     );

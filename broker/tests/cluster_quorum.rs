@@ -209,13 +209,13 @@ fn snapshots_bound_the_log_and_bring_a_far_behind_voter_up_to_date() {
     }
     let raft_log = cluster.nodes[&active]
         .data
-        .join("__oxbow_metadata/raft-log");
+        .join("__oxbow_metadata/metadata-log");
     // Snapshots are built and the log purged in the background, after the commits.
     cluster.wait_for("the leader to snapshot and purge its log", TIMEOUT, || {
-        let lines = std::fs::read_to_string(&raft_log)
-            .map(|text| text.lines().count())
+        let entries = std::fs::read(&raft_log)
+            .map(|bytes| count_entries(&bytes))
             .unwrap_or(usize::MAX);
-        lines < 60 && cluster.logs(active).contains("Metadata snapshot written")
+        entries < 60 && cluster.logs(active).contains("Metadata snapshot written")
     });
     cluster.launch(behind);
     cluster.wait_ready(&[behind]);
@@ -401,4 +401,20 @@ fn deleting_gigabytes_under_a_running_quorum_fences_no_broker() {
         }
     }
     assert_eq!(cluster.metadata(1).brokers.len(), 3);
+}
+
+/// The entries of a `metadata-log`: a 10-byte header, then frames of a 4-byte length, a
+/// 4-byte CRC and the entry.
+fn count_entries(bytes: &[u8]) -> usize {
+    let mut offset = 10;
+    let mut count = 0;
+    while let Some(len) = bytes.get(offset..offset + 4) {
+        let len = u32::from_be_bytes(len.try_into().unwrap()) as usize;
+        offset += 8 + len;
+        if offset > bytes.len() {
+            break;
+        }
+        count += 1;
+    }
+    count
 }
