@@ -6,7 +6,8 @@ Why not "bind to port 0, read it, release it": such a port is in the kernel's ep
 the machine (a client, Kafka's JVM, the API server) can take it as its local end; CI runs lost
 suites to "Address already in use" that way. Ports handed out here are below that range, from
 a block nothing else uses (the Rust testkit takes 11000-18999, e2e/bench/scale 19092-19699,
-fixed suite ports are 21092-25192 and 28192-30394), and they come from a counter kept in a
+fixed suite ports are 21092-25192, 25492-25494 (the upgrade fixture's controllers) and
+28192-30394), and they come from a counter kept in a
 file under a lock, so two callers (two shell commands of one suite, say) never get the same
 port before either binds it.
 """
