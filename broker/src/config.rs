@@ -595,6 +595,8 @@ const TOOL_VARIABLES: &[&str] = &[
     "IMAGE_BINDIR",
     "LEADER_ELECTION",
     "LEASE_NAME",
+    // Read by metadata::features: an upgrade test's stand-in for an older release.
+    "MAX_METADATA_VERSION",
     "POD_DIR",
     "PARALLEL",
     "PORTS",

@@ -1,21 +1,39 @@
 #!/usr/bin/env python3
-"""A rolling restart of a 3-broker Oxbow cluster under acks=all load, as an operator does
-it: SIGTERM one broker (controlled shutdown), wait until it has exited, start it again
-with the same command, wait until it is ready and back in every ISR, then the next.
+"""A rolling upgrade of a 3-broker Oxbow cluster under acks=all load, as an operator does it:
+SIGTERM one broker (controlled shutdown), wait until it has exited, start it again as the
+new release, wait until it is ready and back in every ISR, then the next; at the end,
+`kafka-features upgrade --release-version 4.0`.
+
+The previous release is this binary with its levels capped (OXBOW_MAX_METADATA_VERSION=21,
+3.9-IV0: what a release that knew no more would run), as issue 53 allows until a release
+with the versioned inter-node protocol exists. The cluster starts at 3.9-IV0, where
+group.version 0 keeps the consumer group protocol (KIP-848) off.
 
 Meanwhile an idempotent acks=all producer (librdkafka) writes at a steady rate to an
 RF=3, min.insync.replicas=2 topic, a consumer group reads it, and the partitions' leaders
-are watched through Metadata. Asserts: no produce failed, no partition was ever seen
-without a leader, the group saw every record, and the brokers' metrics reported the
-under-replicated partitions while a broker was away and none once it was back.
+are watched through Metadata. After each node's upgrade a new topic is created and a
+transaction commits and is read back; with the cluster mixed, a reassignment moves a
+partition and the feature upgrade is refused (a node still runs the previous release);
+after the roll the upgrade finalizes metadata.version 4.0-IV3 and group.version 1, and only
+then does ConsumerGroupHeartbeat appear and a KIP-848 consumer read. Asserts: no produce
+failed, no partition was ever seen without a leader, the group saw every acknowledged
+record, the brokers reported under-replicated partitions while a broker was away and none
+once it was back.
 
     rolling_restart.py OXBOW_BINARY
 """
+import json
 import os
+import re
+import socket
+import struct
+import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -29,6 +47,9 @@ RATE = 500  # records/s
 # Clients on PORT..PORT+2, controllers 100 above, metrics 200 above: no other suite's ports
 # (OXBOW_SUITE_PORT moves them).
 PORT = int(os.environ.get("OXBOW_SUITE_PORT", "23792"))
+PREVIOUS = {"OXBOW_MAX_METADATA_VERSION": "21"}
+TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers", "kafka", "bin")
+CONSUMER_GROUP_HEARTBEAT = 68
 
 
 def metric(cluster, node, name):
@@ -57,31 +78,116 @@ def watch_leaders(offline):
     return watch
 
 
+def tool(name, *args):
+    """One of Kafka's tools: its exit code and output (stdout and stderr)."""
+    result = subprocess.run([os.path.join(TOOLS, name), *args], capture_output=True, text=True, timeout=120)
+    return result.returncode, result.stdout + result.stderr
+
+
+def expect_tool(pattern, name, *args):
+    code, output = tool(name, *args)
+    if not re.search(pattern, output):
+        fail(f"{name} {' '.join(args)}: expected /{pattern}/ in:\n{output[-1500:]}")
+    return output
+
+
+def api_keys(host_port):
+    """The API keys a broker lists in ApiVersions (v0, raw)."""
+    host, port = host_port.split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        body = struct.pack(">hhih", 18, 0, 1, 4) + b"roll"
+        s.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", recv(s, 4))[0]
+        data = recv(s, size)
+    _, error, count = struct.unpack(">ihi", data[:10])
+    if error:
+        fail(f"ApiVersions answered error {error}")
+    return {struct.unpack(">h", data[10 + 6 * i:12 + 6 * i])[0] for i in range(count)}
+
+
+def recv(s, n):
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            raise OSError("connection closed")
+        data += chunk
+    return data
+
+
 def main():
     binary = sys.argv[1]
     work = tempfile.mkdtemp(prefix="oxbow-rolling-")
-    cluster = Cluster(binary, work, Network(False), cluster_id="rolling-restart",
+    cluster = Cluster(binary, work, Network(False), cluster_id="rolling-upgrade",
                       bases=(PORT, PORT + 100, PORT + 200),
-                      extra=["offsets.topic.replication.factor=3", "group.initial.rebalance.delay.ms=0"])
+                      extra=["offsets.topic.replication.factor=3", "group.initial.rebalance.delay.ms=0",
+                             "transaction.state.log.replication.factor=3", "transaction.state.log.min.isr=2",
+                             "transaction.state.log.num.partitions=3"])
+    cluster.node_env = {node: dict(PREVIOUS) for node in cluster.nodes}
     with cluster.running():
-        roll(cluster)
+        roll(cluster, work)
 
 
-def roll(cluster):
+def transaction(cluster, producer, step):
+    """A transaction of three records, committed, and read back by read_committed."""
+    producer.begin_transaction()
+    values = [f"{step}-{n}" for n in range(3)]
+    for value in values:
+        producer.produce("ledger", value=value.encode())
+    producer.commit_transaction(60)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"ledger-{uuid.uuid4().hex}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    consumer.assign([TopicPartition("ledger", 0, 0)])
+    seen = []
+    deadline = time.time() + 60
+    while not set(values) <= set(seen) and time.time() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and not message.error():
+            seen.append(message.value().decode())
+    consumer.close()
+    if not set(values) <= set(seen):
+        fail(f"transaction {step}: read_committed saw {seen[-6:]}, not {values}")
+
+
+def reassign(cluster, work):
+    """Moves partition 0 of `moving` from nodes 1,2 to 2,3 with Kafka's tool and waits for it."""
+    plan = os.path.join(work, "reassign.json")
+    with open(plan, "w") as f:
+        json.dump({"version": 1, "partitions": [{"topic": "moving", "partition": 0, "replicas": [2, 3]}]}, f)
+    expect_tool("Successfully started partition reassignment", "kafka-reassign-partitions",
+                "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", plan, "--execute")
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[TOPIC].result()
+    wait_for(lambda: sorted(admin.list_topics("moving", timeout=5).topics["moving"].partitions[0].replicas)
+             == [2, 3], 60, "the reassignment to finish")
+
+
+def roll(cluster, work):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"}),
+                                       NewTopic("ledger", 1, 3),
+                                       NewTopic("moving", 1, replica_assignment=[[1, 2]])]).values():
+        future.result()
 
     def isr_full():
-        topic = admin.list_topics(TOPIC, timeout=5).topics[TOPIC]
-        return all(len(p.isrs) == 3 and p.leader >= 0 for p in topic.partitions.values())
+        topics = admin.list_topics(timeout=5).topics
+        return all(len(p.isrs) == len(p.replicas) and p.leader >= 0
+                   for name in (TOPIC, "ledger", "moving") for p in topics[name].partitions.values())
 
     wait_for(isr_full, 90, "every replica in sync")
+    features = ("kafka-features", "--bootstrap-server", cluster.bootstrap)
+    expect_tool(r"Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 3.9-IV0\t"
+                r"FinalizedVersionLevel: 3.9-IV0", *features, "describe")
+    if CONSUMER_GROUP_HEARTBEAT in api_keys(cluster.bootstrap.split(",")[0]):
+        fail("ConsumerGroupHeartbeat listed at group.version 0")
+    print("ok the previous release's cluster runs at metadata.version 3.9-IV0, group.version 0", flush=True)
     offline = []
     load = Load(cluster.bootstrap, TOPIC, "rolling-readers", RATE, side=[watch_leaders(offline)])
     load.start()
+    txn = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "rolling-ledger"})
+    txn.init_transactions(60)
     time.sleep(3)
     under_replicated_seen = False
-    for node in cluster.nodes:
+    for step, node in enumerate(cluster.nodes):
         started = time.time()
         problems = cluster.terminate([node])
         if problems:
@@ -90,27 +196,59 @@ def roll(cluster):
         others = [n for n in cluster.nodes if n != node]
         under = [metric(cluster, n, "oxbow_replication_under_replicated_partitions") or 0 for n in others]
         under_replicated_seen |= sum(under) > 0
+        cluster.node_env.pop(node, None)
         cluster.start(node)
         wait_for(lambda: cluster.ready(node), 60, f"node {node} ready")
         wait_for(isr_full, 60, "every replica back in sync")
-        print(f"ok node-{node}: stopped in {stopped:.2f} s (controlled shutdown), "
+        back = time.time() - started
+        admin.create_topics([NewTopic(f"after-{node}", 1, 3)])[f"after-{node}"].result()
+        transaction(cluster, txn, step)
+        if step == 0:
+            reassign(cluster, work)
+            expect_tool(r"only supports versions 7-21", *features, "upgrade", "--release-version", "4.0")
+        print(f"ok node-{node} upgraded: stopped in {stopped:.2f} s (controlled shutdown), "
               f"under-replicated partitions reported meanwhile {under}, back in every ISR "
-              f"{time.time() - started:.1f} s after SIGTERM", flush=True)
+              f"{back:.1f} s after SIGTERM; a topic created, a transaction committed"
+              f"{', a partition reassigned, the feature upgrade refused (mixed releases)' if step == 0 else ''}",
+              flush=True)
         time.sleep(2)
+    expect_tool(r"metadata.version was upgraded to 25\.", *features, "upgrade", "--release-version", "4.0")
+    output = expect_tool(r"Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.0-IV3\t"
+                         r"FinalizedVersionLevel: 4.0-IV3", *features, "describe")
+    if not re.search(r"Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\t"
+                     r"FinalizedVersionLevel: 1", output):
+        fail(f"group.version not finalized at 1:\n{output}")
+    wait_for(lambda: CONSUMER_GROUP_HEARTBEAT in api_keys(cluster.bootstrap.split(",")[0]), 15,
+             "ConsumerGroupHeartbeat to be listed")
+    kip848 = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kip848-after-upgrade",
+                       "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    kip848.subscribe([TOPIC])
+    got = 0
+    deadline = time.time() + 60
+    while got < 100 and time.time() < deadline:
+        message = kip848.poll(0.5)
+        if message is not None and not message.error():
+            got += 1
+    kip848.close()
+    if got < 100:
+        fail(f"the KIP-848 consumer read {got} records after group.version 1")
+    print("ok features upgraded to 4.0 once every node ran the new release: metadata.version 4.0-IV3, "
+          "group.version 1, and a KIP-848 consumer reads", flush=True)
     time.sleep(2)
     if not load.finish():
         fail(f"the group did not read {len(load.acked - load.seen)} acknowledged records within 60 s")
     if load.failed:
-        fail(f"{len(load.failed)} produce(s) failed during the rolling restart: {load.failed[:3]}")
+        fail(f"{len(load.failed)} produce(s) failed during the rolling upgrade: {load.failed[:3]}")
     if offline:
-        fail(f"partitions without a leader during the rolling restart: {offline[:5]}")
+        fail(f"partitions without a leader during the rolling upgrade: {offline[:5]}")
     if not under_replicated_seen:
         fail("no broker reported under-replicated partitions while one broker was away")
     after = [metric(cluster, n, "oxbow_replication_under_replicated_partitions") for n in cluster.nodes]
     if any(v != 0 for v in after):
         fail(f"under-replicated partitions reported after the roll: {after}")
-    print(f"ok rolling restart of 3 brokers under acks=all load: {len(load.acked)} records acknowledged, "
-          f"0 failed, no partition offline, the group read all of them", flush=True)
+    print(f"ok rolling upgrade of 3 brokers under acks=all load: {len(load.acked)} records acknowledged, "
+          f"0 failed (worst produce latency {load.worst_latency * 1000:.0f} ms), no partition offline, "
+          f"the group read all of them", flush=True)
 
 
 if __name__ == "__main__":

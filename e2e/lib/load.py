@@ -21,6 +21,8 @@ class Load:
         self.bootstrap, self.topic, self.group, self.rate, self.keys = bootstrap, topic, group, rate, keys
         self.stop = threading.Event()
         self.acked, self.failed, self.seen = set(), [], set()
+        # The longest a record took from produce() to its acknowledgement, in seconds.
+        self.worst_latency = 0.0
         self.phase = "start"
         self.drained = False
         self.producer = threading.Thread(target=self.produce, daemon=True)
@@ -39,6 +41,7 @@ class Load:
         def delivered(err, message):
             if err is None:
                 self.acked.add(message.value().decode())
+                self.worst_latency = max(self.worst_latency, message.latency() or 0.0)
             else:
                 self.failed.append(str(err))
 

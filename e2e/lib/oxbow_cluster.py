@@ -137,6 +137,8 @@ class Cluster:
         self.client_base, self.controller_base, self.metrics_base = bases
         self.extra = list(extra)
         self.node_extra = dict(node_extra or {})
+        # Environment variables of one node's next start ({node: {name: value}}).
+        self.node_env = {}
         self.procs = {}
         self.stopped = set()  # SIGSTOPped
         self.voters = ",".join(f"{n}@{network.host(n)}:{self.controller_base + n - 1}" for n in self.voter_ids)
@@ -175,7 +177,8 @@ class Cluster:
             out.write(f"=== start {time.strftime('%H:%M:%S')} {' '.join(self.command(node))}\n".encode())
             out.flush()
             self.procs[node] = subprocess.Popen(self.command(node), stdout=out, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                                env={**os.environ, **self.node_env.get(node, {})})
 
     def alive(self, node):
         proc = self.procs.get(node)

@@ -220,8 +220,7 @@ impl Controller {
     ) -> Result<(Arc<Self>, ControllerTasks), StartError> {
         let dir = &settings.metadata_dir;
         let legacy = dir.join(LEGACY_METADATA_LOG);
-        if legacy.exists() && !dir.join("raft-log").exists() && !dir.join("metadata-log").exists()
-        {
+        if legacy.exists() && !dir.join("raft-log").exists() && !dir.join("metadata-log").exists() {
             return Err(StartError::LegacyMetadata(legacy));
         }
         let log_store = quorum::log_store::LogStore::open(dir)?;

@@ -49,14 +49,32 @@ pub const MINIMUM_METADATA_VERSION: i16 = 7;
 /// From 3.5-IV2 the log carries SCRAM credentials.
 pub const SCRAM_METADATA_VERSION: i16 = 11;
 
-/// The newest `metadata.version` this binary runs. A build may cap it
-/// (`OXBOW_MAX_METADATA_VERSION` at compile time) to stand in for an older release in
-/// upgrade tests.
+/// The newest `metadata.version` this binary runs, normally 4.0-IV3. Upgrade tests stand
+/// in for an older release with `OXBOW_MAX_METADATA_VERSION` (a level, read once at
+/// start): the node then supports, bootstraps and registers with no more than that, as a
+/// release that knew no more would. It can only lower what the node claims.
 pub fn latest_metadata_version() -> i16 {
     const LATEST: i16 = 25;
-    option_env!("OXBOW_MAX_METADATA_VERSION")
-        .and_then(|cap| cap.parse::<i16>().ok())
-        .map_or(LATEST, |cap| cap.clamp(MINIMUM_METADATA_VERSION, LATEST))
+    static CAPPED: std::sync::LazyLock<i16> = std::sync::LazyLock::new(|| {
+        match std::env::var("OXBOW_MAX_METADATA_VERSION") {
+            Ok(cap) => match cap.trim().parse::<i16>() {
+                Ok(cap) => {
+                    let capped = cap.clamp(MINIMUM_METADATA_VERSION, LATEST);
+                    tracing::warn!(
+                        metadata_version = %metadata_version_name(capped),
+                        "OXBOW_MAX_METADATA_VERSION: this node runs no newer metadata.version"
+                    );
+                    capped
+                }
+                Err(_) => {
+                    tracing::error!(value = %cap, "OXBOW_MAX_METADATA_VERSION is not a level; ignored");
+                    LATEST
+                }
+            },
+            Err(_) => LATEST,
+        }
+    });
+    *CAPPED
 }
 
 /// `metadata.version` levels whose downgrade would drop metadata: below 3.5-IV2 the SCRAM
