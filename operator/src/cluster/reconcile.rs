@@ -25,6 +25,7 @@ use super::names::Names;
 use super::observe;
 use super::plan::{self, Plan, Roll};
 use super::status;
+use super::upgrade;
 use crate::context::Context;
 use crate::controller::{self, Reconciled};
 use crate::crd::{Cluster, ClusterStatus};
@@ -81,6 +82,20 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
                 "InvalidSpec",
                 "Validate",
                 "InvalidConfig",
+                message,
+            )
+            .await
+            .map(|()| Action::await_change());
+        }
+        Err(BuildError::Downgrade(message)) => {
+            let names = Names::new(&cluster.name_any(), &namespace);
+            return refuse(
+                cluster,
+                ctx,
+                &names,
+                "DowngradeRefused",
+                "Upgrade",
+                upgrade::reasons::DOWNGRADE,
                 message,
             )
             .await
