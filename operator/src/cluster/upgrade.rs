@@ -427,10 +427,11 @@ pub fn report(
         (Finalize::Update(_), Finalized::Updated(done)) => {
             let mut now = finalized.clone().unwrap_or_default();
             now.extend(done.iter().map(|u| (u.feature.clone(), u.level)));
+            // The message the next reconcile writes too (the Event told what changed).
             return FeatureReport {
                 message: format!(
-                    "finalized {}",
-                    levels(done.iter().map(|u| (u.feature.as_str(), u.level)))
+                    "every feature is at its target level: {}",
+                    levels(now.iter().map(|(f, l)| (f.as_str(), *l)))
                 ),
                 finalized: Some(now),
                 pending: BTreeMap::new(),

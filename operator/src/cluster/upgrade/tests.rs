@@ -536,10 +536,23 @@ fn the_report_tells_finalized_pending_and_refused() {
             ("transaction.version", 2),
         ])
     );
+    // What the next reconcile, finding nothing to do, says too: the status does not change.
     assert_eq!(
         done.message,
-        "finalized group.version 1, metadata.version 25, transaction.version 2"
+        "every feature is at its target level: group.version 1, kraft.version 1, metadata.version 25, transaction.version 2"
     );
+    let finalized = FeatureView {
+        finalized: done.finalized.clone().unwrap(),
+        ..view.clone()
+    };
+    let next = report(
+        &cluster,
+        &settings(),
+        Some(&finalized),
+        &Finalize::Done,
+        &Finalized::Nothing,
+    );
+    assert_eq!(next, done);
 
     let refused = report(
         &cluster,
