@@ -6,7 +6,10 @@
 # fake: finalizers, owned objects (owner references, spec from the CR), status conditions
 # and observedGeneration, events, idempotence (no resourceVersion moves), spec changes,
 # the roll one broker at a time, the roll gate closed while partitions are under-replicated,
-# topic create/grow/config/delete, deletion with finalizers and garbage collection.
+# topic create/grow/config/delete, deletion with finalizers and garbage collection, and an
+# upgrade (spec.version rolled behind the gate, then every feature level finalized in one
+# UpdateFeatures, held by spec.features, a refusal shown as a condition, a release below the
+# finalized levels refused).
 #
 # The tests are #[ignore]d in `cargo test` (they need an API server) and fail without
 # KUBECONFIG; this suite is what runs them. No pod runner: the brokers are the fake.
@@ -29,7 +32,7 @@ cargo test --locked --workspace --test reconcile_api --no-run
 
 k8s_cluster_up
 # The tests create (and delete) these; listed so that an external cluster keeps none.
-K8S_NAMESPACES+=(oxbow-reconcile-healthy oxbow-reconcile-under-replicated oxbow-reconcile-secured)
+K8S_NAMESPACES+=(oxbow-reconcile-healthy oxbow-reconcile-under-replicated oxbow-reconcile-secured oxbow-reconcile-upgrade)
 t0=$SECONDS
 cargo test --locked --workspace --test reconcile_api -- --ignored --test-threads 2
 echo "ok operator-reconcile: reconcile() against the API server, every scenario, in $((SECONDS - t0)) s"

@@ -24,10 +24,12 @@ use kafka_protocol::messages::{ApiKey, BrokerId, TopicName};
 use kafka_protocol::protocol::{Request, StrBytes};
 use oxbow_kafka_client::{Connection, ResponseError, WireError};
 
+mod features;
 mod log_dirs;
 mod moves;
 mod pool;
 mod quorum;
+pub use features::{BrokerFeatures, FeatureUpdate, SupportedFeatures, UpgradeType};
 pub use pool::AdminPool;
 pub use quorum::QuorumState;
 mod throttle;
@@ -487,6 +489,7 @@ fn api_name(key: i16) -> &'static str {
         Ok(ApiKey::DeleteAcls) => "DeleteAcls",
         Ok(ApiKey::DescribeClientQuotas) => "DescribeClientQuotas",
         Ok(ApiKey::AlterClientQuotas) => "AlterClientQuotas",
+        Ok(ApiKey::UpdateFeatures) => "UpdateFeatures",
         _ => "Kafka",
     }
 }

@@ -4,6 +4,7 @@
 //! ```text
 //!   certificate Secrets ─▶ owned objects (SSA; ConfigMap before StatefulSet) ─▶ orphans
 //!     ─▶ Created/Scaled Event ─▶ roll restart ─▶ voter step ─▶ claim expansion
+//!     ─▶ feature levels finalized (UpdateFeatures)
 //! ```
 //!
 //! The certificates go first because the StatefulSet mounts them; a user's CA Secret that
@@ -27,12 +28,13 @@ use super::build::{Desired, service_monitor_resource};
 use super::certificate_secrets::{self, CertificateSecrets};
 use super::error::Error;
 use super::names::{FIELD_MANAGER, Names};
-use super::plan::{Plan, Roll};
+use super::plan::{FeatureStep, Plan, Roll};
 use super::security;
 use super::storage::{self, Sizing};
+use super::upgrade::{self, Finalize, Finalized};
 use super::voters;
 use crate::context::Context;
-use crate::crd::{Cluster, QuorumStatus};
+use crate::crd::{Cluster, QuorumStatus, types};
 
 /// How far the act stage went.
 #[derive(Debug)]
@@ -53,6 +55,8 @@ pub struct Applied {
     pub quorum: Option<QuorumStatus>,
     /// Where the claims stand against `spec.storage.size`.
     pub sizing: Option<Sizing>,
+    /// What finalizing the feature levels did.
+    pub features: Finalized,
 }
 
 /// Carries out `plan`.
@@ -89,11 +93,70 @@ pub async fn act(
         None
     };
     let sizing = storage::reconcile(ctx, cluster, names, plan.scaling.keep).await;
+    let features = finalize(ctx, cluster, &reference, &plan.features).await;
     Ok(Acted::Applied(Applied {
         monitor_error,
         quorum,
         sizing,
+        features,
     }))
+}
+
+/// Finalizes the feature levels the plan asks for (UpdateFeatures through any broker; the
+/// active controller decides, all or none). A refusal is no reconcile error: the status
+/// shows the controller's reason, and a warning Event tells it once.
+async fn finalize(
+    ctx: &Context,
+    cluster: &Cluster,
+    reference: &ObjectReference,
+    step: &FeatureStep,
+) -> Finalized {
+    let Finalize::Update(updates) = &step.finalize else {
+        return Finalized::Nothing;
+    };
+    let asked = upgrade::levels(updates.iter().map(|u| (u.feature.as_str(), u.level)));
+    let outcome = match crate::bootstrap::connect(&step.addresses).await {
+        Ok((mut admin, _)) => admin.update_features(updates).await,
+        Err(error) => Err(error),
+    };
+    match outcome {
+        Ok(()) => {
+            let name = cluster.name_any();
+            tracing::info!(cluster = %name, levels = %asked, "Finalized feature levels");
+            ctx.event(
+                reference,
+                false,
+                "FeaturesFinalized",
+                "Finalize",
+                format!("Finalized {asked}"),
+            )
+            .await;
+            Finalized::Updated(updates.clone())
+        }
+        Err(crate::admin::AdminError::Kafka { message, name, .. }) => {
+            let reason = message.unwrap_or(name);
+            // Told once per reason: the same refusal comes back at every periodic check.
+            let told = cluster.status.as_ref().is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == types::FEATURES_FINALIZED
+                        && c.reason == upgrade::reasons::REFUSED
+                        && c.message.ends_with(&reason)
+                })
+            });
+            if !told {
+                ctx.event(
+                    reference,
+                    true,
+                    upgrade::reasons::REFUSED,
+                    "Finalize",
+                    format!("The brokers refused to finalize {asked}: {reason}"),
+                )
+                .await;
+            }
+            Finalized::Refused(reason)
+        }
+        Err(error) => Finalized::Failed(error.to_string()),
+    }
 }
 
 fn params() -> PatchParams {

@@ -47,6 +47,9 @@ pub enum BuildError {
     MissingMetadata(&'static str),
     #[error("invalid broker config: {0}")]
     InvalidConfig(String),
+    /// `spec.version` names a release that cannot run the finalized feature levels.
+    #[error("{0}")]
+    Downgrade(String),
 }
 
 /// What validation found a Cluster to be built from: its names, its owner reference and
@@ -58,8 +61,9 @@ pub struct Validated {
     overrides: BTreeMap<String, String>,
 }
 
-/// Checks what the schema cannot (metadata, config keys, security settings), before
-/// anything is read or changed: an invalid spec must leave the running brokers alone.
+/// Checks what the schema cannot (metadata, config keys, security settings, a release
+/// below the finalized feature levels), before anything is read or changed: an invalid
+/// spec must leave the running brokers alone.
 pub fn validate(cluster: &Cluster) -> Result<Validated, BuildError> {
     let name = cluster
         .metadata
@@ -91,6 +95,9 @@ pub fn validate(cluster: &Cluster) -> Result<Validated, BuildError> {
         )
     })?;
     super::security::validate(&cluster.spec).map_err(BuildError::InvalidConfig)?;
+    if let Some(refusal) = super::upgrade::downgrade_refusal(cluster) {
+        return Err(BuildError::Downgrade(refusal));
+    }
     Ok(Validated {
         names,
         owner,

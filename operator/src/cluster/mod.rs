@@ -5,8 +5,11 @@
 //!   validate (pure, build.rs) ─▶ observe (observe.rs: StatefulSet, the scale's step, pods,
 //!     roll gate) ─▶ plan (pure, plan.rs: objects built once, roll, voters) ─▶ act (act.rs:
 //!     certificates, SSA with ConfigMap before StatefulSet, orphans, one restart, one voter
-//!     step, claims) ─▶ status conditions (status.rs)
+//!     step, claims, feature levels) ─▶ status conditions (status.rs)
 //! ```
+//!
+//! Upgrades (`upgrade.rs`): `spec.version` names the release and the broker image; a change
+//! rolls behind the same gate, then the feature levels are finalized.
 
 mod act;
 pub mod build;
@@ -27,6 +30,7 @@ pub mod settings;
 mod statefulset;
 pub mod status;
 pub mod storage;
+pub mod upgrade;
 mod voters;
 
 #[cfg(test)]

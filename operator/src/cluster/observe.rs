@@ -7,6 +7,9 @@
 //! brokers the StatefulSet keeps, the scale's status and Event) is an input of the plan
 //! like everything else read here.
 //!
+//! The brokers' feature levels (each broker's ApiVersions) are read when every broker pod
+//! is ready, for the feature step of the plan (`upgrade.rs`) and the status.
+//!
 //! The StatefulSet's status and the pods are written by the StatefulSet controller and the
 //! kubelet, never by this operator's apply: read before the apply they say what a read
 //! right after it would.
@@ -23,8 +26,14 @@ use super::names::Names;
 use super::roll::{self, RollGate};
 use super::scale;
 use super::status::{self, Observed};
+use super::upgrade::FeatureView;
+use crate::admin::AdminClient;
+use crate::bootstrap::Reach;
 use crate::context::Context;
 use crate::crd::Cluster;
+
+/// How long the feature read waits for one broker's TCP connection.
+const BROKER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Everything the plan is made from, besides the spec.
 #[derive(Debug)]
@@ -35,6 +44,15 @@ pub struct Observation {
     pub scaling: scale::Outcome,
     /// The roll gate, read only when a broker is outdated.
     pub roll: Option<RollCheck>,
+    /// The brokers' feature levels, read when every broker pod is ready.
+    pub features: Option<FeatureRead>,
+}
+
+/// The brokers' feature levels as read, and where they were reached (for UpdateFeatures).
+#[derive(Debug)]
+pub struct FeatureRead {
+    pub view: Result<FeatureView, String>,
+    pub addresses: Vec<String>,
 }
 
 /// What the brokers say about restarting one of them now.
@@ -75,15 +93,18 @@ pub async fn observe(
         .as_ref()
         .and_then(|s| s.spec.as_ref())
         .and_then(|s| s.replicas);
+    let reach = match current {
+        Some(_) => Some(crate::bootstrap::reach(ctx, cluster, &names.namespace).await),
+        None => None,
+    };
     // A scale-in keeps the leaving brokers until they hold no replica.
-    let scaling = if current.is_some() {
-        let reach = crate::bootstrap::reach(ctx, cluster, &names.namespace).await;
+    let scaling = if let Some(reach) = &reach {
         let leaving = leaving_pods(ctx, names, cluster.spec.replicas).await;
         // A scale's progress lives in status.scaling, which the last reconcile may just
         // have written: the watch cache can still hold the Cluster from before it, so the
         // scale reads the status from the API server.
         let latest = latest_status(cluster, ctx).await?;
-        scale::reconcile(&latest, current, &reach, leaving, &ctx.metrics).await
+        scale::reconcile(&latest, current, reach, leaving, &ctx.metrics).await
     } else {
         scale::Outcome {
             keep: cluster.spec.replicas,
@@ -103,11 +124,68 @@ pub async fn observe(
     } else {
         None
     };
+    let all_ready = !brokers.pods.is_empty() && brokers.pods.iter().all(status::is_pod_ready);
+    let features = match &reach {
+        Some(reach) if all_ready => Some(read_features(reach).await),
+        _ => None,
+    };
     Ok(Observation {
         brokers,
         scaling,
         roll,
+        features,
     })
+}
+
+/// Every broker's supported feature levels and the finalized ones (ApiVersions): each
+/// broker asked at its own address, or, when only an override address reaches the
+/// brokers, the one behind it. A broker that does not answer is left out.
+async fn read_features(reach: &Reach) -> FeatureRead {
+    let mut view = FeatureView::default();
+    let mut epoch = i64::MIN;
+    let mut errors = Vec::new();
+    let answers: Vec<(i32, Result<_, _>)> = if reach.brokers.is_empty() {
+        view.one_for_all = true;
+        let answer = async {
+            let (mut admin, _) = crate::bootstrap::connect(&reach.any).await?;
+            admin.features().await
+        };
+        vec![(-1, answer.await)]
+    } else {
+        let mut answers = Vec::new();
+        for (id, address) in &reach.brokers {
+            let answer = async {
+                let mut admin =
+                    AdminClient::connect_within(address, BROKER_CONNECT_TIMEOUT).await?;
+                admin.features().await
+            };
+            answers.push((*id, answer.await));
+        }
+        answers
+    };
+    for (id, answer) in answers {
+        match answer {
+            Ok(answer) => {
+                // Brokers learn a change a moment apart: the newest finalized levels win.
+                if answer.epoch > epoch {
+                    epoch = answer.epoch;
+                    view.finalized = answer.finalized;
+                }
+                view.brokers.insert(id, answer.supported);
+            }
+            Err(error) if id < 0 => errors.push(error.to_string()),
+            Err(error) => errors.push(format!("broker {id}: {error}")),
+        }
+    }
+    let view = if view.brokers.is_empty() {
+        Err(errors.join("; "))
+    } else {
+        Ok(view)
+    };
+    FeatureRead {
+        view,
+        addresses: reach.any.clone(),
+    }
 }
 
 /// `cluster` with its status as the API server has it now.

@@ -4,7 +4,8 @@
 //! ```text
 //!   spec + Validated ─┐
 //!                     ├─▶ Plan { desired objects (at the brokers the scale keeps),
-//!   Observation ──────┘          announcement, roll, change_voters, scaling }
+//!   Observation ──────┘          announcement, roll, change_voters, scaling,
+//!                                feature levels to finalize }
 //! ```
 
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -13,6 +14,7 @@ use super::build::{self, BuildSettings, Desired, Validated};
 use super::observe::Observation;
 use super::scale;
 use super::status::{self, Observed};
+use super::upgrade::{self, FeatureView, Finalize};
 use crate::crd::Cluster;
 
 /// What the act and status stages do, decided before either starts.
@@ -31,6 +33,18 @@ pub struct Plan {
     pub scaling: scale::Outcome,
     /// The StatefulSet, its pods and their nodes, for the status.
     pub brokers: Observed,
+    /// The feature levels to finalize, once every broker runs the release asked for.
+    pub features: FeatureStep,
+}
+
+/// The feature step of one reconcile.
+#[derive(Debug)]
+pub struct FeatureStep {
+    pub finalize: Finalize,
+    /// The brokers' levels, when they were heard.
+    pub view: Option<FeatureView>,
+    /// Where the brokers are reached (UpdateFeatures goes to any of them).
+    pub addresses: Vec<String>,
 }
 
 /// The roll decision of one reconcile.
@@ -56,6 +70,7 @@ pub fn plan(
         brokers,
         scaling,
         roll: roll_check,
+        features: read,
     } = observation;
     let replicas = cluster.spec.replicas;
     // The leaving brokers of a scale-in keep their config files and Services while they
@@ -94,6 +109,25 @@ pub fn plan(
         && brokers.pods.len() == usize::try_from(replicas).unwrap_or(0)
         && brokers.pods.iter().all(status::is_pod_ready)
         && status::pod_to_roll(&brokers, replicas, None).is_none();
+    let finalize = upgrade::decide(
+        cluster,
+        settings,
+        &brokers,
+        scaling.status.is_some() || scaling.keep != replicas,
+        read.as_ref().map(|r| &r.view),
+    );
+    let features = match read {
+        Some(read) => FeatureStep {
+            finalize,
+            view: read.view.ok(),
+            addresses: read.addresses,
+        },
+        None => FeatureStep {
+            finalize,
+            view: None,
+            addresses: Vec::new(),
+        },
+    };
     Plan {
         desired,
         announcement,
@@ -101,6 +135,7 @@ pub fn plan(
         change_voters,
         scaling,
         brokers,
+        features,
     }
 }
 

@@ -25,6 +25,7 @@ use super::names::Names;
 use super::observe;
 use super::plan::{self, Plan, Roll};
 use super::status;
+use super::upgrade;
 use crate::context::Context;
 use crate::controller::{self, Reconciled};
 use crate::crd::{Cluster, ClusterStatus};
@@ -81,6 +82,20 @@ async fn apply(cluster: &Cluster, ctx: &Context) -> Result<Action, Error> {
                 "InvalidSpec",
                 "Validate",
                 "InvalidConfig",
+                message,
+            )
+            .await
+            .map(|()| Action::await_change());
+        }
+        Err(BuildError::Downgrade(message)) => {
+            let names = Names::new(&cluster.name_any(), &namespace);
+            return refuse(
+                cluster,
+                ctx,
+                &names,
+                "DowngradeRefused",
+                "Upgrade",
+                upgrade::reasons::DOWNGRADE,
                 message,
             )
             .await
@@ -148,6 +163,7 @@ async fn report(
         roll,
         scaling,
         brokers,
+        features,
         ..
     } = plan;
     let computed = status::compute(
@@ -169,6 +185,14 @@ async fn report(
         roll_waits,
         applied.quorum,
     );
+    let report = upgrade::report(
+        cluster,
+        &ctx.settings,
+        features.view.as_ref(),
+        &features.finalize,
+        &applied.features,
+    );
+    let status = status::with_features(status, cluster, report);
     let idle = status::is_idle(&status);
     write_status(cluster, ctx, status).await?;
     // A scale's step is told once its status is written: a reconcile that fails before
@@ -197,7 +221,9 @@ async fn write_status(
     let name = cluster.name_any();
     let api: Api<Cluster> =
         Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
-    let patch = serde_json::json!({ "status": status });
+    let patch = serde_json::json!({
+        "status": status::merge_patch(cluster.status.as_ref(), &status)
+    });
     api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(|source| Error::Status {

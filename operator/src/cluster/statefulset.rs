@@ -119,11 +119,7 @@ fn broker_container(cluster: &Cluster, settings: &BuildSettings) -> Container {
     }
     Container {
         name: "broker".to_string(),
-        image: Some(
-            spec.image
-                .clone()
-                .unwrap_or_else(|| settings.broker_image.clone()),
-        ),
+        image: Some(super::upgrade::broker_image(spec, settings)),
         image_pull_policy: spec.image_pull_policy.map(|p| p.as_str().to_string()),
         command: Some(vec!["oxbow".to_string()]),
         args: Some(args),
@@ -216,6 +212,11 @@ pub(super) fn stateful_set(
     let overrides = spec.pod_template.clone().unwrap_or_default();
     let mut pod_labels = overrides.labels.clone();
     pod_labels.extend(names.labels());
+    // The release each broker runs, for the status (and `kubectl get pods -L`); only with
+    // `spec.version`, so that a Cluster without one does not roll for a new label.
+    if let Some(version) = &spec.version {
+        pod_labels.insert(super::upgrade::VERSION_LABEL.to_string(), version.clone());
+    }
     let mut annotations = overrides.annotations.clone();
     annotations.insert(CONFIG_HASH_ANNOTATION.to_string(), config_hash.to_string());
     let mut volumes = vec![Volume {

@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::names::Names;
 use super::storage::{STORAGE_RESIZED, Sizing};
+use super::upgrade::FeatureReport;
 use crate::crd::{
     BrokerStatus, Cluster, ClusterStatus, QuorumStatus, ScalingPhase, ScalingStatus, condition,
     merge_conditions, types,
@@ -54,7 +55,7 @@ fn update_revision(observed: &Observed) -> Option<&str> {
         .as_deref()
 }
 
-fn is_outdated(observed: &Observed, pod: &Pod) -> bool {
+pub(super) fn is_outdated(observed: &Observed, pod: &Pod) -> bool {
     let Some(revision) = update_revision(observed) else {
         return false;
     };
@@ -110,6 +111,7 @@ fn broker_entries(cluster: &Cluster, names: &Names, observed: &Observed) -> Vec<
             pod: names.pod(id),
             rack: None,
             state: "Missing".to_string(),
+            version: None,
         })
         .collect();
     for pod in &observed.pods {
@@ -124,6 +126,7 @@ fn broker_entries(cluster: &Cluster, names: &Names, observed: &Observed) -> Vec<
             .and_then(|n| observed.node_labels.get(n))
             .and_then(|labels| labels.get(&cluster.spec.rack.topology_key))
             .cloned();
+        entry.version = super::upgrade::pod_version(pod);
         let phase = pod
             .status
             .as_ref()
@@ -224,7 +227,11 @@ pub fn compute(
             degraded,
         ],
     );
+    let previous = cluster.status.clone().unwrap_or_default();
     ClusterStatus {
+        version: running_version(&brokers, wanted).or(previous.version),
+        finalized_features: previous.finalized_features,
+        pending_features: previous.pending_features,
         conditions,
         observed_generation: generation,
         replicas: sts_status.replicas,
@@ -244,6 +251,16 @@ pub fn compute(
                 }),
         ),
     }
+}
+
+/// The release every one of the `replicas` brokers runs, when they all run the same one.
+fn running_version(brokers: &[BrokerStatus], replicas: i32) -> Option<String> {
+    let first = brokers.first()?.version.clone()?;
+    (usize::try_from(replicas).ok() == Some(brokers.len())
+        && brokers
+            .iter()
+            .all(|b| b.version.as_deref() == Some(first.as_str())))
+    .then_some(first)
 }
 
 /// The status of a Cluster whose spec cannot be built: Degraded with the reason; the
@@ -315,8 +332,70 @@ pub fn with_outcome(
     status
 }
 
-/// Whether nothing is in progress: a Ready cluster with no scale, no claim below its size
-/// and no voter change.
+/// `status` with the feature step's report: the finalized and pending levels and the
+/// `FeaturesFinalized` condition.
+pub fn with_features(
+    mut status: ClusterStatus,
+    cluster: &Cluster,
+    report: FeatureReport,
+) -> ClusterStatus {
+    if let Some(finalized) = report.finalized {
+        status.finalized_features = finalized;
+    }
+    status.pending_features = report.pending;
+    let existing = cluster
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    status.conditions = merge_conditions(
+        &existing,
+        status
+            .conditions
+            .drain(..)
+            .chain(std::iter::once(condition(
+                types::FEATURES_FINALIZED,
+                report.done,
+                report.reason,
+                report.message,
+                cluster.metadata.generation,
+            )))
+            .collect(),
+    );
+    status
+}
+
+/// The JSON merge patch (RFC 7386) that turns the status `before` into `after`: `after`
+/// with null for every field of `before` it no longer has. A merge patch keeps what it does
+/// not name, so a feature gone from `pendingFeatures` or an optional field that went would
+/// otherwise stay.
+pub fn merge_patch(before: Option<&ClusterStatus>, after: &ClusterStatus) -> serde_json::Value {
+    let after = serde_json::json!(after);
+    match before {
+        Some(before) => with_removals(&serde_json::json!(before), after),
+        None => after,
+    }
+}
+
+fn with_removals(before: &serde_json::Value, after: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match (before, after) {
+        (Value::Object(before), Value::Object(mut after)) => {
+            for (key, old) in before {
+                let new = after
+                    .remove(key)
+                    .map_or(Value::Null, |new| with_removals(old, new));
+                after.insert(key.clone(), new);
+            }
+            Value::Object(after)
+        }
+        // Arrays (conditions, brokers) and values are replaced whole.
+        (_, after) => after,
+    }
+}
+
+/// Whether nothing is in progress: a Ready cluster with no scale, no claim below its size,
+/// no voter change and no feature level waiting to be finalized.
 ///
 /// A scale or a claim expansion in progress is looked at again soon even when every broker
 /// is ready: the leaving pods' disappearance and the claims' growth change nothing this
@@ -328,7 +407,14 @@ pub fn is_idle(status: &ClusterStatus) -> bool {
         .iter()
         .any(|c| c.type_ == STORAGE_RESIZED && c.status != "True");
     let changing_voters = status.quorum.as_ref().is_some_and(|q| q.message.is_some());
-    is_ready(status) && status.scaling.is_none() && !resizing && !changing_voters
+    // Levels waiting to be finalized are looked at again soon; a refusal waits for the
+    // periodic check (or a change of the spec) instead of asking the controller every time.
+    let finalizing = status.conditions.iter().any(|c| {
+        c.type_ == types::FEATURES_FINALIZED
+            && c.status != "True"
+            && c.reason != super::upgrade::reasons::REFUSED
+    });
+    is_ready(status) && status.scaling.is_none() && !resizing && !changing_voters && !finalizing
 }
 
 /// Whether a status says Ready.

@@ -634,4 +634,85 @@ mod status {
         assert_eq!(find("Ready").message, scaling.message);
         assert_eq!(status.scaling, Some(scaling));
     }
+
+    fn with_image(mut pod: Pod, image: &str) -> Pod {
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.containers = vec![k8s_openapi::api::core::v1::Container {
+                name: "broker".into(),
+                image: Some(image.into()),
+                ..Default::default()
+            }];
+        }
+        pod
+    }
+
+    #[test]
+    fn each_broker_shows_its_release_and_the_cluster_the_common_one() {
+        let cluster = cluster("replicas: 2");
+        let names = Names::new("events", "streams");
+        let mixed = observed(vec![
+            with_image(pod("events-0", "v1", true), "oxbow:0.1.0"),
+            with_image(pod("events-1", "v2", true), "oxbow:0.2.0"),
+        ]);
+        let rolling = compute(&cluster, &names, &mixed, Some(1), None, None);
+        assert_eq!(rolling.brokers[0].version.as_deref(), Some("0.1.0"));
+        assert_eq!(rolling.brokers[1].version.as_deref(), Some("0.2.0"));
+        // Mid-roll the cluster still shows the release it ran before.
+        assert_eq!(rolling.version, None);
+        let mut before = cluster.clone();
+        before.status = Some(crate::crd::ClusterStatus {
+            version: Some("0.1.0".into()),
+            ..Default::default()
+        });
+        let rolling = compute(&before, &names, &mixed, Some(1), None, None);
+        assert_eq!(rolling.version.as_deref(), Some("0.1.0"));
+        let rolled = observed(vec![
+            with_image(pod("events-0", "v2", true), "oxbow:0.2.0"),
+            with_image(pod("events-1", "v2", true), "oxbow:0.2.0"),
+        ]);
+        let rolled = compute(&before, &names, &rolled, Some(1), None, None);
+        assert_eq!(rolled.version.as_deref(), Some("0.2.0"));
+    }
+
+    /// The status is written as a merge patch: what went must be sent as null, or the API
+    /// server keeps it (a feature finalized meanwhile would stay pending for ever).
+    #[test]
+    fn the_status_patch_removes_what_went() {
+        use crate::cluster::status::merge_patch;
+        let before = crate::crd::ClusterStatus {
+            version: Some("0.1.0".into()),
+            pending_features: BTreeMap::from([
+                ("group.version".into(), 1),
+                ("transaction.version".into(), 2),
+            ]),
+            finalized_features: BTreeMap::from([("metadata.version".into(), 21)]),
+            ..Default::default()
+        };
+        let after = crate::crd::ClusterStatus {
+            version: None,
+            pending_features: BTreeMap::from([("group.version".into(), 1)]),
+            finalized_features: BTreeMap::from([("metadata.version".into(), 25)]),
+            ..Default::default()
+        };
+        let patch = merge_patch(Some(&before), &after);
+        assert_eq!(patch["version"], serde_json::Value::Null);
+        assert_eq!(
+            patch["pendingFeatures"],
+            serde_json::json!({"group.version": 1, "transaction.version": null})
+        );
+        assert_eq!(
+            patch["finalizedFeatures"],
+            serde_json::json!({"metadata.version": 25})
+        );
+        let emptied = crate::crd::ClusterStatus {
+            finalized_features: after.finalized_features.clone(),
+            ..Default::default()
+        };
+        // Nothing pending any more: the field goes.
+        let patch = merge_patch(Some(&after), &emptied);
+        assert_eq!(patch["pendingFeatures"], serde_json::Value::Null);
+        assert!(patch.as_object().unwrap().contains_key("pendingFeatures"));
+        // Arrays are replaced whole; a first status is sent as it is.
+        assert_eq!(merge_patch(None, &after), serde_json::json!(after));
+    }
 }

@@ -45,6 +45,7 @@ pub const DEFAULT_STORAGE_SIZE: &str = "10Gi";
     ),
     printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
     printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
+    printcolumn(name = "Version", type_ = "string", json_path = ".status.version"),
     printcolumn(
         name = "Status",
         type_ = "string",
@@ -79,9 +80,32 @@ pub struct ClusterSpec {
     #[schemars(range(min = 1, max = 1000))]
     pub replicas: i32,
 
-    /// Broker container image; defaults to the image the operator was configured with.
+    /// The Oxbow release the brokers run, e.g. `0.1.0`. The broker image is then the
+    /// operator's broker image repository tagged with it (unless `image` names one). A change
+    /// restarts the brokers one at a time behind the roll gate; once every broker runs it and
+    /// is ready, the operator finalizes every feature level (`metadata.version`,
+    /// `kraft.version`, `transaction.version`, `group.version`, ...) at the highest level
+    /// every broker supports, unless `features` holds it. A release that cannot run the
+    /// levels the cluster already finalized is refused (Degraded,
+    /// `DowngradeBelowFinalizedFeatures`) and nothing rolls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$"))]
+    pub version: Option<String>,
+
+    /// Broker container image; defaults to the operator's broker image repository tagged
+    /// with `version`, or without `version` to the image the operator was configured with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+
+    /// Feature levels (KIP-584) to hold, e.g. `{metadata.version: 21, group.version: 0}`:
+    /// the operator finalizes these levels, asking for a safe downgrade when one is below the
+    /// finalized level, instead of the highest the brokers support. What the brokers refuse
+    /// (a level a broker does not support, a downgrade that would lose metadata, lowering
+    /// `kraft.version`) is shown in the `FeaturesFinalized` condition with their reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 32))]
+    #[schemars(extend("additionalProperties" = {"type": "integer", "minimum": 0, "maximum": 32767}))]
+    pub features: BTreeMap<String, i16>,
 
     /// Image pull policy of the broker container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -557,6 +581,20 @@ pub struct ClusterStatus {
     /// The metadata quorum's voters (null until the brokers answered once).
     #[serde(default)]
     pub quorum: Option<QuorumStatus>,
+    /// The release every broker runs (`spec.version`, or the tag of their image); while a
+    /// roll moves them to another, the release they ran before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The cluster's finalized feature levels (KIP-584), as the brokers report them, with
+    /// every feature a broker supports (0: not finalized).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("additionalProperties" = {"type": "integer", "minimum": 0, "maximum": 32767}))]
+    pub finalized_features: BTreeMap<String, i16>,
+    /// The levels the operator will finalize, by feature, and has not yet (the
+    /// `FeaturesFinalized` condition says what it waits for).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("additionalProperties" = {"type": "integer", "minimum": 0, "maximum": 32767}))]
+    pub pending_features: BTreeMap<String, i16>,
 }
 
 /// The controller voters, and a change of them in progress.
@@ -669,4 +707,8 @@ pub struct BrokerStatus {
     pub rack: Option<String>,
     /// Pending, Running, Ready, Outdated (config changed, restart pending) or Missing.
     pub state: String,
+    /// The release the broker's pod runs (its `app.kubernetes.io/version` label, or the tag
+    /// of its image).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }

@@ -11,6 +11,8 @@ pub mod types {
     pub const RECONCILING: &str = "Reconciling";
     /// Something is wrong: an invalid spec, an impossible request or a failing dependency.
     pub const DEGRADED: &str = "Degraded";
+    /// A Cluster's feature levels are finalized as its release and `spec.features` ask.
+    pub const FEATURES_FINALIZED: &str = "FeaturesFinalized";
 }
 
 /// Builds a condition; `status` is `"True"` or `"False"`.

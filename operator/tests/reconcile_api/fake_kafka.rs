@@ -4,6 +4,9 @@
 //! answers as a healthy cluster would — or, after [`FakeKafka::fall_behind`], as one whose
 //! broker has dropped out of the in-sync replicas of its partitions.
 //!
+//! Feature levels (`fake_kafka/features.rs`): none unless the test sets them, then listed in
+//! ApiVersions and finalized by UpdateFeatures.
+//!
 //! Speaking the protocol (rather than replacing the admin client with a mock) keeps the
 //! operator's own client, its version negotiation and its error handling in the test.
 
@@ -28,11 +31,13 @@ use kafka_protocol::messages::{
     CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
     DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, MetadataRequest,
-    MetadataResponse, RequestHeader, ResponseHeader, TopicName,
+    MetadataResponse, RequestHeader, ResponseHeader, TopicName, UpdateFeaturesRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+mod features;
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = ResponseError::UnknownTopicOrPartition.code();
 const TOPIC_ALREADY_EXISTS: i16 = ResponseError::TopicAlreadyExists.code();
@@ -72,6 +77,10 @@ pub enum Call {
         set: BTreeMap<String, String>,
         delete: Vec<String>,
     },
+    /// `(feature, level, upgrade type)`: 1 upgrade, 2 safe downgrade.
+    UpdateFeatures {
+        levels: Vec<(String, i16, i8)>,
+    },
 }
 
 impl Call {
@@ -97,6 +106,7 @@ struct State {
     /// A broker that fetches no more: it is in no ISR.
     behind: Option<i32>,
     calls: Vec<Call>,
+    features: features::Features,
     /// Connections that failed (a request the fake cannot decode or answer).
     errors: Vec<String>,
     next_topic_id: u128,
@@ -170,6 +180,26 @@ impl FakeKafka {
                 configs: BTreeMap::new(),
             },
         );
+    }
+
+    /// The brokers support `supported` (feature, min, max) and the cluster finalized
+    /// `finalized`, as a cluster formatted by an earlier release would say.
+    pub fn set_features(&self, supported: &[(&str, i16, i16)], finalized: &[(&str, i16)]) {
+        let mut state = self.state();
+        state.features.supported = supported
+            .iter()
+            .map(|(name, min, max)| (name.to_string(), (*min, *max)))
+            .collect();
+        state.features.finalized = finalized
+            .iter()
+            .map(|(name, level)| (name.to_string(), *level))
+            .collect();
+        state.features.epoch += 1;
+    }
+
+    /// `Some(reason)`: the controller refuses every UpdateFeatures with it.
+    pub fn refuse_feature_updates(&self, reason: Option<&str>) {
+        self.state().features.refusal = reason.map(str::to_string);
     }
 
     /// `Some(broker)`: that broker leaves every ISR (its partitions are under-replicated);
@@ -262,8 +292,18 @@ fn answer(
                 supported::<DeleteTopicsRequest>(),
                 supported::<DescribeConfigsRequest>(),
                 supported::<IncrementalAlterConfigsRequest>(),
+                supported::<UpdateFeaturesRequest>(),
             ]);
-            encode(&response, version)
+            encode(
+                &features::listed(response, version, &state.features),
+                version,
+            )
+        }
+        ApiKey::UpdateFeatures => {
+            let State {
+                features, calls, ..
+            } = state;
+            features::update(features, calls, body, version)
         }
         ApiKey::Metadata => {
             let request = MetadataRequest::decode(body, version)?;

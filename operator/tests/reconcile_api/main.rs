@@ -9,7 +9,8 @@
 //! second reconcile), spec changes reaching the owned objects, the roll of outdated brokers
 //! one at a time, the roll gate closed while partitions are under-replicated, topic
 //! creation/growth/config/deletion reaching the cluster, and deletion (finalizers, garbage
-//! collection).
+//! collection). `upgrade.rs`: a version change rolled, then the feature levels finalized,
+//! held, refused, and a release below them refused.
 //!
 //! Nothing runs the brokers' processes: the real StatefulSet controller creates the pods,
 //! the real scheduler places them, kwok marks them Running, and the test stands in for the
@@ -22,6 +23,7 @@
 mod bed;
 mod checks;
 mod fake_kafka;
+mod upgrade;
 
 use std::collections::BTreeMap;
 

@@ -108,6 +108,7 @@ fn a_draining_scale_in_keeps_the_leaving_brokers_objects() {
             brokers: brokers(5, "10Gi", &["v2"; 5]),
             scaling: draining,
             roll: None,
+            features: None,
         },
     );
     // What a Cluster of five brokers is built into, built once.
@@ -130,6 +131,7 @@ fn a_drained_scale_in_shrinks_the_stateful_set_and_says_so() {
             brokers: brokers(5, "10Gi", &["v2"; 5]),
             scaling: steady(3),
             roll: None,
+            features: None,
         },
     );
     assert_eq!(replicas_of(&plan.desired.stateful_set), Some(3));
@@ -152,6 +154,7 @@ fn a_new_cluster_is_announced_and_claims_keep_the_size_they_were_made_with() {
             brokers: Observed::default(),
             scaling: steady(3),
             roll: None,
+            features: None,
         },
     );
     assert_eq!(
@@ -165,6 +168,7 @@ fn a_new_cluster_is_announced_and_claims_keep_the_size_they_were_made_with() {
             brokers: brokers(3, "10Gi", &["v2"; 3]),
             scaling: steady(3),
             roll: None,
+            features: None,
         },
     );
     assert_eq!(existing.announcement, None);
@@ -180,6 +184,7 @@ fn an_outdated_broker_restarts_through_an_open_gate_the_active_controller_last()
             gate,
             active_controller_pod: Some("events-2".into()),
         }),
+        features: None,
     };
     let cluster = cluster("replicas: 3");
     let open = plan_of(&cluster, observation(RollGate::Open));
@@ -204,6 +209,7 @@ fn a_settled_cluster_may_change_its_voters() {
             brokers: brokers(3, "10Gi", &["v2"; 3]),
             scaling: steady(3),
             roll: None,
+            features: None,
         },
     );
     assert_eq!(settled.roll, Roll::Nothing);
@@ -214,6 +220,7 @@ fn a_settled_cluster_may_change_its_voters() {
             brokers: brokers(3, "10Gi", &["v2"; 2]),
             scaling: steady(3),
             roll: None,
+            features: None,
         },
     );
     assert!(!starting.change_voters, "a broker is missing");
