@@ -195,6 +195,11 @@ def check_all(cluster, expected, sasl, first_start):
                 text = f.read()
             if "Converted the metadata log of a release before the versioned format" not in text:
                 fail(f"node {i} did not convert its JSON metadata log", broker)
+        for i, broker in cluster.items():
+            names = set(os.listdir(os.path.join(broker.data, "__oxbow_metadata")))
+            if not {"metadata-log", "vote", "log-state", "raft-log.before-format-1"} <= names or \
+                    names & {"raft-log", "vote.json", "log-state.json"}:
+                fail(f"node {i}'s metadata directory after the upgrade: {sorted(names)}", broker)
         if not any("The metadata log has no feature levels" in open(b.log_path).read() for b in cluster.values()):
             fail("no controller finalized the feature levels of the previous release's log")
     topics = admin.list_topics(timeout=30).topics

@@ -26,6 +26,10 @@ use crate::metadata::wire::{Reader, WireError, WireResult, Writer, field};
 pub const LOG_MAGIC: &[u8; 8] = b"OXMETA\0\0";
 /// The first bytes of a snapshot.
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"OXSNAP\0\0";
+/// The first bytes of the vote file.
+pub const VOTE_MAGIC: &[u8; 8] = b"OXVOTE\0\0";
+/// The first bytes of the log-state file (purge point, committed id).
+pub const LOG_STATE_MAGIC: &[u8; 8] = b"OXLSTATE";
 /// The layout this release writes (and the newest it reads).
 pub const FORMAT_VERSION: u16 = 1;
 /// Bytes before the first frame.
@@ -70,6 +74,73 @@ pub fn read_log_id(r: &mut Reader<'_>) -> WireResult<LogId> {
     let node = r.u64("leader node")?;
     let index = r.u64("index")?;
     Ok(LogId::new(CommittedLeaderId::new(term, node), index))
+}
+
+fn optional_log_id(w: &mut Writer, id: Option<&LogId>) {
+    match id {
+        Some(id) => {
+            w.bool(true);
+            log_id(w, id);
+        }
+        None => w.bool(false),
+    }
+}
+
+fn read_optional_log_id(r: &mut Reader<'_>) -> WireResult<Option<LogId>> {
+    r.bool("log id present")?
+        .then(|| read_log_id(r))
+        .transpose()
+}
+
+/// The vote file: header, term, node, committed, tagged fields.
+pub fn encode_vote(vote: &openraft::Vote<u64>) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.bytes_raw(&header(VOTE_MAGIC));
+    w.u64(vote.leader_id.term);
+    w.u64(vote.leader_id.node_id);
+    w.bool(vote.committed);
+    w.tagged(&[]);
+    w.into_bytes()
+}
+
+pub fn decode_vote(bytes: &[u8]) -> Result<openraft::Vote<u64>, String> {
+    check_header(bytes, VOTE_MAGIC, "the vote file")?;
+    let mut r = Reader::new(bytes.get(HEADER_LEN..).unwrap_or_default());
+    let read = |r: &mut Reader<'_>| -> WireResult<openraft::Vote<u64>> {
+        let term = r.u64("term")?;
+        let node = r.u64("node")?;
+        let committed = r.bool("committed")?;
+        r.tagged(|_, _| Ok(false))?;
+        Ok(if committed {
+            openraft::Vote::new_committed(term, node)
+        } else {
+            openraft::Vote::new(term, node)
+        })
+    };
+    read(&mut r).map_err(|e| e.to_string())
+}
+
+/// The log-state file: header, the purge point and the committed id (each optional).
+pub fn encode_log_state(last_purged: Option<&LogId>, committed: Option<&LogId>) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.bytes_raw(&header(LOG_STATE_MAGIC));
+    optional_log_id(&mut w, last_purged);
+    optional_log_id(&mut w, committed);
+    w.tagged(&[]);
+    w.into_bytes()
+}
+
+/// (purge point, committed id).
+pub fn decode_log_state(bytes: &[u8]) -> Result<(Option<LogId>, Option<LogId>), String> {
+    check_header(bytes, LOG_STATE_MAGIC, "the log-state file")?;
+    let mut r = Reader::new(bytes.get(HEADER_LEN..).unwrap_or_default());
+    let read = |r: &mut Reader<'_>| -> WireResult<(Option<LogId>, Option<LogId>)> {
+        let purged = read_optional_log_id(r)?;
+        let committed = read_optional_log_id(r)?;
+        r.tagged(|_, _| Ok(false))?;
+        Ok((purged, committed))
+    };
+    read(&mut r).map_err(|e| e.to_string())
 }
 
 pub fn membership(w: &mut Writer, m: &Membership<u64, VoterNode>) {
@@ -339,6 +410,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn votes_and_log_states_round_trip() {
+        for vote in [
+            openraft::Vote::new(4, 2),
+            openraft::Vote::new_committed(5, 3),
+        ] {
+            assert_eq!(decode_vote(&encode_vote(&vote)), Ok(vote));
+        }
+        let id = LogId::new(CommittedLeaderId::new(3, 1), 40);
+        for (purged, committed) in [(None, None), (Some(id), None), (Some(id), Some(id))] {
+            assert_eq!(
+                decode_log_state(&encode_log_state(purged.as_ref(), committed.as_ref())),
+                Ok((purged, committed))
+            );
+        }
+        assert!(decode_vote(&encode_log_state(None, None)).is_err());
     }
 
     #[test]

@@ -14,8 +14,9 @@
 //! A directory of a release before the versioned format holds `raft-log` (a line of JSON per
 //! entry): it is converted once, on open, and kept beside as `raft-log.before-format-1`.
 //!
-//! `vote.json` and `log-state.json` (the purge point and the committed id) are replaced
-//! atomically.
+//! `vote` and `log-state` (the purge point and the committed id) are small versioned
+//! files (header, fields, tagged fields) replaced atomically; the release before kept them as
+//! `vote.json` and `log-state.json`, read when the new ones are absent.
 //!
 //! Every write and fsync runs on the blocking pool, and the in-memory entries that log
 //! readers (replication to the other voters) use are never locked across one: an fsync
@@ -43,8 +44,12 @@ const LOG_FILE: &str = "metadata-log";
 /// The log of a release before the versioned format: a line of JSON per entry.
 const LEGACY_LOG_FILE: &str = "raft-log";
 const LEGACY_KEPT_AS: &str = "raft-log.before-format-1";
-const VOTE_FILE: &str = "vote.json";
-const STATE_FILE: &str = "log-state.json";
+const VOTE_FILE: &str = "vote";
+const STATE_FILE: &str = "log-state";
+/// The same two files of a release before the versioned format, as JSON: read when the
+/// new ones are absent, removed once those are written.
+const LEGACY_VOTE_FILE: &str = "vote.json";
+const LEGACY_STATE_FILE: &str = "log-state.json";
 
 /// Why the log cannot be opened.
 #[derive(Debug, thiserror::Error)]
@@ -175,6 +180,49 @@ fn convert_legacy(dir: &Path) -> Result<(), LogStoreError> {
     Ok(())
 }
 
+/// A file in this release's format, `None` when absent.
+fn read_versioned<T>(
+    path: &Path,
+    decode: impl FnOnce(&[u8]) -> Result<T, String>,
+) -> Result<Option<T>, LogStoreError> {
+    match std::fs::read(path) {
+        Ok(bytes) => decode(&bytes)
+            .map(Some)
+            .map_err(|reason| LogStoreError::Malformed {
+                path: path.to_path_buf(),
+                reason,
+            }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(LogStoreError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Writes `name` in this release's format in place of the JSON file `legacy`.
+fn convert_small_file(
+    dir: &Path,
+    name: &str,
+    legacy: &str,
+    bytes: &[u8],
+) -> Result<(), LogStoreError> {
+    let path = dir.join(name);
+    replace_file(&path, bytes).map_err(|source| LogStoreError::Write { path, source })?;
+    forget_legacy(&dir.join(legacy));
+    Ok(())
+}
+
+/// Removes a superseded JSON file of the release before (best effort: the versioned file
+/// beside it is read first).
+fn forget_legacy(path: &Path) {
+    if let Err(error) = std::fs::remove_file(path)
+        && error.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(%error, path = %path.display(), "Cannot remove a superseded JSON file");
+    }
+}
+
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, LogStoreError> {
     match std::fs::read(path) {
         Ok(bytes) => {
@@ -259,8 +307,34 @@ impl LogStore {
                     source,
                 })?;
         }
-        let state = read_json(&dir.join(STATE_FILE))?.unwrap_or_default();
-        let vote = read_json(&dir.join(VOTE_FILE))?;
+        let state = match read_versioned(&dir.join(STATE_FILE), log_format::decode_log_state)? {
+            Some((last_purged, committed)) => LogStateFile {
+                last_purged,
+                committed,
+            },
+            None => {
+                let legacy: Option<LogStateFile> = read_json(&dir.join(LEGACY_STATE_FILE))?;
+                if let Some(state) = &legacy {
+                    let bytes = log_format::encode_log_state(
+                        state.last_purged.as_ref(),
+                        state.committed.as_ref(),
+                    );
+                    convert_small_file(dir, STATE_FILE, LEGACY_STATE_FILE, &bytes)?;
+                }
+                legacy.unwrap_or_default()
+            }
+        };
+        let vote = match read_versioned(&dir.join(VOTE_FILE), log_format::decode_vote)? {
+            Some(vote) => Some(vote),
+            None => {
+                let legacy: Option<Vote<u64>> = read_json(&dir.join(LEGACY_VOTE_FILE))?;
+                if let Some(vote) = &legacy {
+                    let bytes = log_format::encode_vote(vote);
+                    convert_small_file(dir, VOTE_FILE, LEGACY_VOTE_FILE, &bytes)?;
+                }
+                legacy
+            }
+        };
         Ok(Self {
             inner: Arc::new(Mutex::new(Inner {
                 dir: dir.to_path_buf(),
@@ -284,14 +358,21 @@ impl LogStore {
 impl LogStore {
     /// Writes `log-state.json` from the state held in memory.
     async fn write_state(&self) -> Result<(), StorageError<u64>> {
-        let (path, bytes) = {
+        let (dir, bytes) = {
             let inner = self.inner.lock();
-            let bytes = serde_json::to_vec(&inner.state).map_err(|e| StorageIOError::write(&e))?;
-            (inner.dir.join(STATE_FILE), bytes)
+            let bytes = log_format::encode_log_state(
+                inner.state.last_purged.as_ref(),
+                inner.state.committed.as_ref(),
+            );
+            (inner.dir.clone(), bytes)
         };
-        on_blocking_pool(move || replace_file(&path, &bytes))
-            .await
-            .map_err(|e| StorageIOError::write(&e).into())
+        on_blocking_pool(move || {
+            replace_file(&dir.join(STATE_FILE), &bytes)?;
+            forget_legacy(&dir.join(LEGACY_STATE_FILE));
+            Ok(())
+        })
+        .await
+        .map_err(|e| StorageIOError::write(&e).into())
     }
 
     /// Replaces the log file with the entries held in memory.
@@ -353,11 +434,15 @@ impl RaftLogStorage<MetadataRaft> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
-        let bytes = serde_json::to_vec(vote).map_err(|e| StorageIOError::write_vote(&e))?;
-        let path = self.inner.lock().dir.join(VOTE_FILE);
-        on_blocking_pool(move || replace_file(&path, &bytes))
-            .await
-            .map_err(|e| StorageIOError::write_vote(&e))?;
+        let bytes = log_format::encode_vote(vote);
+        let dir = self.inner.lock().dir.clone();
+        on_blocking_pool(move || {
+            replace_file(&dir.join(VOTE_FILE), &bytes)?;
+            forget_legacy(&dir.join(LEGACY_VOTE_FILE));
+            Ok(())
+        })
+        .await
+        .map_err(|e| StorageIOError::write_vote(&e))?;
         self.inner.lock().vote = Some(*vote);
         Ok(())
     }
@@ -523,7 +608,30 @@ mod tests {
         });
         let legacy = [line(&entry(1)), line(&normal), b"0000abcd {\"torn".to_vec()].concat();
         std::fs::write(dir.path().join(LEGACY_LOG_FILE), &legacy).unwrap();
+        let vote = Vote::new_committed(3, 1);
+        std::fs::write(
+            dir.path().join(LEGACY_VOTE_FILE),
+            serde_json::to_vec(&vote).unwrap(),
+        )
+        .unwrap();
+        let state = LogStateFile {
+            last_purged: None,
+            committed: Some(normal.log_id),
+        };
+        std::fs::write(
+            dir.path().join(LEGACY_STATE_FILE),
+            serde_json::to_vec(&state).unwrap(),
+        )
+        .unwrap();
         let store = LogStore::open(dir.path()).unwrap();
+        assert_eq!(store.inner.lock().vote, Some(vote));
+        assert_eq!(store.inner.lock().state.committed, Some(normal.log_id));
+        for (new, old) in [
+            (VOTE_FILE, LEGACY_VOTE_FILE),
+            (STATE_FILE, LEGACY_STATE_FILE),
+        ] {
+            assert!(dir.path().join(new).exists() && !dir.path().join(old).exists());
+        }
         assert_eq!(
             store
                 .inner

@@ -4,17 +4,18 @@
 //!   active controller --client_write(batch)--> openraft leader
 //!        |                                         | append_entries (controller listener)
 //!        v                                         v
-//!   LogStore (raft-log, vote.json)           followers' LogStore
+//!   LogStore (metadata-log, vote)            followers' LogStore
 //!        |  committed entries, in order
 //!        v
 //!   MetadataStateMachine: ClusterImage + recent batches --watch--> publisher, observers
 //! ```
 //!
 //! Everything lives under the metadata directory: the log (`metadata-log`), the vote
-//! (`vote.json`), the purge point (`log-state.json`) and the latest snapshot of the image
+//! (`vote`), the purge point (`log-state`) and the latest snapshot of the image
 //! (`snapshot`), so the log stays bounded: entries below a snapshot are purged. The log
 //! and the snapshot are versioned binary files ([`log_format`]); those of a release before
-//! them (`raft-log`, `snapshot.json`) are read and converted on open.
+//! them (`raft-log`, `snapshot.json`, `vote.json`, `log-state.json`) are read and converted on
+//! open.
 
 pub(super) mod events;
 pub(super) mod log_format;
