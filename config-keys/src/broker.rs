@@ -110,7 +110,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", Kind::Int, "how often the coordinator looks for transactions past their timeout and aborts them")
         .range(1, i32::MAX as i64),
     BrokerKey::new("transaction.partition.verification.enable", "true", Kind::Boolean, "a partition leader asks the transaction coordinator whether a partition is in the producer's ongoing transaction before its first transactional write there (KIP-890 part 1; INVALID_TXN_STATE when it is not)"),
-    BrokerKey::new("transaction.version", "2", Kind::Int, "the `transaction.version` feature the broker finalizes in ApiVersions, Kafka's `kafka-storage.sh format --feature transaction.version=N`: 2 (KIP-890 part 2) bumps the producer epoch at every transaction end and lets producers add partitions with their writes; 1 and 0 keep clients on the older protocol. Set it alike on every broker")
+    BrokerKey::new("transaction.version", "2", Kind::Int, "the level the `transaction.version` feature of a new cluster starts at (read by its first active controller; Kafka's `kafka-storage.sh format --feature transaction.version=N`): 2 (KIP-890 part 2) bumps the producer epoch at every transaction end and lets producers add partitions with their writes; 1 and 0 keep clients on the older protocol. After that the finalized level changes only with `kafka-features.sh upgrade | downgrade` (docs/upgrading.md)")
         .range(0, 2),
     BrokerKey::new("transactional.id.expiration.ms", "604800000", Kind::Int, "a transactional id with no transaction for this long is forgotten")
         .range(1, i32::MAX as i64),
