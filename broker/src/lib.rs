@@ -74,7 +74,6 @@ mod txn;
 pub use config::{
     BrokerConfig, ClientAuth, KeyStore, SecurityProtocol, SslConfig, TlsVersion, TrustStore,
 };
-pub use controller::rpc::use_tls as use_controller_tls;
 pub use controller::set_scram_password;
 pub use node::run;
 pub use security::ServerTls;

@@ -17,8 +17,8 @@ use tokio::time::Instant;
 use super::decisions::{ControllerCommand, ControllerError};
 use super::feed::MetadataUpdate;
 use super::rpc::{
-    CommandReply, QuorumStatus, RpcBody, RpcConnection, RpcReply, RpcRequest, VoterChangeError,
-    VoterRequest,
+    CommandReply, ControllerTls, QuorumStatus, RpcBody, RpcConnection, RpcReply, RpcRequest,
+    VoterChangeError, VoterRequest,
 };
 
 /// Pause after every voter failed once, before trying them again.
@@ -34,6 +34,7 @@ pub struct ControllerClient {
     cluster_id: Arc<RwLock<Option<String>>>,
     voters: RwLock<BTreeMap<i32, Arc<Mutex<RpcConnection>>>>,
     leader_hint: AtomicI32,
+    tls: ControllerTls,
 }
 
 impl ControllerClient {
@@ -44,11 +45,13 @@ impl ControllerClient {
         voters: &BTreeMap<i32, String>,
         skip: Option<i32>,
         cluster_id: Arc<RwLock<Option<String>>>,
+        tls: ControllerTls,
     ) -> Self {
         let client = Self {
             node_id,
             skip,
             cluster_id,
+            tls,
             voters: RwLock::new(BTreeMap::new()),
             leader_hint: AtomicI32::new(-1),
         };
@@ -91,7 +94,12 @@ impl ControllerClient {
             });
             next.insert(
                 *id,
-                kept.unwrap_or_else(|| Arc::new(Mutex::new(RpcConnection::new(address.clone())))),
+                kept.unwrap_or_else(|| {
+                    Arc::new(Mutex::new(RpcConnection::new(
+                        address.clone(),
+                        self.tls.clone(),
+                    )))
+                }),
             );
         }
         *current = next;
@@ -293,7 +301,7 @@ mod tests {
     #[test]
     fn learned_voters_replace_the_bootstrap_servers_and_the_leader_stays_until_named() {
         let bootstrap = ControllerClient::bootstrap_ids(&["a:1".into(), "b:1".into()]);
-        let client = ControllerClient::new(7, &bootstrap, None, Default::default());
+        let client = ControllerClient::new(7, &bootstrap, None, Default::default(), None);
         assert_eq!(
             addresses(&client),
             BTreeMap::from([(-2, "b:1".into()), (-1, "a:1".into())])
@@ -320,7 +328,7 @@ mod tests {
             [2, 3]
         );
         // This node itself is never asked over the network.
-        let voter = ControllerClient::new(2, &BTreeMap::new(), Some(2), Default::default());
+        let voter = ControllerClient::new(2, &BTreeMap::new(), Some(2), Default::default(), None);
         voter.set_voters(&BTreeMap::from([(2, "c:1".into())]));
         assert!(!voter.has_voters());
     }

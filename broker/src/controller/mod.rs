@@ -42,10 +42,11 @@ pub mod rpc;
 /// Sets `user`'s SCRAM-SHA-256 and SCRAM-SHA-512 credentials through the quorum itself,
 /// from outside any listener: how `oxbow dev --secure` creates its first user on a cluster
 /// whose every port asks for credentials (with the controller listener's mutual TLS when
-/// [`rpc::use_tls`] was called).
+/// `tls` is given).
 pub async fn set_scram_password(
     voters: &std::collections::BTreeMap<i32, String>,
     cluster_id: &str,
+    tls: rpc::ControllerTls,
     user: &str,
     password: &str,
     timeout: std::time::Duration,
@@ -67,6 +68,7 @@ pub async fn set_scram_password(
         voters,
         None,
         std::sync::Arc::new(parking_lot::RwLock::new(Some(cluster_id.to_string()))),
+        tls,
     );
     let reply = client
         .command(
@@ -149,6 +151,8 @@ pub struct QuorumSettings {
     pub leader_balance: Option<active::LeaderBalance>,
     /// The feature levels a new cluster starts at (see [`crate::metadata::features`]).
     pub bootstrap_features: BTreeMap<String, i16>,
+    /// Mutual TLS on the controller listener, when it is `SSL`.
+    pub tls: rpc::ControllerTls,
 }
 
 /// Why the controller cannot start.
@@ -259,6 +263,7 @@ impl Controller {
                     peers_down: peers_down.clone(),
                     reachability: Default::default(),
                 },
+                tls: settings.tls.clone(),
             };
             let raft = openraft::Raft::new(
                 node_id as u64,
@@ -319,8 +324,15 @@ impl Controller {
         } else {
             settings.voters.clone()
         };
-        let client =
-            || ControllerClient::new(node_id, &known_voters, skip, Arc::clone(&cluster_id));
+        let client = || {
+            ControllerClient::new(
+                node_id,
+                &known_voters,
+                skip,
+                Arc::clone(&cluster_id),
+                settings.tls.clone(),
+            )
+        };
         let voter_changes = raft.as_ref().zip(peers_down.as_ref()).map(|(raft, down)| {
             Arc::new(voters::VoterChanges::new(
                 raft.clone(),
@@ -373,8 +385,9 @@ impl Controller {
                     cluster_id: Arc::clone(&cluster_id),
                 });
                 let shutdown = shutdown.clone();
+                let tls = settings.tls.clone();
                 tasks.spawn(async move {
-                    service::serve(listener, service, shutdown).await;
+                    service::serve(listener, service, tls, shutdown).await;
                     Ok(())
                 });
             }

@@ -9,9 +9,10 @@
 //! the host name again, as a pod's address may change) after any failure.
 //!
 //! With the controller listener mapped to `SSL`, every connection is mutual TLS: a node
-//! presents its certificate and checks the other's against the trust store ([`use_tls`]),
-//! so a process without a certificate from that CA can neither vote, replicate the log,
-//! register as a broker nor change metadata.
+//! presents its certificate and checks the other's against the trust store (the
+//! [`ControllerTls`] each connection and the service are given), so a process without a
+//! certificate from that CA can neither vote, replicate the log, register as a broker nor
+//! change metadata.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -34,21 +35,9 @@ pub const PROTOCOL_VERSION: u8 = 1;
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The node's TLS identity for the quorum's RPCs, set once at start-up when the controller
-/// listener is `SSL` (one per process, like the listener itself).
-static RPC_TLS: std::sync::OnceLock<std::sync::Arc<crate::security::ServerTls>> =
-    std::sync::OnceLock::new();
-
-/// Makes every controller connection of this process mutual TLS with `tls` (its client
-/// authentication must be `required`).
-pub fn use_tls(tls: std::sync::Arc<crate::security::ServerTls>) {
-    let _ = RPC_TLS.set(tls);
-}
-
-/// The quorum's TLS identity, when the controller listener is `SSL`.
-pub fn tls() -> Option<&'static std::sync::Arc<crate::security::ServerTls>> {
-    RPC_TLS.get()
-}
+/// The node's TLS identity on the controller listener when it is `SSL` (client
+/// authentication `required`): every controller connection is then mutual TLS.
+pub type ControllerTls = Option<std::sync::Arc<crate::security::ServerTls>>;
 
 /// A controller connection's byte stream: TCP, or TLS over it.
 pub trait RpcStream: AsyncRead + AsyncWrite + Unpin + Send + Sync {}
@@ -254,6 +243,7 @@ pub enum FrameError {
 /// One connection to a controller, opened on first use and again after a failure.
 pub struct RpcConnection {
     address: String,
+    tls: ControllerTls,
     stream: Option<BufReader<Box<dyn RpcStream>>>,
 }
 
@@ -267,9 +257,10 @@ impl std::fmt::Debug for RpcConnection {
 }
 
 impl RpcConnection {
-    pub fn new(address: impl Into<String>) -> Self {
+    pub fn new(address: impl Into<String>, tls: ControllerTls) -> Self {
         Self {
             address: address.into(),
+            tls,
             stream: None,
         }
     }
@@ -339,7 +330,7 @@ impl RpcConnection {
                     source,
                 })?;
             let _ = stream.set_nodelay(true);
-            let stream: Box<dyn RpcStream> = match tls() {
+            let stream: Box<dyn RpcStream> = match &self.tls {
                 None => Box::new(stream),
                 Some(tls) => Box::new(self.tls_handshake(tls, stream).await?),
             };

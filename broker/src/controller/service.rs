@@ -104,6 +104,7 @@ impl ControllerService {
 pub async fn serve(
     listener: TcpListener,
     service: Arc<ControllerService>,
+    tls: super::rpc::ControllerTls,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
@@ -116,8 +117,9 @@ pub async fn serve(
                 let _ = stream.set_nodelay(true);
                 let service = Arc::clone(&service);
                 let shutdown = shutdown.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let served = match super::rpc::tls() {
+                    let served = match &tls {
                         None => connection(stream, &service, shutdown).await,
                         // Mutual TLS: a peer without a certificate from the trusted CA is
                         // turned away before it can say anything.

@@ -135,13 +135,15 @@ pub async fn create_admin(
         protocols: vec![TlsVersion::Tls12, TlsVersion::Tls13],
         endpoint_identification: true,
     };
-    let tls = oxbow_broker::ServerTls::load(&ssl).context("loading the TLS stores")?;
-    oxbow_broker::use_controller_tls(Arc::new(tls));
+    let tls = Some(Arc::new(
+        oxbow_broker::ServerTls::load(&ssl).context("loading the TLS stores")?,
+    ));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
         let attempt = oxbow_broker::set_scram_password(
             voters,
             cluster_id,
+            tls.clone(),
             ADMIN,
             &files.password,
             Duration::from_secs(10),

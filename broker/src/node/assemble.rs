@@ -91,9 +91,6 @@ impl Broker {
         let sockets = Sockets::bind(&config).await?;
         let tls = ListenerTls::load(&config)?;
         let controller_tls = ListenerTls::controller(&config)?;
-        if let Some(tls) = &controller_tls {
-            crate::controller::rpc::use_tls(Arc::clone(tls));
-        }
         let defaults = config.log_defaults.clone();
         let (logs, report) = LogManager::open(
             &config.log_dirs,
@@ -120,8 +117,11 @@ impl Broker {
         if let Some(tls) = &controller_tls {
             tokio::spawn(Arc::clone(tls).watch(shutdown_rx.clone()));
         }
-        let settings =
-            quorum_settings(&config, directory_ids.first().copied().unwrap_or_default())?;
+        let settings = quorum_settings(
+            &config,
+            directory_ids.first().copied().unwrap_or_default(),
+            controller_tls.clone(),
+        )?;
         let metrics =
             Arc::new(Metrics::new(config.metrics_partition_labels).context("registering metrics")?);
         let peers = Arc::new(PeerClient::new(PeerSecurity {
@@ -410,6 +410,7 @@ impl Broker {
 fn quorum_settings(
     config: &BrokerConfig,
     directory_id: uuid::Uuid,
+    tls: crate::controller::rpc::ControllerTls,
 ) -> anyhow::Result<QuorumSettings> {
     let metadata_dir = config
         .log_dirs
@@ -453,5 +454,6 @@ fn quorum_settings(
         bootstrap_features: crate::metadata::features::bootstrap_levels(
             config.transactions.version,
         ),
+        tls,
     })
 }

@@ -73,6 +73,7 @@ impl PeersDown {
 #[derive(Debug, Clone)]
 pub struct NetworkFactory {
     pub sender: Sender,
+    pub tls: super::super::rpc::ControllerTls,
 }
 
 impl RaftNetworkFactory<MetadataRaft> for NetworkFactory {
@@ -81,7 +82,7 @@ impl RaftNetworkFactory<MetadataRaft> for NetworkFactory {
     async fn new_client(&mut self, target: u64, node: &VoterNode) -> PeerNetwork {
         PeerNetwork {
             target,
-            connection: RpcConnection::new(node.addr.clone()),
+            connection: RpcConnection::new(node.addr.clone(), self.tls.clone()),
             sender: self.sender.clone(),
         }
     }
