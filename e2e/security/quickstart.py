@@ -49,6 +49,15 @@ def refused_without_certificate(port, ca):
         return True
 
 
+def alive(pid):
+    """Whether `pid` still runs (a zombie does not): it may be reaped between two looks."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
 def restart_by_hand(directory, output):
     """SIGKILLs node 1 (its pid from its data directory's lock) and starts it again with the
     command line `oxbow dev` printed for it, from the same directory; returns that process."""
@@ -60,7 +69,7 @@ def restart_by_hand(directory, output):
         pid = int(f.read().strip())
     os.kill(pid, signal.SIGKILL)
     deadline = time.time() + 30
-    while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z":
+    while alive(pid):
         if time.time() > deadline:
             fail(f"node 1 (pid {pid}) survived SIGKILL", output=output)
         time.sleep(0.1)

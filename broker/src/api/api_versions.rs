@@ -83,11 +83,7 @@ pub fn response(version: i16, finalized: &FinalizedFeatures) -> ApiVersionsRespo
                 .with_max_version(max)
         })
         .collect();
-    response.finalized_features_epoch = if finalized.is_set() {
-        finalized.epoch
-    } else {
-        -1
-    };
+    response.finalized_features_epoch = finalized.epoch;
     response.finalized_features = finalized
         .levels
         .iter()

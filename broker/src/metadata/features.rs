@@ -209,9 +209,11 @@ impl FinalizedFeatures {
         if self.is_set() {
             self.clone()
         } else {
+            // Epoch 0, below any log index: valid for clients (they drop the finalized
+            // levels of epoch -1), superseded by the log's first finalized levels.
             FinalizedFeatures {
                 levels: bootstrap_levels(transaction_version),
-                epoch: -1,
+                epoch: 0,
             }
         }
     }
