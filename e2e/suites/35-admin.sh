@@ -137,4 +137,11 @@ expect "features: the refusals changed nothing" \
   "Feature: metadata.version	SupportedMinVersion: 3.3-IV3	SupportedMaxVersion: 4.0-IV3	FinalizedVersionLevel: 4.0-IV3" \
   bash -c "${features[*]} describe | grep -F 'transaction.version	SupportedMinVersion: 0	SupportedMaxVersion: 2	FinalizedVersionLevel: 2' >/dev/null &&
            ${features[*]} describe | grep -F 'kraft.version	SupportedMinVersion: 0	SupportedMaxVersion: 1	FinalizedVersionLevel: 1' >/dev/null && ${features[*]} describe"
+# The README's Upgrading example, as it shows it (its port pointed at this broker, Kafka's
+# tools on PATH as the README says).
+readme_block="$(awk '/^## Upgrading/{u=1} u&&/^```sh/{b=1;next} b&&/^```/{exit} b' README.md)"
+grep -q "kafka-features.sh" <<<"$readme_block" || { echo "FAIL the README's Upgrading example lost its kafka-features.sh commands"; exit 1; }
+expect "the README's kafka-features example runs as written" \
+  "transaction.version was downgraded to 1\." \
+  env PATH="$PWD/$tools:$PATH" bash -euc "${readme_block//localhost:9092/127.0.0.1:$port}"
 echo "all Java AdminClient checks passed"
