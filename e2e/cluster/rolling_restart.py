@@ -15,7 +15,8 @@ are watched through Metadata. After each node's upgrade a new topic is created a
 transaction commits and is read back; with the cluster mixed, a reassignment moves a
 partition and the feature upgrade is refused (a node still runs the previous release);
 after the roll the upgrade finalizes metadata.version 4.0-IV3 and group.version 1, and only
-then does ConsumerGroupHeartbeat appear and a KIP-848 consumer read. Asserts: no produce
+then does ConsumerGroupHeartbeat appear and a KIP-848 consumer read; a node of the previous
+release started on the upgraded cluster stops with one line naming the level. Asserts: no produce
 failed, no partition was ever seen without a leader, the group saw every acknowledged
 record, the brokers reported under-replicated partitions while a broker was away and none
 once it was back.
@@ -161,6 +162,33 @@ def reassign(cluster, work):
              == [2, 3], 60, "the reassignment to finish")
 
 
+def too_old(cluster, isr_full):
+    """A node of the previous release started on the upgraded cluster stops at once, with one
+    line naming the level it cannot run; started as the new release again, it rejoins."""
+    node = cluster.nodes[-1]
+    problems = cluster.terminate([node])
+    if problems:
+        fail(f"controlled shutdown of node {node}: {problems}")
+    log_path = os.path.join(cluster.work, f"node-{node}.log")
+    with open(log_path, "rb") as f:
+        before = len(f.read())
+    cluster.node_env[node] = dict(PREVIOUS)
+    cluster.start(node)
+    wait_for(lambda: not cluster.alive(node), 60, f"node {node} of the previous release to stop")
+    code = cluster.procs[node].returncode
+    with open(log_path, "rb") as f:
+        text = f.read()[before:].decode(errors="replace")
+    line = "supports metadata.version 3.3-IV3 to 3.9-IV0, but the cluster finalized 4.0-IV3"
+    if code == 0 or line not in text:
+        fail(f"node {node} of the previous release on a 4.0-IV3 cluster: exit {code}, log:\n{text[-2000:]}")
+    cluster.node_env.pop(node)
+    cluster.start(node)
+    wait_for(lambda: cluster.ready(node), 60, f"node {node} ready")
+    wait_for(isr_full, 60, "every replica back in sync")
+    print(f"ok a node of the previous release refused to start on the upgraded cluster (exit {code}: "
+          f"'{line}'), and rejoined as the new release", flush=True)
+
+
 def roll(cluster, work):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"}),
@@ -234,6 +262,7 @@ def roll(cluster, work):
         fail(f"the KIP-848 consumer read {got} records after group.version 1")
     print("ok features upgraded to 4.0 once every node ran the new release: metadata.version 4.0-IV3, "
           "group.version 1, and a KIP-848 consumer reads", flush=True)
+    too_old(cluster, isr_full)
     time.sleep(2)
     if not load.finish():
         fail(f"the group did not read {len(load.acked - load.seen)} acknowledged records within 60 s")

@@ -4,7 +4,8 @@
 # time: SIGTERM (controlled shutdown), restart as the new release, wait until back in every
 # ISR, create a topic and commit a transaction, next broker; mixed, a reassignment works and
 # `kafka-features upgrade` is refused; after the roll it finalizes 4.0-IV3 and group.version 1
-# and a KIP-848 consumer reads. No produce fails, no partition is ever without a leader, a
+# and a KIP-848 consumer reads, and a node of the previous release refuses to start with one
+# line naming the level. No produce fails, no partition is ever without a leader, a
 # consumer group reads every record, and the under-replicated metric rises while a broker
 # is away and returns to 0.
 # The cluster's clients are on 23792-23794 (OXBOW_SUITE_PORT moves them).
