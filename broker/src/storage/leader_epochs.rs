@@ -79,8 +79,8 @@ impl LeaderEpochCache {
     }
 
     /// Drops entries wholly below a new log start offset (the last one below it stays,
-    /// moved up to the log start: it still covers the first records).
-    #[cfg(test)]
+    /// moved up to the log start: it still covers the first records), as Kafka trims its
+    /// cache when retention or DeleteRecords moves the log start.
     pub fn truncate_from_start(&mut self, log_start_offset: u64) -> bool {
         let Some(keep_from) = self
             .entries

@@ -598,6 +598,7 @@ impl Log {
             }
         }
         transactions.forget_before(self.log_start_offset());
+        epochs.truncate_from_start(self.log_start_offset());
         // Markers below the high watermark as this log knows it now no longer hold the
         // last stable offset (at open that is the log end: a restart forgets them).
         transactions.first_unstable_offset(self.high_watermark());
@@ -858,12 +859,9 @@ impl Log {
                 log_end_offset: self.log_end_offset(),
             });
         }
-        let new_start = self
-            .log_start_offset
-            .fetch_max(offset, Ordering::AcqRel)
-            .max(offset);
+        self.set_log_start_offset_at_least(offset)?;
+        let new_start = self.log_start_offset();
         self.write_checkpoint()?;
-        self.transactions.lock().forget_before(new_start);
         self.delete_segments_below_log_start()?;
         Ok(new_start)
     }
@@ -986,11 +984,17 @@ impl Log {
         retire_dir(&self.dir())
     }
 
-    pub(super) fn set_log_start_offset_at_least(&self, offset: u64) {
+    pub(super) fn set_log_start_offset_at_least(&self, offset: u64) -> Result<(), LogError> {
         self.log_start_offset.fetch_max(offset, Ordering::AcqRel);
-        self.transactions
-            .lock()
-            .forget_before(self.log_start_offset());
+        let start = self.log_start_offset();
+        self.transactions.lock().forget_before(start);
+        // Epochs that ended below the new start go (OffsetsForLeaderEpoch must not answer
+        // an end offset this log no longer has). The epochs lock is always taken last.
+        let mut epochs = self.epochs.lock();
+        if epochs.truncate_from_start(start) {
+            self.write_epochs(&epochs)?;
+        }
+        Ok(())
     }
 
     /// The last stable offset: below it every transaction is decided (committed or

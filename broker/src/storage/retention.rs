@@ -83,7 +83,7 @@ impl Log {
                 segments.remove(&segment.base_offset());
             }
         }
-        self.set_log_start_offset_at_least(new_start);
+        self.set_log_start_offset_at_least(new_start)?;
         self.write_checkpoint()?;
         let delay = self.config().file_delete_delay_ms;
         let due = self.clock.now_ms().saturating_add(delay);

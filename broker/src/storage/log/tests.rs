@@ -262,6 +262,32 @@ fn delete_records_moves_log_start_and_drops_whole_segments() {
 }
 
 #[test]
+fn a_new_log_start_trims_the_leader_epochs_below_it() {
+    use crate::storage::leader_epochs::EpochEntry;
+    let t = test_log(small_config());
+    for (epoch, count) in [(1, 10), (2, 10), (3, 5)] {
+        t.log.assign_leader_epoch(epoch).unwrap();
+        for i in 0..count {
+            t.log.append(&batch(1, 500, START_MS + i), epoch).unwrap();
+        }
+    }
+    let entries = |t: &TestLog| t.log.epochs.lock().entries().to_vec();
+    let entry = |epoch, start_offset| EpochEntry {
+        epoch,
+        start_offset,
+    };
+    assert_eq!(entries(&t), [entry(1, 0), entry(2, 10), entry(3, 20)]);
+    t.log.advance_log_start_offset(12).unwrap();
+    assert_eq!(entries(&t), [entry(2, 12), entry(3, 20)]);
+    // Epoch 1 ended below the log: a follower asking for it is told no epoch this log has.
+    assert_eq!(t.log.end_offset_for_epoch(1), None);
+    assert_eq!(t.log.end_offset_for_epoch(2), Some((2, 20)));
+    // The checkpoint holds the trimmed cache, and a restart rebuilds the same.
+    let (t, _) = t.reopen(true);
+    assert_eq!(entries(&t), [entry(2, 12), entry(3, 20)]);
+}
+
+#[test]
 fn truncate_to_removes_the_tail_across_segments() {
     let t = test_log(small_config());
     for i in 0..20 {
