@@ -26,8 +26,6 @@ once it was back.
 import json
 import os
 import re
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -38,6 +36,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from kafka_wire import api_keys  # noqa: E402
 from load import Load  # noqa: E402
 from oxbow_cluster import Cluster, Network  # noqa: E402
 from oxbow_e2e import fail, http_get, wait_for  # noqa: E402
@@ -92,28 +91,10 @@ def expect_tool(pattern, name, *args):
     return output
 
 
-def api_keys(host_port):
-    """The API keys a broker lists in ApiVersions (v0, raw)."""
+def listed_keys(host_port):
+    """The API keys one broker lists in ApiVersions."""
     host, port = host_port.split(":")
-    with socket.create_connection((host, int(port)), timeout=5) as s:
-        body = struct.pack(">hhih", 18, 0, 1, 4) + b"roll"
-        s.sendall(struct.pack(">i", len(body)) + body)
-        size = struct.unpack(">i", recv(s, 4))[0]
-        data = recv(s, size)
-    _, error, count = struct.unpack(">ihi", data[:10])
-    if error:
-        fail(f"ApiVersions answered error {error}")
-    return {struct.unpack(">h", data[10 + 6 * i:12 + 6 * i])[0] for i in range(count)}
-
-
-def recv(s, n):
-    data = b""
-    while len(data) < n:
-        chunk = s.recv(n - len(data))
-        if not chunk:
-            raise OSError("connection closed")
-        data += chunk
-    return data
+    return api_keys(host, int(port))
 
 
 def main():
@@ -205,7 +186,7 @@ def roll(cluster, work):
     features = ("kafka-features", "--bootstrap-server", cluster.bootstrap)
     expect_tool(r"Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 3.9-IV0\t"
                 r"FinalizedVersionLevel: 3.9-IV0", *features, "describe")
-    if CONSUMER_GROUP_HEARTBEAT in api_keys(cluster.bootstrap.split(",")[0]):
+    if CONSUMER_GROUP_HEARTBEAT in listed_keys(cluster.bootstrap.split(",")[0]):
         fail("ConsumerGroupHeartbeat listed at group.version 0")
     print("ok the previous release's cluster runs at metadata.version 3.9-IV0, group.version 0", flush=True)
     offline = []
@@ -246,7 +227,7 @@ def roll(cluster, work):
     if not re.search(r"Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\t"
                      r"FinalizedVersionLevel: 1", output):
         fail(f"group.version not finalized at 1:\n{output}")
-    wait_for(lambda: CONSUMER_GROUP_HEARTBEAT in api_keys(cluster.bootstrap.split(",")[0]), 15,
+    wait_for(lambda: CONSUMER_GROUP_HEARTBEAT in listed_keys(cluster.bootstrap.split(",")[0]), 15,
              "ConsumerGroupHeartbeat to be listed")
     kip848 = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kip848-after-upgrade",
                        "group.protocol": "consumer", "auto.offset.reset": "earliest"})

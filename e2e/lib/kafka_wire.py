@@ -26,7 +26,9 @@ def exchange(host, port, api_key, version, body, timeout=2.0, context=None):
 def api_keys(host, port, timeout=10.0):
     """The API keys the broker offers (ApiVersions v0)."""
     reader = exchange(host, port, 18, 0, b"", timeout)
-    reader.i16()  # error code
+    error = reader.i16()
+    if error:
+        raise ValueError(f"ApiVersions answered error {error}")
     keys = set()
     for _ in range(reader.i32()):
         keys.add(reader.i16())

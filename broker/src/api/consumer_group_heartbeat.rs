@@ -28,13 +28,13 @@ impl Api for ConsumerGroupHeartbeatApi {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
             let request: ConsumerGroupHeartbeatRequest = context.decode(body)?;
-            let features = context
+            let group_version = context
                 .broker
                 .controller
                 .image()
                 .features
-                .or_bootstrap(context.broker.config.transactions.version);
-            if features.level(GROUP_VERSION) < 1 {
+                .level_or_bootstrap(GROUP_VERSION, context.broker.config.transactions.version);
+            if group_version < 1 {
                 // Kafka's answer while the consumer protocol is off (group.version 0).
                 return context.respond(
                     &ConsumerGroupHeartbeatResponse::default()

@@ -163,18 +163,19 @@ pub type SupportedFeatures = BTreeMap<String, (i16, i16)>;
 /// feature's default there, with `transaction_version` as the node's configuration asks
 /// (Kafka's `kafka-storage format --feature transaction.version=N`).
 pub fn bootstrap_levels(transaction_version: i16) -> BTreeMap<String, i16> {
-    let mv = latest_metadata_version();
     known()
-        .into_iter()
-        .map(|f| {
-            let level = if f.name == TRANSACTION_VERSION {
-                transaction_version.clamp(f.min, f.max)
-            } else {
-                f.default_level(mv)
-            };
-            (f.name.to_string(), level)
-        })
+        .iter()
+        .map(|f| (f.name.to_string(), bootstrap_level(f, transaction_version)))
         .collect()
+}
+
+/// One feature's level in [`bootstrap_levels`].
+fn bootstrap_level(feature: &FeatureSpec, transaction_version: i16) -> i16 {
+    if feature.name == TRANSACTION_VERSION {
+        transaction_version.clamp(feature.min, feature.max)
+    } else {
+        feature.default_level(latest_metadata_version())
+    }
 }
 
 /// The finalized levels, as the metadata log says, and the log index of the last change
@@ -216,6 +217,15 @@ impl FinalizedFeatures {
                 epoch: 0,
             }
         }
+    }
+
+    /// One feature's level as [`Self::or_bootstrap`] would give it, without copying the
+    /// levels (read on every transactional produce and group heartbeat).
+    pub fn level_or_bootstrap(&self, name: &str, transaction_version: i16) -> i16 {
+        if self.is_set() {
+            return self.level(name);
+        }
+        spec(name).map_or(0, |f| bootstrap_level(&f, transaction_version))
     }
 
     /// Why this binary cannot run at these levels, if it cannot: one line naming the level.
@@ -393,6 +403,12 @@ mod tests {
         assert_eq!(bootstrap_levels(1)[TRANSACTION_VERSION], 1);
         assert_eq!(metadata_version_name(25), "4.0-IV3");
         assert_eq!(finalized().unsupported_here(), None);
+        let unset = FinalizedFeatures::default();
+        for (name, level) in bootstrap_levels(1) {
+            assert_eq!(unset.level_or_bootstrap(&name, 1), level, "{name}");
+            assert_eq!(unset.or_bootstrap(1).level(&name), level, "{name}");
+        }
+        assert_eq!(finalized().level_or_bootstrap(TRANSACTION_VERSION, 0), 2);
     }
 
     #[test]

@@ -115,12 +115,10 @@ impl TransactionCoordinator {
     /// The cluster's finalized `transaction.version`, which the coordinator's own
     /// transitions (timeouts, fencing) are made at.
     pub fn version(&self) -> i16 {
-        self.markers
-            .controller
-            .image()
-            .features
-            .or_bootstrap(self.config.version)
-            .level(crate::metadata::features::TRANSACTION_VERSION)
+        self.markers.controller.image().features.level_or_bootstrap(
+            crate::metadata::features::TRANSACTION_VERSION,
+            self.config.version,
+        )
     }
 
     /// `TransactionLogValue` v1 from transaction version 1 on, as Kafka writes it.
