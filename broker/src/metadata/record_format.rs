@@ -169,6 +169,14 @@ fn coded<T>(code: i8, what: &str, from: impl Fn(i8) -> Option<T>) -> WireResult<
     from(code).ok_or_else(|| WireError::Invalid(format!("unknown {what} code {code}")))
 }
 
+fn read_mechanism(r: &mut Reader<'_>) -> WireResult<ScramMechanism> {
+    coded(
+        r.i8("mechanism")?,
+        "SCRAM mechanism",
+        ScramMechanism::from_code,
+    )
+}
+
 fn read_acl(r: &mut Reader<'_>) -> WireResult<AclBinding> {
     Ok(AclBinding {
         resource_type: coded(
@@ -437,11 +445,7 @@ pub fn decode_record(r: &mut Reader<'_>) -> WireResult<MetadataRecord> {
         },
         13 => MetadataRecord::ScramCredentialSet {
             user: r.string("user")?,
-            mechanism: coded(
-                r.i8("mechanism")?,
-                "SCRAM mechanism",
-                ScramMechanism::from_code,
-            )?,
+            mechanism: read_mechanism(r)?,
             credential: ScramCredential {
                 salt: r.bytes("salt")?,
                 stored_key: r.bytes("stored key")?,
@@ -451,11 +455,7 @@ pub fn decode_record(r: &mut Reader<'_>) -> WireResult<MetadataRecord> {
         },
         14 => MetadataRecord::ScramCredentialRemoved {
             user: r.string("user")?,
-            mechanism: coded(
-                r.i8("mechanism")?,
-                "SCRAM mechanism",
-                ScramMechanism::from_code,
-            )?,
+            mechanism: read_mechanism(r)?,
         },
         15 => MetadataRecord::AclCreated { acl: read_acl(r)? },
         16 => MetadataRecord::AclRemoved { acl: read_acl(r)? },
