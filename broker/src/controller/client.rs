@@ -259,6 +259,11 @@ impl ControllerClient {
                     Ok(RpcReply::Refused { reason }) => {
                         return Err(ControllerError::Refused(format!("voter {voter}: {reason}")));
                     }
+                    // A voter of another release that speaks no version of this message:
+                    // another voter may (the active controller is what matters).
+                    Ok(RpcReply::Unsupported { reason }) => {
+                        last_error = format!("voter {voter}: {reason}");
+                    }
                     Ok(reply) => {
                         if matches!(
                             reply,

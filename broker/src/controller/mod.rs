@@ -383,6 +383,7 @@ impl Controller {
                     active: Arc::clone(&active),
                     feed: Arc::clone(&feed),
                     cluster_id: Arc::clone(&cluster_id),
+                    versions: rpc::versions::Versions::this_release(),
                 });
                 let shutdown = shutdown.clone();
                 let tls = settings.tls.clone();

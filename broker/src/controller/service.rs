@@ -13,6 +13,8 @@ use super::active::ActiveController;
 use super::decisions::{ControllerCommand, ControllerError};
 use super::feed::MetadataFeed;
 use super::quorum::Raft;
+use super::rpc::codec::{self, Refusal};
+use super::rpc::versions::Versions;
 use super::rpc::{FrameError, RpcBody, RpcReply, RpcRequest, read_frame, write_frame};
 use super::voters::{NotLeader, VoterChanges, voter_addresses};
 
@@ -26,6 +28,8 @@ pub struct ControllerService {
     pub active: Arc<ActiveController>,
     pub feed: Arc<MetadataFeed>,
     pub cluster_id: Arc<RwLock<Option<String>>>,
+    /// The messages and versions this node serves.
+    pub versions: Versions,
 }
 
 impl ControllerService {
@@ -40,6 +44,7 @@ impl ControllerService {
             };
         }
         match request.body {
+            RpcBody::Versions(_) => RpcReply::Versions(self.versions.clone()),
             RpcBody::AppendEntries(rpc) => {
                 RpcReply::AppendEntries(self.raft.append_entries(rpc).await)
             }
@@ -120,13 +125,13 @@ pub async fn serve(
                 let tls = tls.clone();
                 tokio::spawn(async move {
                     let served = match &tls {
-                        None => connection(stream, &service, shutdown).await,
+                        None => connection(stream, peer, &service, shutdown).await,
                         // Mutual TLS: a peer without a certificate from the trusted CA is
                         // turned away before it can say anything.
                         Some(tls) => match tls.accept(stream).await {
                             Ok((stream, principal)) => {
                                 tracing::debug!(%peer, %principal, "Controller connection over TLS");
-                                connection(stream, &service, shutdown).await
+                                connection(stream, peer, &service, shutdown).await
                             }
                             // A peer whose call timed out drops the connection mid-handshake
                             // (after a restart or a SIGSTOP): not a refusal.
@@ -157,6 +162,7 @@ pub async fn serve(
 
 async fn connection<S: super::rpc::RpcStream>(
     stream: S,
+    peer: std::net::SocketAddr,
     service: &ControllerService,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), FrameError> {
@@ -170,13 +176,37 @@ async fn connection<S: super::rpc::RpcStream>(
     let mut entries_from = None;
     let mut appends = 0u32;
     let result = loop {
-        let request: RpcRequest = tokio::select! {
-            request = read_frame(&mut stream) => match request {
-                Ok(Some(request)) => request,
+        let frame = tokio::select! {
+            frame = read_frame(&mut stream) => match frame {
+                Ok(Some(frame)) => frame,
                 Ok(None) => break Ok(()),
                 Err(error) => break Err(error),
             },
             _ = shutdown.changed() => return Ok(()),
+        };
+        let incoming = match codec::decode_request(&frame, &service.versions) {
+            Ok(incoming) => incoming,
+            Err(reason) => break Err(FrameError::Decode(reason)),
+        };
+        let request: RpcRequest = match incoming.request {
+            Ok(request) => request,
+            Err(refusal) => {
+                let reply = match refusal {
+                    Refusal::Unsupported(reason) => {
+                        tracing::info!(%peer, %reason, "A peer asked for a message this node does not speak");
+                        RpcReply::Unsupported { reason }
+                    }
+                    Refusal::Malformed(reason) => {
+                        tracing::warn!(%peer, %reason, "Refusing an undecodable controller request");
+                        RpcReply::Refused { reason }
+                    }
+                };
+                let answer = codec::encode_reply(incoming.key, incoming.version, &reply);
+                if let Err(error) = write_frame(stream.get_mut(), &answer).await {
+                    break Err(error);
+                }
+                continue;
+            }
         };
         let heartbeat = match &request.body {
             RpcBody::Command(ControllerCommand::BrokerHeartbeat {
@@ -197,7 +227,8 @@ async fn connection<S: super::rpc::RpcStream>(
         if heartbeat.is_some() && matches!(reply, RpcReply::Command(Ok(_))) {
             heartbeats_of = heartbeat;
         }
-        if let Err(error) = write_frame(stream.get_mut(), &reply).await {
+        let answer = codec::encode_reply(incoming.key, incoming.version, &reply);
+        if let Err(error) = write_frame(stream.get_mut(), &answer).await {
             break Err(error);
         }
     };

@@ -76,7 +76,7 @@ pub fn read_log_id(r: &mut Reader<'_>) -> WireResult<LogId> {
     Ok(LogId::new(CommittedLeaderId::new(term, node), index))
 }
 
-fn optional_log_id(w: &mut Writer, id: Option<&LogId>) {
+pub fn optional_log_id(w: &mut Writer, id: Option<&LogId>) {
     match id {
         Some(id) => {
             w.bool(true);
@@ -86,7 +86,7 @@ fn optional_log_id(w: &mut Writer, id: Option<&LogId>) {
     }
 }
 
-fn read_optional_log_id(r: &mut Reader<'_>) -> WireResult<Option<LogId>> {
+pub fn read_optional_log_id(r: &mut Reader<'_>) -> WireResult<Option<LogId>> {
     r.bool("log id present")?
         .then(|| read_log_id(r))
         .transpose()
@@ -96,26 +96,36 @@ fn read_optional_log_id(r: &mut Reader<'_>) -> WireResult<Option<LogId>> {
 pub fn encode_vote(vote: &openraft::Vote<u64>) -> Vec<u8> {
     let mut w = Writer::new();
     w.bytes_raw(&header(VOTE_MAGIC));
+    write_vote(&mut w, vote);
+    w.tagged(&[]);
+    w.into_bytes()
+}
+
+/// A vote's fields: term, node, committed.
+pub fn write_vote(w: &mut Writer, vote: &openraft::Vote<u64>) {
     w.u64(vote.leader_id.term);
     w.u64(vote.leader_id.node_id);
     w.bool(vote.committed);
-    w.tagged(&[]);
-    w.into_bytes()
+}
+
+pub fn read_vote(r: &mut Reader<'_>) -> WireResult<openraft::Vote<u64>> {
+    let term = r.u64("term")?;
+    let node = r.u64("node")?;
+    let committed = r.bool("committed")?;
+    Ok(if committed {
+        openraft::Vote::new_committed(term, node)
+    } else {
+        openraft::Vote::new(term, node)
+    })
 }
 
 pub fn decode_vote(bytes: &[u8]) -> Result<openraft::Vote<u64>, String> {
     check_header(bytes, VOTE_MAGIC, "the vote file")?;
     let mut r = Reader::new(bytes.get(HEADER_LEN..).unwrap_or_default());
     let read = |r: &mut Reader<'_>| -> WireResult<openraft::Vote<u64>> {
-        let term = r.u64("term")?;
-        let node = r.u64("node")?;
-        let committed = r.bool("committed")?;
+        let vote = read_vote(r)?;
         r.tagged(|_, _| Ok(false))?;
-        Ok(if committed {
-            openraft::Vote::new_committed(term, node)
-        } else {
-            openraft::Vote::new(term, node)
-        })
+        Ok(vote)
     };
     read(&mut r).map_err(|e| e.to_string())
 }

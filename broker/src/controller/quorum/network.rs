@@ -46,7 +46,10 @@ impl PeersDown {
                     | std::io::ErrorKind::UnexpectedEof
                     | std::io::ErrorKind::BrokenPipe
             ),
-            RpcError::Timeout { .. } | RpcError::Frame { .. } | RpcError::TooLarge { .. } => false,
+            RpcError::Timeout { .. }
+            | RpcError::Frame { .. }
+            | RpcError::TooLarge { .. }
+            | RpcError::Unsupported { .. } => false,
         };
         if let (true, Ok(peer)) = (gone, i32::try_from(peer)) {
             let now = Instant::now();
@@ -130,7 +133,7 @@ impl PeerNetwork {
 
     fn unexpected<E: std::error::Error>(&self, reply: RpcReply) -> Failure<E> {
         let reason = match reply {
-            RpcReply::Refused { reason } => reason,
+            RpcReply::Refused { reason } | RpcReply::Unsupported { reason } => reason,
             other => format!("unexpected reply {other:?}"),
         };
         tracing::warn!(peer = self.target, address = self.connection.address(), %reason, "Voter refused a Raft request");
