@@ -14,6 +14,8 @@
 //! certificate from that CA can neither vote, replicate the log, register as a broker nor
 //! change metadata.
 
+pub mod command_format;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
