@@ -11,7 +11,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 mod acls;
@@ -46,7 +45,7 @@ pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
 
 /// Why a metadata change was refused or failed. Crosses the controller RPC unchanged, so
 /// a forwarded request fails exactly as a local one would.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ControllerError {
     #[error("topic `{0}` already exists")]
     TopicAlreadyExists(String),
@@ -121,7 +120,7 @@ impl From<crate::storage::LogConfigError> for ControllerError {
 
 /// A change asked of the active controller (by a Kafka API, a broker's lifecycle, or the
 /// controller's own timers).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ControllerCommand {
     /// One topic. Brokers of this version send [`Self::CreateTopics`]; this is still decided
     /// for brokers of the previous version forwarding it during a rolling upgrade.
@@ -133,7 +132,6 @@ pub enum ControllerCommand {
         validate_only: bool,
         /// A manual replica assignment per partition (CreateTopics `assignments`); empty:
         /// placed by the controller.
-        #[serde(default)]
         assignments: Vec<Vec<i32>>,
     },
     /// CreateTopics with several topics: decided together and committed as one batch (as
@@ -152,7 +150,6 @@ pub enum ControllerCommand {
         validate_only: bool,
         /// The replicas of each new partition (CreatePartitions `assignments`); empty:
         /// placed by the controller.
-        #[serde(default)]
         assignments: Vec<Vec<i32>>,
     },
     SetTopicConfigs {
@@ -168,10 +165,8 @@ pub enum ControllerCommand {
         endpoint: Endpoint,
         rack: Option<String>,
         /// Every client listener's address, by name.
-        #[serde(default)]
         listeners: ListenerEndpoints,
         /// The feature levels the broker runs.
-        #[serde(default)]
         supported_features: Option<SupportedFeatures>,
     },
     /// A registered broker's heartbeat; unfences it when it has caught up with the log.
@@ -228,7 +223,6 @@ pub enum ControllerCommand {
     /// formatted before feature levels, writes the levels only.
     IdentifyCluster {
         cluster_id: String,
-        #[serde(default)]
         features: BTreeMap<String, i16>,
     },
     /// UpdateFeatures: every level or none.
@@ -255,7 +249,7 @@ pub enum ControllerCommand {
 }
 
 /// One quota of [`ControllerCommand::AlterClientQuotas`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct QuotaChange {
     pub entity: crate::quota::QuotaEntity,
     pub key: crate::quota::QuotaKey,
@@ -263,7 +257,7 @@ pub struct QuotaChange {
 }
 
 /// One topic of [`ControllerCommand::CreateTopics`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TopicToCreate {
     pub name: String,
     pub partitions: i32,
@@ -274,7 +268,7 @@ pub struct TopicToCreate {
 }
 
 /// What a command produced, for the caller's response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum CommandOutcome {
     Done,
     Topic(TopicImage),
@@ -298,7 +292,7 @@ pub enum CommandOutcome {
 }
 
 /// One partition's answer to a command that names many.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PartitionOutcome {
     pub topic: String,
     pub partition: i32,

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::metadata::image::ClusterImage;
@@ -29,7 +28,7 @@ pub struct MetadataView {
 }
 
 /// What an observer gets: the batches it misses, or the image when those are gone.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum MetadataUpdate {
     Batches {
         batches: Vec<(u64, Vec<MetadataRecord>)>,

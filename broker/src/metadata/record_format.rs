@@ -6,6 +6,7 @@
 //! ```text
 //!   record  = type: u16, version: u16, fields (per type and version), tagged fields
 //!   batch   = format: u8 (1), count: uvarint, count × (length: uvarint, record)
+//!   image   = features epoch: i64, batch (the records that build it from an empty image)
 //! ```
 //!
 //! Types are Oxbow's own (its records are not Kafka's: a partition change carries the
@@ -16,9 +17,10 @@
 use std::collections::BTreeMap;
 
 use super::features::{MINIMUM_METADATA_VERSION, SCRAM_METADATA_VERSION, SupportedFeatures};
+use super::image::ClusterImage;
 use super::records::{
-    AclBinding, Endpoint, MetadataBatch, MetadataRecord, PartitionState, ScramCredential,
-    ScramMechanism,
+    AclBinding, Endpoint, ListenerEndpoints, MetadataBatch, MetadataRecord, PartitionState,
+    ScramCredential, ScramMechanism,
 };
 use super::wire::{Reader, WireError, WireResult, Writer, field};
 use crate::model::acl::{Operation, PatternType, Permission, ResourceType};
@@ -104,19 +106,19 @@ pub fn allowed_at(record: &MetadataRecord, metadata_version: i16) -> bool {
     metadata_version == 0 || record_type(record).since_metadata_version <= metadata_version
 }
 
-fn endpoint(w: &mut Writer, e: &Endpoint) {
+pub(crate) fn endpoint(w: &mut Writer, e: &Endpoint) {
     w.string(&e.host);
     w.u16(e.port);
 }
 
-fn read_endpoint(r: &mut Reader<'_>) -> WireResult<Endpoint> {
+pub(crate) fn read_endpoint(r: &mut Reader<'_>) -> WireResult<Endpoint> {
     Ok(Endpoint {
         host: r.string("endpoint host")?,
         port: r.u16("endpoint port")?,
     })
 }
 
-fn partition_state(w: &mut Writer, s: &PartitionState) {
+pub(crate) fn partition_state(w: &mut Writer, s: &PartitionState) {
     w.i32_array(&s.replicas);
     w.i32_array(&s.in_sync_replicas);
     w.i32(s.leader);
@@ -132,7 +134,7 @@ fn partition_state(w: &mut Writer, s: &PartitionState) {
     w.tagged(&tags);
 }
 
-fn read_partition_state(r: &mut Reader<'_>) -> WireResult<PartitionState> {
+pub(crate) fn read_partition_state(r: &mut Reader<'_>) -> WireResult<PartitionState> {
     let mut state = PartitionState {
         replicas: r.i32_array("replicas")?,
         in_sync_replicas: r.i32_array("in-sync replicas")?,
@@ -155,7 +157,7 @@ fn read_partition_state(r: &mut Reader<'_>) -> WireResult<PartitionState> {
     Ok(state)
 }
 
-fn acl(w: &mut Writer, a: &AclBinding) {
+pub(crate) fn acl(w: &mut Writer, a: &AclBinding) {
     w.i8(a.resource_type.code());
     w.string(&a.resource_name);
     w.i8(a.pattern_type.code());
@@ -169,6 +171,15 @@ fn coded<T>(code: i8, what: &str, from: impl Fn(i8) -> Option<T>) -> WireResult<
     from(code).ok_or_else(|| WireError::Invalid(format!("unknown {what} code {code}")))
 }
 
+/// An i8 type code as `T`; an unknown one is refused by name.
+pub(crate) fn read_coded<T>(
+    r: &mut Reader<'_>,
+    what: &'static str,
+    from: impl Fn(i8) -> Option<T>,
+) -> WireResult<T> {
+    coded(r.i8(what)?, what, from)
+}
+
 fn read_mechanism(r: &mut Reader<'_>) -> WireResult<ScramMechanism> {
     coded(
         r.i8("mechanism")?,
@@ -177,23 +188,15 @@ fn read_mechanism(r: &mut Reader<'_>) -> WireResult<ScramMechanism> {
     )
 }
 
-fn read_acl(r: &mut Reader<'_>) -> WireResult<AclBinding> {
+pub(crate) fn read_acl(r: &mut Reader<'_>) -> WireResult<AclBinding> {
     Ok(AclBinding {
-        resource_type: coded(
-            r.i8("resource type")?,
-            "resource type",
-            ResourceType::from_code,
-        )?,
+        resource_type: read_coded(r, "resource type", ResourceType::from_code)?,
         resource_name: r.string("resource name")?,
-        pattern_type: coded(
-            r.i8("pattern type")?,
-            "pattern type",
-            PatternType::from_code,
-        )?,
+        pattern_type: read_coded(r, "pattern type", PatternType::from_code)?,
         principal: r.string("principal")?,
         host: r.string("host")?,
-        operation: coded(r.i8("operation")?, "operation", Operation::from_code)?,
-        permission: coded(r.i8("permission")?, "permission", Permission::from_code)?,
+        operation: read_coded(r, "operation", Operation::from_code)?,
+        permission: read_coded(r, "permission", Permission::from_code)?,
     })
 }
 
@@ -218,7 +221,81 @@ fn read_entity_name(r: &mut Reader<'_>) -> WireResult<Option<EntityName>> {
     }
 }
 
-fn supported_features(w: &mut Writer, features: &SupportedFeatures) {
+pub(crate) fn quota_entity(w: &mut Writer, entity: &QuotaEntity) {
+    entity_name(w, &entity.user);
+    entity_name(w, &entity.client_id);
+}
+
+pub(crate) fn read_quota_entity(r: &mut Reader<'_>) -> WireResult<QuotaEntity> {
+    Ok(QuotaEntity {
+        user: read_entity_name(r)?,
+        client_id: read_entity_name(r)?,
+    })
+}
+
+/// A key by Kafka's name for it, so the wire does not depend on the enum's order.
+pub(crate) fn quota_key(w: &mut Writer, key: QuotaKey) {
+    w.string(key.name());
+}
+
+pub(crate) fn read_quota_key(r: &mut Reader<'_>) -> WireResult<QuotaKey> {
+    let name = r.string("quota key")?;
+    QuotaKey::ALL
+        .into_iter()
+        .find(|k| k.name() == name)
+        .ok_or_else(|| WireError::Invalid(format!("unknown quota key {name}")))
+}
+
+/// A quota set (its value) or removed (`None`).
+pub(crate) fn quota_value(w: &mut Writer, value: Option<f64>) {
+    match value {
+        Some(v) => {
+            w.bool(true);
+            w.f64(v);
+        }
+        None => w.bool(false),
+    }
+}
+
+pub(crate) fn read_quota_value(r: &mut Reader<'_>) -> WireResult<Option<f64>> {
+    r.bool("quota set")?
+        .then(|| r.f64("quota value"))
+        .transpose()
+}
+
+pub(crate) fn listeners(w: &mut Writer, listeners: &ListenerEndpoints) {
+    let entries: Vec<(&String, &Endpoint)> = listeners.iter().collect();
+    w.array(&entries, |w, (name, e)| {
+        w.string(name);
+        endpoint(w, e);
+    });
+}
+
+pub(crate) fn read_listeners(r: &mut Reader<'_>) -> WireResult<ListenerEndpoints> {
+    Ok(r.array("listeners", 4, |r| {
+        Ok((r.string("listener")?, read_endpoint(r)?))
+    })?
+    .into_iter()
+    .collect())
+}
+
+pub(crate) fn scram_credential(w: &mut Writer, credential: &ScramCredential) {
+    w.bytes(&credential.salt);
+    w.bytes(&credential.stored_key);
+    w.bytes(&credential.server_key);
+    w.u32(credential.iterations);
+}
+
+pub(crate) fn read_scram_credential(r: &mut Reader<'_>) -> WireResult<ScramCredential> {
+    Ok(ScramCredential {
+        salt: r.bytes("salt")?,
+        stored_key: r.bytes("stored key")?,
+        server_key: r.bytes("server key")?,
+        iterations: r.u32("iterations")?,
+    })
+}
+
+pub(crate) fn supported_features(w: &mut Writer, features: &SupportedFeatures) {
     let entries: Vec<(&String, &(i16, i16))> = features.iter().collect();
     w.array(&entries, |w, (name, (min, max))| {
         w.string(name);
@@ -227,7 +304,7 @@ fn supported_features(w: &mut Writer, features: &SupportedFeatures) {
     });
 }
 
-fn read_supported_features(r: &mut Reader<'_>) -> WireResult<SupportedFeatures> {
+pub(crate) fn read_supported_features(r: &mut Reader<'_>) -> WireResult<SupportedFeatures> {
     Ok(r.array("supported features", 5, |r| {
         Ok((
             r.string("feature")?,
@@ -259,16 +336,7 @@ pub fn encode_record(w: &mut Writer, record: &MetadataRecord) {
             endpoint(w, e);
             w.nullable_string(rack.as_deref());
             if !listeners.is_empty() {
-                let entries: Vec<(&String, &Endpoint)> = listeners.iter().collect();
-                tags.push((
-                    0,
-                    field(|w| {
-                        w.array(&entries, |w, (name, e)| {
-                            w.string(name);
-                            endpoint(w, e);
-                        })
-                    }),
-                ));
+                tags.push((0, field(|w| self::listeners(w, listeners))));
             }
             if let Some(features) = features {
                 tags.push((1, field(|w| supported_features(w, features))));
@@ -322,10 +390,7 @@ pub fn encode_record(w: &mut Writer, record: &MetadataRecord) {
         } => {
             w.string(user);
             w.i8(mechanism.code());
-            w.bytes(&credential.salt);
-            w.bytes(&credential.stored_key);
-            w.bytes(&credential.server_key);
-            w.u32(credential.iterations);
+            scram_credential(w, credential);
         }
         MetadataRecord::ScramCredentialRemoved { user, mechanism } => {
             w.string(user);
@@ -333,16 +398,9 @@ pub fn encode_record(w: &mut Writer, record: &MetadataRecord) {
         }
         MetadataRecord::AclCreated { acl: a } | MetadataRecord::AclRemoved { acl: a } => acl(w, a),
         MetadataRecord::ClientQuotaChanged { entity, key, value } => {
-            entity_name(w, &entity.user);
-            entity_name(w, &entity.client_id);
-            w.string(key.name());
-            match value {
-                Some(v) => {
-                    w.bool(true);
-                    w.f64(v.0);
-                }
-                None => w.bool(false),
-            }
+            quota_entity(w, entity);
+            quota_key(w, *key);
+            quota_value(w, value.map(|v| v.0));
         }
         MetadataRecord::FeatureLevel { name, level } => {
             w.string(name);
@@ -380,12 +438,7 @@ pub fn decode_record(r: &mut Reader<'_>) -> WireResult<MetadataRecord> {
             let mut features = None;
             r.tagged(|tag, f| match tag {
                 0 => {
-                    listeners = f
-                        .array("listeners", 4, |r| {
-                            Ok((r.string("listener")?, read_endpoint(r)?))
-                        })?
-                        .into_iter()
-                        .collect();
+                    listeners = read_listeners(f)?;
                     Ok(true)
                 }
                 1 => {
@@ -446,12 +499,7 @@ pub fn decode_record(r: &mut Reader<'_>) -> WireResult<MetadataRecord> {
         13 => MetadataRecord::ScramCredentialSet {
             user: r.string("user")?,
             mechanism: read_mechanism(r)?,
-            credential: ScramCredential {
-                salt: r.bytes("salt")?,
-                stored_key: r.bytes("stored key")?,
-                server_key: r.bytes("server key")?,
-                iterations: r.u32("iterations")?,
-            },
+            credential: read_scram_credential(r)?,
         },
         14 => MetadataRecord::ScramCredentialRemoved {
             user: r.string("user")?,
@@ -459,26 +507,11 @@ pub fn decode_record(r: &mut Reader<'_>) -> WireResult<MetadataRecord> {
         },
         15 => MetadataRecord::AclCreated { acl: read_acl(r)? },
         16 => MetadataRecord::AclRemoved { acl: read_acl(r)? },
-        17 => {
-            let entity = QuotaEntity {
-                user: read_entity_name(r)?,
-                client_id: read_entity_name(r)?,
-            };
-            let name = r.string("quota key")?;
-            let key = QuotaKey::ALL
-                .into_iter()
-                .find(|k| k.name() == name)
-                .ok_or_else(|| WireError::Invalid(format!("unknown quota key {name}")))?;
-            let value = r
-                .bool("quota set")?
-                .then(|| r.f64("quota value"))
-                .transpose()?;
-            MetadataRecord::ClientQuotaChanged {
-                entity,
-                key,
-                value: value.map(QuotaValue),
-            }
-        }
+        17 => MetadataRecord::ClientQuotaChanged {
+            entity: read_quota_entity(r)?,
+            key: read_quota_key(r)?,
+            value: read_quota_value(r)?.map(QuotaValue),
+        },
         18 => MetadataRecord::FeatureLevel {
             name: r.string("feature")?,
             level: r.i16("level")?,
@@ -495,11 +528,35 @@ fn unreachable_type(id: u16) -> WireResult<MetadataRecord> {
     )))
 }
 
+/// An image as the records that build it from an empty one, behind the features epoch
+/// (which no record carries): how a snapshot holds the image, and how an observer too far
+/// behind for batches is sent one.
+pub fn encode_image(w: &mut Writer, image: &ClusterImage) {
+    w.i64(image.features.epoch);
+    encode_records(w, &image.to_records());
+}
+
+pub fn decode_image(r: &mut Reader<'_>) -> WireResult<ClusterImage> {
+    let features_epoch = r.i64("features epoch")?;
+    let mut image = ClusterImage::default();
+    for record in &decode_batch(r)?.records {
+        image.apply(record);
+    }
+    image.features.epoch = features_epoch;
+    Ok(image)
+}
+
 /// One Raft entry's records.
 pub fn encode_batch(w: &mut Writer, batch: &MetadataBatch) {
+    encode_records(w, &batch.records);
+}
+
+/// [`encode_batch`] of records not held in a [`MetadataBatch`] (the RPC sends the feed's
+/// batches without copying them into one).
+pub fn encode_records(w: &mut Writer, records: &[MetadataRecord]) {
     w.u8(BATCH_FORMAT);
-    w.uvarint(batch.records.len() as u64);
-    for record in &batch.records {
+    w.uvarint(records.len() as u64);
+    for record in records {
         let mut one = Writer::new();
         encode_record(&mut one, record);
         w.bytes(&one.into_bytes());

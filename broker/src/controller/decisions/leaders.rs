@@ -5,8 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::{
     ControllerError, DecisionInputs, PartitionOutcome, known_partition, partition_changed,
 };
@@ -14,7 +12,7 @@ use crate::metadata::image::ClusterImage;
 use crate::metadata::records::{MetadataRecord, PartitionState};
 
 /// Kafka's ElectLeaders election types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ElectionType {
     /// Leadership to the first assigned replica, if it is live and in sync.
     Preferred,

@@ -8,8 +8,6 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
-
 use super::{
     ControllerError, DecisionInputs, PartitionOutcome, known_partition, partition_changed,
 };
@@ -17,7 +15,7 @@ use crate::metadata::image::ClusterImage;
 use crate::metadata::records::{MetadataRecord, PartitionState};
 
 /// One partition's requested reassignment: `None` cancels the one in progress.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reassignment {
     pub topic: String,
     pub partition: i32,

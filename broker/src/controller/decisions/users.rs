@@ -2,8 +2,6 @@
 //! Kafka's checks and its per-user answer: a user's alterations apply together or not at
 //! all, other users' independently.
 
-use serde::{Deserialize, Serialize};
-
 use super::{CommandOutcome, ControllerError};
 use crate::metadata::features::{SCRAM_METADATA_VERSION, metadata_version_name};
 use crate::metadata::image::ClusterImage;
@@ -15,7 +13,7 @@ pub const MAX_ITERATIONS: u32 = 16384;
 
 /// One alteration of AlterUserScramCredentials. The mechanism is Kafka's type code, checked
 /// here so an unknown one is answered per user.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ScramAlteration {
     Upsert {
         user: String,

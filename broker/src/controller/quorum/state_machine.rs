@@ -20,8 +20,7 @@ use super::log_format::{self, SNAPSHOT_MAGIC};
 use super::{LogId, MetadataRaft, VoterNode};
 use crate::controller::feed::MetadataFeed;
 use crate::metadata::image::ClusterImage;
-use crate::metadata::record_format::{decode_batch, encode_batch};
-use crate::metadata::records::MetadataBatch;
+use crate::metadata::record_format::{decode_image, encode_image};
 use crate::metadata::records::MetadataRecord;
 use crate::metadata::wire::{Reader, WireResult, Writer};
 use crate::storage::write_atomically;
@@ -64,13 +63,7 @@ impl SnapshotFile {
         optional_log_id(&mut w, self.last_applied.as_ref());
         optional_log_id(&mut w, self.membership.log_id().as_ref());
         log_format::membership(&mut w, self.membership.membership());
-        w.i64(self.image.features.epoch);
-        encode_batch(
-            &mut w,
-            &MetadataBatch {
-                records: self.image.to_records(),
-            },
-        );
+        encode_image(&mut w, &self.image);
         w.tagged(&[]);
         w.into_bytes()
     }
@@ -95,12 +88,7 @@ impl SnapshotFile {
         let last_applied = optional_log_id(r)?;
         let membership_log_id = optional_log_id(r)?;
         let membership = log_format::read_membership(r)?;
-        let features_epoch = r.i64("features epoch")?;
-        let mut image = ClusterImage::default();
-        for record in &decode_batch(r)?.records {
-            image.apply(record);
-        }
-        image.features.epoch = features_epoch;
+        let image = decode_image(r)?;
         r.tagged(|_, _| Ok(false))?;
         Ok(Self {
             snapshot_id,

@@ -180,8 +180,10 @@ pub fn encode_reply(key: u16, version: u16, reply: &RpcReply) -> Vec<u8> {
             voters,
         } => commands::encode_metadata_reply(&mut w, update, *controller_id, voters, version),
         RpcReply::Quorum(status) => commands::encode_quorum_status(&mut w, status, version),
-        RpcReply::VoterChange(result) => commands::encode_voter_change(&mut w, result, version),
-        RpcReply::NotController { .. } | RpcReply::Refused { .. } | RpcReply::Unsupported { .. } => {}
+        RpcReply::VoterChange(result) => commands::encode_voter_result(&mut w, result, version),
+        RpcReply::NotController { .. }
+        | RpcReply::Refused { .. }
+        | RpcReply::Unsupported { .. } => {}
     }
     w.into_bytes()
 }
@@ -236,10 +238,8 @@ pub fn decode_reply(frame: &[u8], key: ApiKey, version: u16) -> Result<RpcReply,
                     voters,
                 }
             }
-            ApiKey::DescribeQuorum => {
-                RpcReply::Quorum(commands::decode_quorum_status(r, version)?)
-            }
-            ApiKey::Voters => RpcReply::VoterChange(commands::decode_voter_change(r, version)?),
+            ApiKey::DescribeQuorum => RpcReply::Quorum(commands::decode_quorum_status(r, version)?),
+            ApiKey::Voters => RpcReply::VoterChange(commands::decode_voter_result(r, version)?),
         };
         finished(r)?;
         Ok(reply)
@@ -291,7 +291,9 @@ fn read_versions(r: &mut Reader<'_>) -> WireResult<Versions> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::decisions::{CommandOutcome, ControllerCommand};
     use super::super::raft_format::tests::{sample_append, sample_snapshot};
+    use super::super::{CommandReply, VoterChangeError, VoterRequest};
     use super::*;
     use crate::metadata::record_format::tests::{fixture, fixtures_dir};
     use openraft::raft::{AppendEntriesResponse, VoteRequest, VoteResponse};
@@ -313,11 +315,11 @@ mod tests {
     /// their own fixtures in `command_format`).
     fn requests() -> Vec<(&'static str, RpcRequest)> {
         vec![
+            ("versions", request(RpcBody::Versions(fixed_versions()))),
             (
-                "versions",
-                request(RpcBody::Versions(fixed_versions())),
+                "append-entries",
+                request(RpcBody::AppendEntries(sample_append())),
             ),
-            ("append-entries", request(RpcBody::AppendEntries(sample_append()))),
             (
                 "vote",
                 request(RpcBody::Vote(VoteRequest {
@@ -330,6 +332,28 @@ mod tests {
                 request(RpcBody::InstallSnapshot(sample_snapshot())),
             ),
             ("describe-quorum", request(RpcBody::DescribeQuorum)),
+            (
+                "command",
+                request(RpcBody::Command(ControllerCommand::BrokerHeartbeat {
+                    node_id: 2,
+                    incarnation: uuid::Uuid::from_u128(7),
+                    applied_index: 41,
+                })),
+            ),
+            (
+                "fetch-metadata",
+                request(RpcBody::FetchMetadata {
+                    from_index: 40,
+                    max_wait_ms: 500,
+                }),
+            ),
+            (
+                "voters",
+                request(RpcBody::Voters(VoterRequest::Remove {
+                    node_id: 3,
+                    directory_id: None,
+                })),
+            ),
         ]
     }
 
@@ -355,6 +379,31 @@ mod tests {
                 })),
             ),
             (
+                "command",
+                ApiKey::Command,
+                RpcReply::Command(Ok(CommandReply {
+                    outcome: CommandOutcome::Heartbeat { fenced: false },
+                    index: 42,
+                })),
+            ),
+            (
+                "metadata",
+                ApiKey::FetchMetadata,
+                RpcReply::Metadata {
+                    update: MetadataUpdate::Batches {
+                        batches: Vec::new(),
+                        applied_index: 42,
+                    },
+                    controller_id: Some(1),
+                    voters: [(1, "a:9093".to_string())].into(),
+                },
+            ),
+            (
+                "voter-change",
+                ApiKey::Voters,
+                RpcReply::VoterChange(Err(VoterChangeError::NotFound("voter 3".into()))),
+            ),
+            (
                 "not-controller",
                 ApiKey::Command,
                 RpcReply::NotController { leader: Some(3) },
@@ -378,7 +427,7 @@ mod tests {
 
     #[test]
     fn every_frame_round_trips_and_matches_its_committed_fixture() {
-        let dir = fixtures_dir("controller-rpc");
+        let dir = fixtures_dir("controller-rpc-frames");
         let ours = Versions::this_release();
         for (name, sent) in requests() {
             let bytes = encode_request(&sent, 0);
@@ -386,7 +435,10 @@ mod tests {
             assert_eq!(committed, bytes, "{name} request is framed as before");
             let read = decode_request(&committed, &ours).unwrap();
             let got = read.request.unwrap();
-            assert_eq!((got.from_node, got.cluster_id), (2, Some("cluster-a".into())));
+            assert_eq!(
+                (got.from_node, got.cluster_id),
+                (2, Some("cluster-a".into()))
+            );
             assert_eq!(
                 encode_request(&request(got.body), 0),
                 bytes,
@@ -400,6 +452,24 @@ mod tests {
             let read = decode_reply(&committed, key, 0).unwrap();
             assert_eq!(format!("{read:?}"), format!("{reply:?}"));
         }
+        // Every frame ever committed, of any version, still reads: a node of the release
+        // before sends them during a rolling upgrade.
+        let mut read = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            let bytes = std::fs::read(&path).unwrap();
+            let at = |i: usize| u16::from_be_bytes([bytes[i], bytes[i + 1]]);
+            let (key, version) = (ApiKey::from_code(at(1)).unwrap(), at(3));
+            if name.contains("-request-") {
+                let incoming = decode_request(&bytes, &ours).unwrap();
+                assert!(incoming.request.is_ok(), "{name}: {incoming:?}");
+            } else {
+                decode_reply(&bytes, key, version).unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
+            read += 1;
+        }
+        assert!(read >= requests().len() + replies().len());
     }
 
     #[test]
@@ -422,9 +492,7 @@ mod tests {
         let answer = encode_reply(
             read.key,
             read.version,
-            &RpcReply::Unsupported {
-                reason: "x".into(),
-            },
+            &RpcReply::Unsupported { reason: "x".into() },
         );
         assert_eq!(&answer[1..5], &unknown[1..5]);
         // A body that does not decode is refused with the message's name.

@@ -281,6 +281,7 @@ impl RpcConnection {
 
     /// A connection that claims `ours` instead of this release's versions (tests of two
     /// releases side by side).
+    #[cfg(test)]
     pub fn speaking(mut self, ours: Versions) -> Self {
         self.ours = ours;
         self
@@ -504,7 +505,10 @@ mod tests {
         let (address, mut heard) = peer(Versions::this_release()).await;
         let mut newer = RpcConnection::new(address, None).speaking(with(ApiKey::Vote, 0, 3));
         let answer = newer.call(&vote(), Duration::from_secs(5)).await.unwrap();
-        assert!(matches!(&answer, RpcReply::Vote(Ok(v)) if v.vote_granted), "{answer:?}");
+        assert!(
+            matches!(&answer, RpcReply::Vote(Ok(v)) if v.vote_granted),
+            "{answer:?}"
+        );
         assert_eq!(heard.recv().await, Some((ApiKey::Versions.code(), 0)));
         assert_eq!(heard.recv().await, Some((ApiKey::Vote.code(), 0)));
     }

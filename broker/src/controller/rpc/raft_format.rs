@@ -29,8 +29,8 @@ use openraft::{SnapshotMeta, SnapshotSegmentId, StorageError, StorageIOError, St
 
 use super::super::quorum::MetadataRaft;
 use super::super::quorum::log_format::{
-    decode_entry, encode_entry, membership, optional_log_id, read_membership,
-    read_optional_log_id, read_vote, write_vote,
+    decode_entry, encode_entry, membership, optional_log_id, read_membership, read_optional_log_id,
+    read_vote, write_vote,
 };
 use crate::metadata::wire::{Reader, WireError, WireResult, Writer};
 
@@ -308,11 +308,8 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn sample_membership() -> Membership<u64, VoterNode> {
-        let nodes: BTreeMap<u64, VoterNode> = [
-            (1, VoterNode::new("a:9093")),
-            (2, VoterNode::new("b:9093")),
-        ]
-        .into();
+        let nodes: BTreeMap<u64, VoterNode> =
+            [(1, VoterNode::new("a:9093")), (2, VoterNode::new("b:9093"))].into();
         Membership::new(vec![BTreeSet::from([1, 2])], nodes)
     }
 
@@ -371,7 +368,10 @@ pub(crate) mod tests {
         assert!(r.is_empty());
         // Every shorter prefix is refused, never misread.
         for cut in 0..bytes.len() {
-            assert!(read(&mut Reader::new(&bytes[..cut])).is_err(), "cut at {cut}");
+            assert!(
+                read(&mut Reader::new(&bytes[..cut])).is_err(),
+                "cut at {cut}"
+            );
         }
     }
 

@@ -75,10 +75,24 @@ impl Versions {
     /// range; the bottom rises only when the release that needed it can no longer be a peer
     /// (rolling upgrades go one release at a time).
     pub fn this_release() -> Self {
+        let payloads = super::command_format::VERSIONS;
         Self(
             ApiKey::ALL
                 .into_iter()
-                .map(|key| (key.code(), (0, 0)))
+                .map(|key| {
+                    let range = match key {
+                        ApiKey::Command
+                        | ApiKey::FetchMetadata
+                        | ApiKey::DescribeQuorum
+                        | ApiKey::Voters => (*payloads.start(), *payloads.end()),
+                        // The handshake and openraft's messages (`raft_format`).
+                        ApiKey::Versions
+                        | ApiKey::AppendEntries
+                        | ApiKey::Vote
+                        | ApiKey::InstallSnapshot => (0, 0),
+                    };
+                    (key.code(), range)
+                })
                 .collect(),
         )
     }
@@ -135,15 +149,17 @@ mod tests {
         assert_eq!(newer.choose(ApiKey::Command, &older), Ok(1));
         assert_eq!(older.choose(ApiKey::Command, &newer), Ok(1));
         let refused = newer.choose(ApiKey::Vote, &older).unwrap_err();
-        assert!(refused.contains("this node speaks 1-1, the peer 0-0"), "{refused}");
+        assert!(
+            refused.contains("this node speaks 1-1, the peer 0-0"),
+            "{refused}"
+        );
         let missing = newer.choose(ApiKey::Voters, &older).unwrap_err();
         assert!(missing.contains("does not speak Voters"), "{missing}");
     }
 
     #[test]
     fn codes_are_unique_and_this_release_speaks_every_message() {
-        let codes: std::collections::BTreeSet<u16> =
-            ApiKey::ALL.iter().map(|k| k.code()).collect();
+        let codes: std::collections::BTreeSet<u16> = ApiKey::ALL.iter().map(|k| k.code()).collect();
         assert_eq!(codes.len(), ApiKey::ALL.len());
         let ours = Versions::this_release();
         for key in ApiKey::ALL {
