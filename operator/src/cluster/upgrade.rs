@@ -51,16 +51,28 @@ impl Release {
 /// crate's version is missing or differs from what a broker of this tree supports. A
 /// `spec.version` not listed (a newer release, a private build) is not checked here; its
 /// brokers still refuse to start below a finalized level they cannot run.
-pub const RELEASES: &[Release] = &[Release {
-    // The first release with feature levels (metadata.version 25 is Kafka's 4.0-IV3).
-    version: "0.1.0",
-    max_levels: &[
-        ("group.version", 1),
-        ("kraft.version", 1),
-        ("metadata.version", 25),
-        ("transaction.version", 2),
-    ],
-}];
+pub const RELEASES: &[Release] = &[
+    Release {
+        // The first release with feature levels (metadata.version 25 is Kafka's 4.0-IV3).
+        version: "0.1.0",
+        max_levels: &[
+            ("group.version", 1),
+            ("kraft.version", 1),
+            ("metadata.version", 25),
+            ("transaction.version", 2),
+        ],
+    },
+    Release {
+        // The versioned node protocol: the first release a later one rolls onto.
+        version: "0.2.0",
+        max_levels: &[
+            ("group.version", 1),
+            ("kraft.version", 1),
+            ("metadata.version", 25),
+            ("transaction.version", 2),
+        ],
+    },
+];
 
 /// The release named `version`, when this operator knows it.
 pub fn release(version: &str) -> Option<&'static Release> {

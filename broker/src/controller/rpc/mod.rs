@@ -12,6 +12,13 @@
 //! connection; callers open one connection per peer and reconnect (resolving the host name
 //! again, as a pod's address may change) after any failure.
 //!
+//! Kafka's own inter-node messages (BrokerRegistration, BrokerHeartbeat, Envelope, KRaft's
+//! Vote and Fetch) are not used: the quorum is openraft, whose messages carry what it needs
+//! (committed votes, log ids naming the leader, chunked snapshots) rather than KRaft's, and a
+//! broker forwards a decided command, not the client's request (with Envelope the controller
+//! would parse and authorize client requests). One negotiated schema in Kafka's conventions
+//! keeps one encoder and one set of fixtures for all of it.
+//!
 //! With the controller listener mapped to `SSL`, every connection is mutual TLS: a node
 //! presents its certificate and checks the other's against the trust store (the
 //! [`ControllerTls`] each connection and the service are given), so a process without a
