@@ -92,13 +92,19 @@ pub fn plan(
     let active_pod = roll_check
         .as_ref()
         .and_then(|check| check.active_controller_pod.as_deref());
+    let target = upgrade::target_version(&cluster.spec, settings);
     let roll = match (
         roll_check.as_ref(),
         status::pod_to_roll(&brokers, replicas, active_pod),
     ) {
-        (Some(check), Some(pod)) => match check.gate.reason() {
-            None => Roll::Restart(pod),
-            Some(reason) => Roll::Waits(format!("restart of {pod} waits: {reason}")),
+        (Some(check), Some(pod)) => match (
+            offline_upgrade(&brokers, &pod, target.as_deref()),
+            check.gate.reason(),
+        ) {
+            (Some(reason), _) | (None, Some(reason)) => {
+                Roll::Waits(format!("restart of {pod} waits: {reason}"))
+            }
+            (None, None) => Roll::Restart(pod),
         },
         _ => Roll::Nothing,
     };
@@ -137,6 +143,17 @@ pub fn plan(
         brokers,
         features,
     }
+}
+
+/// Why `pod` may not restart alone on the `target` release, when its own release and that
+/// one cannot run side by side.
+fn offline_upgrade(brokers: &Observed, pod: &str, target: Option<&str>) -> Option<String> {
+    let running = brokers
+        .pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(pod))
+        .and_then(upgrade::pod_version)?;
+    upgrade::offline_upgrade(&running, target?)
 }
 
 /// A StatefulSet's claim templates cannot change: an existing one keeps the size it was

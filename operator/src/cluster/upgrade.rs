@@ -34,6 +34,9 @@ pub const VERSION_LABEL: &str = "app.kubernetes.io/version";
 pub struct Release {
     pub version: &'static str,
     pub max_levels: &'static [(&'static str, i16)],
+    /// The generation of the node-to-node protocol: nodes of two releases of different
+    /// generations cannot talk, so one cannot roll onto the other.
+    pub protocol: u16,
 }
 
 impl Release {
@@ -61,6 +64,8 @@ pub const RELEASES: &[Release] = &[
             ("metadata.version", 25),
             ("transaction.version", 2),
         ],
+        // Unversioned JSON between nodes.
+        protocol: 1,
     },
     Release {
         // The versioned node protocol: the first release a later one rolls onto.
@@ -71,6 +76,7 @@ pub const RELEASES: &[Release] = &[
             ("metadata.version", 25),
             ("transaction.version", 2),
         ],
+        protocol: 2,
     },
 ];
 
@@ -134,6 +140,18 @@ pub fn pod_version(pod: &Pod) -> Option<String> {
         .image
         .as_deref()?;
     image_tag(image).map(str::to_string)
+}
+
+/// Why a broker of release `from` cannot be restarted alone on release `to`, if it cannot:
+/// their nodes speak different protocols, so the upgrade is offline (every broker at once).
+/// Releases this operator does not know are left to the brokers.
+pub fn offline_upgrade(from: &str, to: &str) -> Option<String> {
+    let (old, new) = (release(from)?, release(to)?);
+    (old.protocol != new.protocol).then(|| {
+        format!(
+            "release {from} cannot roll to {to} one broker at a time (their nodes speak different protocols); upgrade offline: delete every broker pod at once and they start together on {to}"
+        )
+    })
 }
 
 /// Why `spec.version` cannot be rolled to, if it cannot: the first finalized level (of

@@ -202,6 +202,53 @@ fn an_outdated_broker_restarts_through_an_open_gate_the_active_controller_last()
 }
 
 #[test]
+fn a_release_of_another_node_protocol_is_not_rolled_onto_one_broker_at_a_time() {
+    let observation = |versions: [&str; 3]| {
+        let mut brokers = brokers(3, "10Gi", &["v1", "v1", "v1"]);
+        for (pod, version) in brokers.pods.iter_mut().zip(versions) {
+            pod.metadata
+                .labels
+                .get_or_insert_with(BTreeMap::new)
+                .insert(upgrade::VERSION_LABEL.into(), version.into());
+        }
+        Observation {
+            brokers,
+            scaling: steady(3),
+            roll: Some(RollCheck {
+                gate: RollGate::Open,
+                active_controller_pod: Some("events-2".into()),
+            }),
+            features: None,
+        }
+    };
+    // 0.1.0 talks JSON between nodes, 0.2.0 the versioned protocol: a lone 0.2.0 broker
+    // could not join, so nothing restarts and the message says how to upgrade.
+    let cluster = cluster("replicas: 3\nversion: 0.2.0");
+    let plan = plan_of(&cluster, observation(["0.1.0", "0.1.0", "0.1.0"]));
+    let Roll::Waits(message) = &plan.roll else {
+        panic!("the roll should wait, not {:?}", plan.roll);
+    };
+    assert!(
+        message.contains("release 0.1.0 cannot roll to 0.2.0")
+            && message.contains("delete every broker pod at once"),
+        "{message}"
+    );
+    // Between releases of one protocol the roll goes on.
+    let plan = plan_of(&cluster, observation(["0.2.0", "0.2.0", "0.2.0"]));
+    assert!(matches!(plan.roll, Roll::Restart(_)), "{:?}", plan.roll);
+    assert_eq!(
+        upgrade::offline_upgrade("0.2.0", "0.2.0"),
+        None,
+        "one protocol"
+    );
+    assert_eq!(
+        upgrade::offline_upgrade("0.1.0", "9.9.9"),
+        None,
+        "unknown release"
+    );
+}
+
+#[test]
 fn a_settled_cluster_may_change_its_voters() {
     let settled = plan_of(
         &cluster("replicas: 3"),
