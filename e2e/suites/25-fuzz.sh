@@ -10,6 +10,7 @@
 # OXBOW_FUZZ_SECONDS, with 10x the cases of `cargo test` per run and fresh seeds each run,
 # and then reports a skip (exit 77, e2e/lib/suite.sh): libFuzzer did not run, and under
 # CI=true e2e/run fails on that.
+# Beside others: yes (no ports, no brokers, no timing: libFuzzer in-process, its own build directory)
 # Expected time: 240 s (warm, 2-core machine; e2e/run warns past twice that)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
