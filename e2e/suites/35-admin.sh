@@ -28,8 +28,9 @@ python3 e2e/suites/35-admin.py "$binary"
 
 echo "--- Java AdminClient (Kafka's tools)"
 port="$(e2e/lib/free-port)"
+metrics_port="$(e2e/lib/free-port)"
 OXBOW_BINARY="$binary" e2e/peers/oxbow/start-single --port "$port" --dir "$work/java" \
-  --config auto.create.topics.enable=false >/dev/null
+  --config auto.create.topics.enable=false --config "metrics.listener=127.0.0.1:$metrics_port" >/dev/null
 tools=e2e/peers/kafka/bin
 bootstrap=(--bootstrap-server "127.0.0.1:$port")
 # expect LABEL PATTERN COMMAND...: the command's output (stdout and stderr) must match.
@@ -50,6 +51,22 @@ expect "create a topic with a config" "Created topic jt" \
 expect "grow to 3 partitions" "PartitionCount: 3" bash -c \
   "$tools/kafka-topics ${bootstrap[*]} --alter --topic jt --partitions 3 &&
    $tools/kafka-topics ${bootstrap[*]} --describe --topic jt"
+# The admin client describes by DescribeTopicPartitions when the broker lists it: one
+# partition per answer pages through its cursor (three answers for three partitions, counted
+# by the broker's request metric), and every partition comes back once.
+dtp_requests() {
+  curl -s "http://127.0.0.1:$metrics_port/metrics" |
+    awk '$1 == "oxbow_server_requests_total{api=\"DescribeTopicPartitions\"}" { n = $2 } END { print n + 0 }'
+}
+describe_paged() {
+  local before partitions
+  before="$(dtp_requests)"
+  partitions="$("$tools/kafka-topics" "${bootstrap[@]}" --describe --topic jt \
+    --partition-size-limit-per-response 1 | grep -oE 'Partition: [0-9]+' | sort -u | wc -l)"
+  echo "partitions=$partitions requests=$(( $(dtp_requests) - before ))"
+}
+expect "describe pages through DescribeTopicPartitions (one partition per answer)" \
+  "^partitions=3 requests=3$" describe_paged
 expect "shrinking is refused" "InvalidPartitionsException" \
   "$tools/kafka-topics" "${bootstrap[@]}" --alter --topic jt --partitions 2
 expect "describe the topic's own configs with synonyms" \

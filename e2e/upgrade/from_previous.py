@@ -18,6 +18,8 @@ and checks that everything is there:
 - the client quota on the user;
 - the committed transaction is visible to read_committed, the one left open is aborted by
   the coordinator (its records never visible), the transaction log loaded;
+- a node speaking that release's JSON protocol between nodes is turned away from a
+  controller port with a line saying so (that upgrade is offline), and the node serves on;
 - after a restart of every node on the converted directories, the same.
 
 Usage: from_previous.py write|check BINARY TARBALL
@@ -26,6 +28,8 @@ Usage: from_previous.py write|check BINARY TARBALL
 import json
 import os
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import tarfile
@@ -293,6 +297,28 @@ def read_partition(consumer, topic, partition, count, settle=0.0):
     return got
 
 
+def previous_protocol_refused(cluster, cluster_id):
+    """A node of the previous release (JSON frames between nodes) is turned away with a
+    line saying why, and the node goes on serving."""
+    broker = cluster[1]
+    body = json.dumps({"cluster_id": cluster_id, "from_node": 3, "body": "DescribeQuorum"}).encode()
+    frame = struct.pack(">I", len(body) + 1) + b"\x01" + body
+    with socket.create_connection(("127.0.0.1", CONTROLLER_PORTS[1]), timeout=5) as conn:
+        conn.sendall(frame)
+        try:
+            answer = conn.recv(1024)
+        except ConnectionResetError:
+            answer = b""
+    if answer:
+        raise AssertionError(f"a JSON frame of the previous release was answered: {answer!r}")
+    deadline = time.time() + 5
+    while "the peer speaks the JSON protocol of an Oxbow release before 0.2" not in open(broker.log_path).read():
+        if time.time() > deadline:
+            raise AssertionError("no line names the previous release's JSON protocol")
+        time.sleep(0.1)
+    log("ok   a node speaking the previous release's JSON protocol is turned away, with a line saying so")
+
+
 def check(binary, tarball):
     work = work_dir("oxbow-upgrade-check-")
     with tarfile.open(tarball) as tar:
@@ -312,6 +338,7 @@ def check(binary, tarball):
         start_all(cluster, sasl_ports)
         check_all(cluster, expected, sasl, first_start=True)
         log("ok   the previous release's data is all there under this release")
+        previous_protocol_refused(cluster, expected["cluster_id"])
         for broker in cluster.values():
             broker.stop()
         start_all(cluster, sasl_ports)

@@ -52,6 +52,7 @@ pub const GROUP_ID_NOT_FOUND: i16 = ResponseError::GroupIdNotFound.code();
 pub const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
 pub const INVALID_REPLICATION_FACTOR: i16 = ResponseError::InvalidReplicationFactor.code();
 pub const INVALID_REQUEST: i16 = ResponseError::InvalidRequest.code();
+pub const INVALID_TOPIC_EXCEPTION: i16 = ResponseError::InvalidTopicException.code();
 pub const INVALID_REQUIRED_ACKS: i16 = ResponseError::InvalidRequiredAcks.code();
 pub const KAFKA_STORAGE_ERROR: i16 = ResponseError::KafkaStorageError.code();
 pub const LEADER_NOT_AVAILABLE: i16 = ResponseError::LeaderNotAvailable.code();

@@ -35,6 +35,7 @@ mod describe_groups;
 mod describe_log_dirs;
 mod describe_producers;
 mod describe_quorum;
+mod describe_topic_partitions;
 mod describe_transactions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
@@ -294,6 +295,7 @@ pub fn routes(fetch_session_slots: usize) -> Routes {
         Box::new(alter_configs::AlterConfigsApi),
         Box::new(incremental_alter_configs::IncrementalAlterConfigsApi),
         Box::new(describe_cluster::DescribeClusterApi),
+        Box::new(describe_topic_partitions::DescribeTopicPartitionsApi),
         Box::new(delete_records::DeleteRecordsApi),
         Box::new(describe_log_dirs::DescribeLogDirsApi),
         Box::new(alter_replica_log_dirs::AlterReplicaLogDirsApi),

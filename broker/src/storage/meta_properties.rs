@@ -30,6 +30,11 @@ pub enum MetaPropertiesError {
     },
     #[error("{path} has directory.id `{value}`, which is not a Kafka Uuid")]
     BadDirectoryId { path: String, value: String },
+    /// A layout this release does not know: left as it is, not rewritten over.
+    #[error(
+        "{path} has version={version}, and this release reads only version 1 (Kafka's KRaft layout): the directory was written by a newer release or another tool; start that release, or point log.dirs elsewhere"
+    )]
+    Version { path: String, version: String },
     #[error(transparent)]
     Write(#[from] CheckpointError),
 }
@@ -60,6 +65,14 @@ pub fn ensure_directory_id(
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     };
+    if let Some(version) = value("version")
+        && version != "1"
+    {
+        return Err(MetaPropertiesError::Version {
+            path: shown,
+            version: version.to_string(),
+        });
+    }
     let directory_id = match value("directory.id") {
         Some(text) => decode_uuid(text).ok_or_else(|| MetaPropertiesError::BadDirectoryId {
             path: shown.clone(),
@@ -132,6 +145,22 @@ mod tests {
         assert_eq!(ensure_directory_id(dir.path(), 3, None).unwrap(), first);
         let again = std::fs::read_to_string(dir.path().join(META_PROPERTIES)).unwrap();
         assert_eq!(again, text);
+    }
+
+    #[test]
+    fn a_newer_layout_is_refused_and_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(META_PROPERTIES);
+        let newer = "node.id=3\nversion=2\ncluster.id=abc\n";
+        std::fs::write(&path, newer).unwrap();
+        let error = ensure_directory_id(dir.path(), 3, Some("abc")).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("has version=2, and this release reads only version 1"),
+            "{error}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), newer);
     }
 
     #[test]
