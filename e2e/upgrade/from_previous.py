@@ -20,6 +20,7 @@ and checks that everything is there:
   the coordinator (its records never visible), the transaction log loaded;
 - a node speaking that release's JSON protocol between nodes is turned away from a
   controller port with a line saying so (that upgrade is offline), and the node serves on;
+  a message of a newer release is answered as unsupported on a connection that stays open;
 - after a restart of every node on the converted directories, the same.
 
 Usage: from_previous.py write|check BINARY TARBALL
@@ -317,6 +318,28 @@ def previous_protocol_refused(cluster, cluster_id):
             raise AssertionError("no line names the previous release's JSON protocol")
         time.sleep(0.1)
     log("ok   a node speaking the previous release's JSON protocol is turned away, with a line saying so")
+    # A message this release does not know (a newer release's): answered as unsupported,
+    # naming it, on a connection that stays open for the next request.
+    header = struct.pack(">BHHi", 2, 900, 0, 3) + b"\x00" + b"\x00"  # no cluster id, no tags
+    with socket.create_connection(("127.0.0.1", CONTROLLER_PORTS[1]), timeout=5) as conn:
+        for _ in range(2):
+            conn.sendall(struct.pack(">I", len(header)) + header)
+            length = struct.unpack(">I", recv_exactly(conn, 4))[0]
+            answer = recv_exactly(conn, length)
+            fmt, key, version, outcome = struct.unpack(">BHHB", answer[:6])
+            if (fmt, key, version, outcome) != (2, 900, 0, 3) or b"message 900 is not one this node knows" not in answer:
+                raise AssertionError(f"an unknown message was answered {answer!r}")
+    log("ok   a message of a newer release is answered as unsupported, and the connection goes on")
+
+
+def recv_exactly(conn, n):
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise AssertionError(f"the connection closed after {len(data)} of {n} bytes")
+        data += chunk
+    return data
 
 
 def check(binary, tarball):
