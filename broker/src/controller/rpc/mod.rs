@@ -39,9 +39,9 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
 
 use self::versions::Versions;
-use tokio::net::TcpStream;
 
 use super::decisions::{CommandOutcome, ControllerCommand, ControllerError};
 use super::feed::MetadataUpdate;
