@@ -122,18 +122,6 @@ impl From<crate::storage::LogConfigError> for ControllerError {
 /// controller's own timers).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ControllerCommand {
-    /// One topic. Brokers of this version send [`Self::CreateTopics`]; this is still decided
-    /// for brokers of the previous version forwarding it during a rolling upgrade.
-    CreateTopic {
-        name: String,
-        partitions: i32,
-        replication_factor: i16,
-        configs: BTreeMap<String, String>,
-        validate_only: bool,
-        /// A manual replica assignment per partition (CreateTopics `assignments`); empty:
-        /// placed by the controller.
-        assignments: Vec<Vec<i32>>,
-    },
     /// CreateTopics with several topics: decided together and committed as one batch (as
     /// Kafka's controller does), so a request of N topics costs one quorum round, not N.
     /// Each topic succeeds or fails on its own.
@@ -327,25 +315,6 @@ pub fn decide(
     inputs: &DecisionInputs<'_>,
 ) -> Decision {
     match command {
-        ControllerCommand::CreateTopic {
-            name,
-            partitions,
-            replication_factor,
-            configs,
-            validate_only,
-            assignments,
-        } => topics::create_topic(
-            image,
-            inputs,
-            topics::NewTopic {
-                name,
-                partitions: *partitions,
-                replication_factor: *replication_factor,
-                configs,
-                assignments,
-            },
-            *validate_only,
-        ),
         ControllerCommand::CreateTopics {
             topics,
             validate_only,

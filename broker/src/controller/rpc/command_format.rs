@@ -305,28 +305,27 @@ fn read_quota_change(r: &mut Reader<'_>) -> WireResult<QuotaChange> {
 /// The code of `command` (stable: a code once used is never given to another variant).
 pub fn command_variant(command: &ControllerCommand) -> Variant {
     match command {
-        ControllerCommand::CreateTopic { .. } => v(1, "create-topic"),
-        ControllerCommand::CreateTopics { .. } => v(2, "create-topics"),
-        ControllerCommand::DeleteTopic { .. } => v(3, "delete-topic"),
-        ControllerCommand::CreatePartitions { .. } => v(4, "create-partitions"),
-        ControllerCommand::SetTopicConfigs { .. } => v(5, "set-topic-configs"),
-        ControllerCommand::AllocateProducerIds => v(6, "allocate-producer-ids"),
-        ControllerCommand::RegisterBroker { .. } => v(7, "register-broker"),
-        ControllerCommand::BrokerHeartbeat { .. } => v(8, "broker-heartbeat"),
-        ControllerCommand::FenceBroker { .. } => v(9, "fence-broker"),
-        ControllerCommand::UnregisterBroker { .. } => v(10, "unregister-broker"),
-        ControllerCommand::AlterPartition { .. } => v(11, "alter-partition"),
-        ControllerCommand::ControlledShutdown { .. } => v(12, "controlled-shutdown"),
-        ControllerCommand::ElectLeaders { .. } => v(13, "elect-leaders"),
-        ControllerCommand::BalanceLeaders { .. } => v(14, "balance-leaders"),
-        ControllerCommand::ReassignPartitions { .. } => v(15, "reassign-partitions"),
-        ControllerCommand::SetBrokerConfigs { .. } => v(16, "set-broker-configs"),
-        ControllerCommand::IdentifyCluster { .. } => v(17, "identify-cluster"),
-        ControllerCommand::UpdateFeatures { .. } => v(18, "update-features"),
-        ControllerCommand::AlterScramCredentials { .. } => v(19, "alter-scram-credentials"),
-        ControllerCommand::CreateAcls { .. } => v(20, "create-acls"),
-        ControllerCommand::DeleteAcls { .. } => v(21, "delete-acls"),
-        ControllerCommand::AlterClientQuotas { .. } => v(22, "alter-client-quotas"),
+        ControllerCommand::CreateTopics { .. } => v(1, "create-topics"),
+        ControllerCommand::DeleteTopic { .. } => v(2, "delete-topic"),
+        ControllerCommand::CreatePartitions { .. } => v(3, "create-partitions"),
+        ControllerCommand::SetTopicConfigs { .. } => v(4, "set-topic-configs"),
+        ControllerCommand::AllocateProducerIds => v(5, "allocate-producer-ids"),
+        ControllerCommand::RegisterBroker { .. } => v(6, "register-broker"),
+        ControllerCommand::BrokerHeartbeat { .. } => v(7, "broker-heartbeat"),
+        ControllerCommand::FenceBroker { .. } => v(8, "fence-broker"),
+        ControllerCommand::UnregisterBroker { .. } => v(9, "unregister-broker"),
+        ControllerCommand::AlterPartition { .. } => v(10, "alter-partition"),
+        ControllerCommand::ControlledShutdown { .. } => v(11, "controlled-shutdown"),
+        ControllerCommand::ElectLeaders { .. } => v(12, "elect-leaders"),
+        ControllerCommand::BalanceLeaders { .. } => v(13, "balance-leaders"),
+        ControllerCommand::ReassignPartitions { .. } => v(14, "reassign-partitions"),
+        ControllerCommand::SetBrokerConfigs { .. } => v(15, "set-broker-configs"),
+        ControllerCommand::IdentifyCluster { .. } => v(16, "identify-cluster"),
+        ControllerCommand::UpdateFeatures { .. } => v(17, "update-features"),
+        ControllerCommand::AlterScramCredentials { .. } => v(18, "alter-scram-credentials"),
+        ControllerCommand::CreateAcls { .. } => v(19, "create-acls"),
+        ControllerCommand::DeleteAcls { .. } => v(20, "delete-acls"),
+        ControllerCommand::AlterClientQuotas { .. } => v(21, "alter-client-quotas"),
     }
 }
 
@@ -334,21 +333,6 @@ pub fn encode_command(w: &mut Writer, command: &ControllerCommand, version: u16)
     writable(version);
     w.u16(command_variant(command).code);
     match command {
-        ControllerCommand::CreateTopic {
-            name,
-            partitions,
-            replication_factor,
-            configs,
-            validate_only,
-            assignments: assigned,
-        } => {
-            w.string(name);
-            w.i32(*partitions);
-            w.i16(*replication_factor);
-            w.string_map(configs);
-            w.bool(*validate_only);
-            assignments(w, assigned);
-        }
         ControllerCommand::CreateTopics {
             topics,
             validate_only,
@@ -482,35 +466,27 @@ pub fn encode_command(w: &mut Writer, command: &ControllerCommand, version: u16)
 pub fn decode_command(r: &mut Reader<'_>, version: u16) -> WireResult<ControllerCommand> {
     readable("controller command", version)?;
     let command = match r.u16("command code")? {
-        1 => ControllerCommand::CreateTopic {
-            name: r.string("topic")?,
-            partitions: r.i32("partitions")?,
-            replication_factor: r.i16("replication factor")?,
-            configs: r.string_map("configs")?,
-            validate_only: r.bool("validate only")?,
-            assignments: read_assignments(r)?,
-        },
-        2 => ControllerCommand::CreateTopics {
+        1 => ControllerCommand::CreateTopics {
             // Name, partitions, replication factor, configs, assignments, tagged count.
             topics: r.array("topics", 10, read_topic_to_create)?,
             validate_only: r.bool("validate only")?,
         },
-        3 => ControllerCommand::DeleteTopic {
+        2 => ControllerCommand::DeleteTopic {
             name: r.string("topic")?,
         },
-        4 => ControllerCommand::CreatePartitions {
+        3 => ControllerCommand::CreatePartitions {
             name: r.string("topic")?,
             total: r.i32("partition count")?,
             validate_only: r.bool("validate only")?,
             assignments: read_assignments(r)?,
         },
-        5 => ControllerCommand::SetTopicConfigs {
+        4 => ControllerCommand::SetTopicConfigs {
             name: r.string("topic")?,
             configs: r.string_map("configs")?,
             validate_only: r.bool("validate only")?,
         },
-        6 => ControllerCommand::AllocateProducerIds,
-        7 => ControllerCommand::RegisterBroker {
+        5 => ControllerCommand::AllocateProducerIds,
+        6 => ControllerCommand::RegisterBroker {
             node_id: r.i32("node id")?,
             incarnation: r.uuid("incarnation")?,
             endpoint: read_endpoint(r)?,
@@ -522,18 +498,18 @@ pub fn decode_command(r: &mut Reader<'_>, version: u16) -> WireResult<Controller
                 read_supported_features,
             )?,
         },
-        8 => ControllerCommand::BrokerHeartbeat {
+        7 => ControllerCommand::BrokerHeartbeat {
             node_id: r.i32("node id")?,
             incarnation: r.uuid("incarnation")?,
             applied_index: r.u64("applied index")?,
         },
-        9 => ControllerCommand::FenceBroker {
+        8 => ControllerCommand::FenceBroker {
             node_id: r.i32("node id")?,
         },
-        10 => ControllerCommand::UnregisterBroker {
+        9 => ControllerCommand::UnregisterBroker {
             node_id: r.i32("node id")?,
         },
-        11 => ControllerCommand::AlterPartition {
+        10 => ControllerCommand::AlterPartition {
             topic: r.string("topic")?,
             partition: r.i32("partition")?,
             leader: r.i32("leader")?,
@@ -541,11 +517,11 @@ pub fn decode_command(r: &mut Reader<'_>, version: u16) -> WireResult<Controller
             partition_epoch: r.i32("partition epoch")?,
             in_sync_replicas: r.i32_array("in-sync replicas")?,
         },
-        12 => ControllerCommand::ControlledShutdown {
+        11 => ControllerCommand::ControlledShutdown {
             node_id: r.i32("node id")?,
             incarnation: r.uuid("incarnation")?,
         },
-        13 => ControllerCommand::ElectLeaders {
+        12 => ControllerCommand::ElectLeaders {
             election: read_coded(r, "election type", election_from_code)?,
             partitions: read_optional(r, "partitions present", |r| {
                 r.array("partitions", 5, |r| {
@@ -553,19 +529,19 @@ pub fn decode_command(r: &mut Reader<'_>, version: u16) -> WireResult<Controller
                 })
             })?,
         },
-        14 => ControllerCommand::BalanceLeaders {
+        13 => ControllerCommand::BalanceLeaders {
             imbalance_percent: r.u32("imbalance percent")?,
         },
-        15 => ControllerCommand::ReassignPartitions {
+        14 => ControllerCommand::ReassignPartitions {
             // Topic, partition, target presence, tagged count.
             reassignments: r.array("reassignments", 7, read_reassignment)?,
         },
-        16 => ControllerCommand::SetBrokerConfigs {
+        15 => ControllerCommand::SetBrokerConfigs {
             node_id: r.i32("node id")?,
             configs: r.string_map("configs")?,
             validate_only: r.bool("validate only")?,
         },
-        17 => ControllerCommand::IdentifyCluster {
+        16 => ControllerCommand::IdentifyCluster {
             cluster_id: r.string("cluster id")?,
             features: r
                 .array("feature levels", 3, |r| {
@@ -574,23 +550,23 @@ pub fn decode_command(r: &mut Reader<'_>, version: u16) -> WireResult<Controller
                 .into_iter()
                 .collect(),
         },
-        18 => ControllerCommand::UpdateFeatures {
+        17 => ControllerCommand::UpdateFeatures {
             // Name, level, upgrade type, tagged count.
             updates: r.array("feature updates", 5, read_feature_update)?,
             validate_only: r.bool("validate only")?,
         },
-        19 => ControllerCommand::AlterScramCredentials {
+        18 => ControllerCommand::AlterScramCredentials {
             // Code, user, mechanism, tagged count.
             alterations: r.array("SCRAM alterations", 5, read_scram_alteration)?,
         },
-        20 => ControllerCommand::CreateAcls {
+        19 => ControllerCommand::CreateAcls {
             acls: read_acls(r)?,
         },
-        21 => ControllerCommand::DeleteAcls {
+        20 => ControllerCommand::DeleteAcls {
             // Four codes, three null strings, tagged count.
             filters: r.array("ACL filters", 8, read_acl_filter)?,
         },
-        22 => ControllerCommand::AlterClientQuotas {
+        21 => ControllerCommand::AlterClientQuotas {
             // Two entity kinds, key, value presence, tagged count.
             changes: r.array("quota changes", 5, read_quota_change)?,
         },
@@ -1280,14 +1256,6 @@ mod tests {
         let configs =
             |key: &str, value: &str| BTreeMap::from([(key.to_string(), value.to_string())]);
         vec![
-            ControllerCommand::CreateTopic {
-                name: "payments".into(),
-                partitions: 3,
-                replication_factor: 2,
-                configs: configs("cleanup.policy", "compact"),
-                validate_only: false,
-                assignments: vec![vec![1, 2], vec![2, 3], vec![3, 1]],
-            },
             ControllerCommand::CreateTopics {
                 topics: vec![
                     TopicToCreate {

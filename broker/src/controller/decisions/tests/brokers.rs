@@ -5,11 +5,9 @@ use super::*;
 #[test]
 fn a_cordoned_broker_takes_no_new_replicas_until_uncordoned_or_unregistered() {
     let mut cluster = Cluster::new(4);
-    cluster.run(create("before", 4, 2)).unwrap();
+    cluster.create("before", 4, 2).unwrap();
     cluster.run(cordon(4, "*")).unwrap();
-    let CommandOutcome::Topic(topic) = cluster.run(create("during", 6, 3)).unwrap() else {
-        panic!("no topic");
-    };
+    let topic = cluster.create("during", 6, 3).unwrap();
     assert!(
         topic.partitions.iter().all(|p| !p.replicas.contains(&4)),
         "a new topic landed on the cordoned broker: {topic:?}"
@@ -23,7 +21,7 @@ fn a_cordoned_broker_takes_no_new_replicas_until_uncordoned_or_unregistered() {
     );
     // Only three brokers take replicas: RF 4 is refused, as on a three-broker cluster.
     assert_eq!(
-        cluster.run(create("wide", 1, 4)),
+        cluster.create("wide", 1, 4),
         Err(ControllerError::InvalidReplicationFactor {
             requested: 4,
             brokers: 3
@@ -36,7 +34,7 @@ fn a_cordoned_broker_takes_no_new_replicas_until_uncordoned_or_unregistered() {
     ));
     // An empty list uncordons.
     cluster.run(cordon(4, "")).unwrap();
-    cluster.run(create("wide", 1, 4)).unwrap();
+    cluster.create("wide", 1, 4).unwrap();
     // A cordon ends with the registration: the same id joins again uncordoned.
     cluster.run(cordon(3, "*")).unwrap();
     cluster

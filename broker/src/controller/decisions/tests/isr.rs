@@ -5,7 +5,7 @@ use super::*;
 #[test]
 fn fencing_the_last_in_sync_leader_takes_the_partition_offline_until_it_returns() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("t", 3, 3)).unwrap();
+    cluster.create("t", 3, 3).unwrap();
     let led_by_1: Vec<usize> = cluster.image.topics["t"]
         .partitions
         .iter()
@@ -37,7 +37,7 @@ fn fencing_the_last_in_sync_leader_takes_the_partition_offline_until_it_returns(
 #[test]
 fn isr_changes_need_the_current_leader_and_partition_epochs() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("t", 1, 3)).unwrap();
+    cluster.create("t", 1, 3).unwrap();
     let state = cluster.image.topics["t"].partitions[0].clone();
     assert_eq!(
         state.in_sync_replicas.len(),
@@ -105,7 +105,7 @@ fn isr_changes_need_the_current_leader_and_partition_epochs() {
 #[test]
 fn controlled_shutdown_moves_leadership_and_leaves_the_isr() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("t", 3, 3)).unwrap();
+    cluster.create("t", 3, 3).unwrap();
     cluster
         .run(ControllerCommand::ControlledShutdown {
             node_id: 2,
@@ -133,7 +133,7 @@ fn controlled_shutdown_moves_leadership_and_leaves_the_isr() {
 #[test]
 fn fencing_moves_leadership_to_a_live_in_sync_replica() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("t", 1, 3)).unwrap();
+    cluster.create("t", 1, 3).unwrap();
     // Followers in sync, as replication will report them.
     let mut state = cluster.image.topics["t"].partitions[0].clone();
     state.in_sync_replicas = state.replicas.clone();
@@ -157,7 +157,7 @@ fn fencing_moves_leadership_to_a_live_in_sync_replica() {
 #[test]
 fn a_live_broker_takes_back_a_partition_left_offline_while_its_session_looked_expired() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("t", 1, 3)).unwrap();
+    cluster.create("t", 1, 3).unwrap();
     let state = cluster.image.topics["t"].partitions[0].clone();
     let leader = state.leader;
     let survivor = *state.replicas.iter().find(|r| **r != leader).unwrap();

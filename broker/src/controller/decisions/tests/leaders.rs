@@ -5,7 +5,7 @@ use super::*;
 #[test]
 fn preferred_election_moves_leadership_back_only_to_a_live_in_sync_preferred_replica() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("t", 2, 3)).unwrap();
+    cluster.create("t", 2, 3).unwrap();
     place(&mut cluster, "t", 0, &[1, 2, 3], &[1, 2, 3], 2);
     place(&mut cluster, "t", 1, &[3, 1, 2], &[1, 2], 1);
     let elect = |partitions: Option<Vec<(String, i32)>>| ControllerCommand::ElectLeaders {
@@ -40,7 +40,7 @@ fn preferred_election_moves_leadership_back_only_to_a_live_in_sync_preferred_rep
 #[test]
 fn unclean_election_picks_a_live_replica_only_for_a_leaderless_partition() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("t", 1, 3)).unwrap();
+    cluster.create("t", 1, 3).unwrap();
     place(&mut cluster, "t", 0, &[1, 2, 3], &[1], -1);
     cluster.live.remove(&1);
     cluster
@@ -78,7 +78,7 @@ fn unclean_election_picks_a_live_replica_only_for_a_leaderless_partition() {
 #[test]
 fn leader_balance_moves_leadership_only_for_brokers_over_the_imbalance_threshold() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("t", 10, 2)).unwrap();
+    cluster.create("t", 10, 2).unwrap();
     for p in 0..10 {
         place(
             &mut cluster,

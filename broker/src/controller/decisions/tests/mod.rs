@@ -38,6 +38,21 @@ impl Cluster {
         self.run_seeded(command, 0)
     }
 
+    /// CreateTopics of one topic placed by the controller: that topic's own result.
+    fn create(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        rf: i16,
+    ) -> Result<TopicImage, ControllerError> {
+        match self.run(create(name, partitions, rf))? {
+            CommandOutcome::Topics(mut topics) if topics.len() == 1 => {
+                topics.pop().expect("one topic")
+            }
+            other => panic!("CreateTopics answered {other:?}"),
+        }
+    }
+
     fn run_seeded(
         &mut self,
         command: ControllerCommand,
@@ -117,22 +132,25 @@ fn register(node_id: i32, incarnation: Uuid) -> ControllerCommand {
     }
 }
 
+/// CreateTopics of one topic, placed by the controller.
+fn create(name: &str, partitions: i32, rf: i16) -> ControllerCommand {
+    ControllerCommand::CreateTopics {
+        topics: vec![TopicToCreate {
+            name: name.into(),
+            partitions,
+            replication_factor: rf,
+            configs: BTreeMap::new(),
+            assignments: Vec::new(),
+        }],
+        validate_only: false,
+    }
+}
+
 fn heartbeat(node_id: i32, incarnation: Uuid) -> ControllerCommand {
     ControllerCommand::BrokerHeartbeat {
         node_id,
         incarnation,
         applied_index: 0,
-    }
-}
-
-fn create(name: &str, partitions: i32, rf: i16) -> ControllerCommand {
-    ControllerCommand::CreateTopic {
-        name: name.into(),
-        partitions,
-        replication_factor: rf,
-        configs: BTreeMap::new(),
-        validate_only: false,
-        assignments: Vec::new(),
     }
 }
 

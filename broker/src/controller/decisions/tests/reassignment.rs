@@ -5,7 +5,7 @@ use super::*;
 #[test]
 fn a_reassignment_adds_replicas_waits_for_their_catch_up_then_drops_the_old_ones() {
     let mut cluster = Cluster::new(5);
-    cluster.run(create("t", 1, 3)).unwrap();
+    cluster.create("t", 1, 3).unwrap();
     place(&mut cluster, "t", 0, &[1, 2, 3], &[1, 2, 3], 1);
     let errors = errors_of(cluster.run(reassign("t", 0, Some(&[3, 4, 5]))).unwrap());
     assert_eq!(errors, vec![None]);
@@ -45,7 +45,7 @@ fn a_reassignment_adds_replicas_waits_for_their_catch_up_then_drops_the_old_ones
 #[test]
 fn a_cancel_returns_to_the_replicas_from_before_and_a_second_cancel_is_refused() {
     let mut cluster = Cluster::new(5);
-    cluster.run(create("t", 1, 3)).unwrap();
+    cluster.create("t", 1, 3).unwrap();
     place(&mut cluster, "t", 0, &[1, 2, 3], &[1, 2, 3], 2);
     cluster.run(reassign("t", 0, Some(&[3, 4, 5]))).unwrap();
     propose_isr(&mut cluster, "t", &[1, 2, 3, 4]).unwrap();
@@ -77,7 +77,7 @@ fn a_cancel_returns_to_the_replicas_from_before_and_a_second_cancel_is_refused()
 #[test]
 fn reassignment_bad_input_gets_kafkas_errors_and_changes_nothing() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("t", 1, 3)).unwrap();
+    cluster.create("t", 1, 3).unwrap();
     let before = cluster.image.clone();
     let cases: [(&str, i32, Option<&[i32]>); 5] = [
         ("t", 0, Some(&[1, 2, 9])),
@@ -121,7 +121,7 @@ fn reassignment_bad_input_gets_kafkas_errors_and_changes_nothing() {
 #[test]
 fn a_reassignment_within_the_isr_completes_at_once() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("t", 1, 3)).unwrap();
+    cluster.create("t", 1, 3).unwrap();
     place(&mut cluster, "t", 0, &[1, 2, 3], &[1, 2, 3], 1);
     cluster.run(reassign("t", 0, Some(&[2, 3]))).unwrap();
     let done = cluster.image.topics["t"].partitions[0].clone();

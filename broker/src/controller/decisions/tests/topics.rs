@@ -5,19 +5,17 @@ use super::*;
 #[test]
 fn topics_are_placed_on_live_brokers_and_refused_beyond_them() {
     let mut cluster = Cluster::new(3);
-    let CommandOutcome::Topic(topic) = cluster.run(create("t", 6, 3)).unwrap() else {
-        panic!("no topic");
-    };
+    let topic = cluster.create("t", 6, 3).unwrap();
     assert_eq!(topic.partition_count(), 6);
     assert_eq!(*cluster.image.topics["t"], topic);
     let leaders: BTreeSet<i32> = topic.partitions.iter().map(|p| p.leader).collect();
     assert_eq!(leaders, BTreeSet::from([1, 2, 3]));
     assert_eq!(
-        cluster.run(create("t", 1, 1)),
+        cluster.create("t", 1, 1),
         Err(ControllerError::TopicAlreadyExists("t".into()))
     );
     assert_eq!(
-        cluster.run(create("u", 1, 4)),
+        cluster.create("u", 1, 4),
         Err(ControllerError::InvalidReplicationFactor {
             requested: 4,
             brokers: 3
@@ -26,7 +24,7 @@ fn topics_are_placed_on_live_brokers_and_refused_beyond_them() {
     // A broker without a live session takes no new replicas.
     cluster.live.remove(&3);
     assert_eq!(
-        cluster.run(create("u", 1, 3)),
+        cluster.create("u", 1, 3),
         Err(ControllerError::InvalidReplicationFactor {
             requested: 3,
             brokers: 2
@@ -38,7 +36,7 @@ fn topics_are_placed_on_live_brokers_and_refused_beyond_them() {
 #[test]
 fn a_batch_of_topics_is_one_decision_each_topic_on_its_own() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("old", 1, 1)).unwrap();
+    cluster.create("old", 1, 1).unwrap();
     let spec = |name: &str, partitions: i32| TopicToCreate {
         name: name.into(),
         partitions,
@@ -104,7 +102,7 @@ fn a_batch_of_topics_is_one_decision_each_topic_on_its_own() {
 #[test]
 fn create_partitions_honours_a_given_assignment_and_refuses_a_bad_one() {
     let mut cluster = Cluster::new(3);
-    cluster.run(create("t", 1, 2)).unwrap();
+    cluster.create("t", 1, 2).unwrap();
     let grow = |total, assignments: Vec<Vec<i32>>| ControllerCommand::CreatePartitions {
         name: "t".into(),
         total,
