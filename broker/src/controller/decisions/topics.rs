@@ -150,7 +150,7 @@ pub(super) fn create_topics(
     (records, CommandOutcome::Topics(outcomes))
 }
 
-/// What CreateTopic asks for.
+/// One topic of a CreateTopics.
 pub(super) struct NewTopic<'a> {
     pub name: &'a str,
     pub partitions: i32,
