@@ -1,27 +1,37 @@
 #!/usr/bin/env python3
-"""A rolling upgrade of a 3-broker Oxbow cluster under acks=all load, as an operator does it:
-SIGTERM one broker (controlled shutdown), wait until it has exited, start it again as the
-new release, wait until it is ready and back in every ISR, then the next; at the end,
-`kafka-features upgrade --release-version 4.0`.
+"""A rolling upgrade of a 3-broker Oxbow cluster from the previous release under acks=all
+load, as an operator does it: SIGTERM one broker (controlled shutdown), wait until it has
+exited, start it again as the new release, wait until it is ready and back in every ISR,
+then the next; at the end, `kafka-features upgrade --release-version 4.0`.
 
-The previous release is this binary with its levels capped (OXBOW_MAX_METADATA_VERSION=21,
-3.9-IV0: what a release that knew no more would run), as issue 53 allows until a release
-with the versioned inter-node protocol exists. The cluster starts at 3.9-IV0, where
+The previous release is its own binary (PREVIOUS_BINARY: the release named in
+e2e/upgrade/previous-release, built by e2e/lib/build-previous-release), so for the whole
+roll two releases' nodes run side by side: Raft, registrations, forwarded commands and
+replication between them go over the versioned inter-node protocol. Its nodes also run with
+their levels capped (OXBOW_MAX_METADATA_VERSION=21, 3.9-IV0, which that release honours as
+well): both releases run 4.0-IV3 at most, so the cap is what leaves a level for the roll to
+finalize and shows a feature gated on it. The cluster starts at 3.9-IV0, where
 group.version 0 keeps the consumer group protocol (KIP-848) off.
 
 Meanwhile an idempotent acks=all producer (librdkafka) writes at a steady rate to an
-RF=3, min.insync.replicas=2 topic, a consumer group reads it, and the partitions' leaders
-are watched through Metadata. After each node's upgrade a new topic is created and a
-transaction commits and is read back; with the cluster mixed, a reassignment moves a
-partition and the feature upgrade is refused (a node still runs the previous release);
-after the roll the upgrade finalizes metadata.version 4.0-IV3 and group.version 1, and only
-then does ConsumerGroupHeartbeat appear and a KIP-848 consumer read; a node of the previous
-release started on the upgraded cluster stops with one line naming the level. Asserts: no produce
-failed, no partition was ever seen without a leader, the group saw every acknowledged
-record, the brokers reported under-replicated partitions while a broker was away and none
-once it was back.
+RF=3, min.insync.replicas=2 topic, a consumer group reads it, a transactional producer
+commits, and the partitions' leaders are watched through Metadata. After each node's
+upgrade a new topic is created, a transaction commits and is read back by read_committed, a
+partition is reassigned (Kafka's tool) and a second consumer joins a group (a rebalance
+that splits the partitions); with the cluster mixed, the feature upgrade is refused (a node
+still runs the previous release's levels); after the roll it finalizes metadata.version
+4.0-IV3 and group.version 1, and only then does ConsumerGroupHeartbeat appear and a KIP-848
+consumer read; a node of the previous release started on the upgraded cluster stops with
+one line naming the level. Asserts: no produce failed, no partition was ever seen without a
+leader, the group saw every acknowledged record, a read of the whole topic afterwards finds
+each acknowledged record exactly once, the brokers reported under-replicated partitions
+while a broker was away and none once it was back. Prints the roll's figures: time per node,
+worst produce latency.
 
-    rolling_restart.py OXBOW_BINARY
+Without PREVIOUS_BINARY the previous release is this binary with the cap alone (what the
+suite ran before a release with the versioned protocol existed).
+
+    rolling_restart.py OXBOW_BINARY [PREVIOUS_BINARY]
 """
 import json
 import os
@@ -99,6 +109,7 @@ def listed_keys(host_port):
 
 def main():
     binary = sys.argv[1]
+    previous = sys.argv[2] if len(sys.argv) > 2 else None
     work = tempfile.mkdtemp(prefix="oxbow-rolling-")
     cluster = Cluster(binary, work, Network(False), cluster_id="rolling-upgrade",
                       bases=(PORT, PORT + 100, PORT + 200),
@@ -106,8 +117,16 @@ def main():
                              "transaction.state.log.replication.factor=3", "transaction.state.log.min.isr=2",
                              "transaction.state.log.num.partitions=3"])
     cluster.node_env = {node: dict(PREVIOUS) for node in cluster.nodes}
+    if previous:
+        cluster.node_binary = {node: previous for node in cluster.nodes}
+        print(f"previous release: {release_of(previous)}; new: {release_of(binary)}", flush=True)
     with cluster.running():
-        roll(cluster, work)
+        roll(cluster, work, previous)
+
+
+def release_of(binary):
+    """What `oxbow --version` says."""
+    return subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
 
 
 def transaction(cluster, producer, step):
@@ -131,19 +150,55 @@ def transaction(cluster, producer, step):
         fail(f"transaction {step}: read_committed saw {seen[-6:]}, not {values}")
 
 
-def reassign(cluster, work):
-    """Moves partition 0 of `moving` from nodes 1,2 to 2,3 with Kafka's tool and waits for it."""
+MOVES = ([2, 3], [3, 1], [1, 2])
+
+
+def reassign(cluster, work, step):
+    """Moves partition 0 of `moving` (first on nodes 1,2) to the step's replicas with Kafka's
+    tool and waits for it."""
+    target = MOVES[step % len(MOVES)]
     plan = os.path.join(work, "reassign.json")
     with open(plan, "w") as f:
-        json.dump({"version": 1, "partitions": [{"topic": "moving", "partition": 0, "replicas": [2, 3]}]}, f)
+        json.dump({"version": 1, "partitions": [{"topic": "moving", "partition": 0, "replicas": target}]}, f)
     expect_tool("Successfully started partition reassignment", "kafka-reassign-partitions",
                 "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", plan, "--execute")
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     wait_for(lambda: sorted(admin.list_topics("moving", timeout=5).topics["moving"].partitions[0].replicas)
-             == [2, 3], 60, "the reassignment to finish")
+             == sorted(target), 60, f"the reassignment to {target} to finish")
 
 
-def too_old(cluster, isr_full):
+def rebalance(cluster, topic):
+    """A consumer group rebalance: one member takes both partitions of `topic`, a second one
+    joins, and the group splits them, one each."""
+    group = f"rebalance-{topic}"
+    assigned = {}
+
+    def member(name):
+        def on_assign(consumer, partitions):
+            assigned[name] = sorted(p.partition for p in partitions)
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                             "heartbeat.interval.ms": 500, "session.timeout.ms": 10000})
+        consumer.subscribe([topic], on_assign=on_assign)
+        return consumer
+
+    first = member("first")
+    wait_for(lambda: first.poll(0.2) is None and assigned.get("first") == [0, 1], 60,
+             f"the first member of {group} to take both partitions")
+    second = member("second")
+
+    def split():
+        first.poll(0.1)
+        second.poll(0.1)
+        return sorted([*assigned.get("first", []), *assigned.get("second", [])]) == [0, 1] \
+            and len(assigned.get("second", [])) == 1
+    try:
+        wait_for(split, 60, f"{group} to rebalance onto two members")
+    finally:
+        second.close()
+        first.close()
+
+
+def too_old(cluster, isr_full, previous):
     """A node of the previous release started on the upgraded cluster stops at once, with one
     line naming the level it cannot run; started as the new release again, it rejoins."""
     node = cluster.nodes[-1]
@@ -163,6 +218,7 @@ def too_old(cluster, isr_full):
     if code == 0 or line not in text:
         fail(f"node {node} of the previous release on a 4.0-IV3 cluster: exit {code}, log:\n{text[-2000:]}")
     cluster.node_env.pop(node)
+    cluster.node_binary.pop(node, None)
     cluster.start(node)
     wait_for(lambda: cluster.ready(node), 60, f"node {node} ready")
     wait_for(isr_full, 60, "every replica back in sync")
@@ -170,7 +226,7 @@ def too_old(cluster, isr_full):
           f"'{line}'), and rejoined as the new release", flush=True)
 
 
-def roll(cluster, work):
+def roll(cluster, work, previous):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"}),
                                        NewTopic("ledger", 1, 3),
@@ -196,6 +252,7 @@ def roll(cluster, work):
     txn.init_transactions(60)
     time.sleep(3)
     under_replicated_seen = False
+    per_node = []
     for step, node in enumerate(cluster.nodes):
         started = time.time()
         problems = cluster.terminate([node])
@@ -206,19 +263,24 @@ def roll(cluster, work):
         under = [metric(cluster, n, "oxbow_replication_under_replicated_partitions") or 0 for n in others]
         under_replicated_seen |= sum(under) > 0
         cluster.node_env.pop(node, None)
+        cluster.node_binary.pop(node, None)
         cluster.start(node)
         wait_for(lambda: cluster.ready(node), 60, f"node {node} ready")
         wait_for(isr_full, 60, "every replica back in sync")
         back = time.time() - started
-        admin.create_topics([NewTopic(f"after-{node}", 1, 3)])[f"after-{node}"].result()
+        per_node.append(back)
+        admin.create_topics([NewTopic(f"after-{node}", 2, 3)])[f"after-{node}"].result()
         transaction(cluster, txn, step)
-        if step == 0:
-            reassign(cluster, work)
+        reassign(cluster, work, step)
+        rebalance(cluster, f"after-{node}")
+        mixed = step < len(cluster.nodes) - 1
+        if mixed:
             expect_tool(r"only supports versions 7-21", *features, "upgrade", "--release-version", "4.0")
         print(f"ok node-{node} upgraded: stopped in {stopped:.2f} s (controlled shutdown), "
               f"under-replicated partitions reported meanwhile {under}, back in every ISR "
-              f"{back:.1f} s after SIGTERM; a topic created, a transaction committed"
-              f"{', a partition reassigned, the feature upgrade refused (mixed releases)' if step == 0 else ''}",
+              f"{back:.1f} s after SIGTERM; a topic created, a transaction committed, a partition "
+              f"reassigned to {MOVES[step % len(MOVES)]}, a group rebalanced"
+              f"{', the feature upgrade refused (mixed releases)' if mixed else ''}",
               flush=True)
         time.sleep(2)
     expect_tool(r"metadata.version was upgraded to 25\.", *features, "upgrade", "--release-version", "4.0")
@@ -243,7 +305,7 @@ def roll(cluster, work):
         fail(f"the KIP-848 consumer read {got} records after group.version 1")
     print("ok features upgraded to 4.0 once every node ran the new release: metadata.version 4.0-IV3, "
           "group.version 1, and a KIP-848 consumer reads", flush=True)
-    too_old(cluster, isr_full)
+    too_old(cluster, isr_full, previous)
     time.sleep(2)
     if not load.finish():
         fail(f"the group did not read {len(load.acked - load.seen)} acknowledged records within 60 s")
@@ -256,9 +318,43 @@ def roll(cluster, work):
     after = [metric(cluster, n, "oxbow_replication_under_replicated_partitions") for n in cluster.nodes]
     if any(v != 0 for v in after):
         fail(f"under-replicated partitions reported after the roll: {after}")
+    read_back_once(cluster, load.acked)
     print(f"ok rolling upgrade of 3 brokers under acks=all load: {len(load.acked)} records acknowledged, "
           f"0 failed (worst produce latency {load.worst_latency * 1000:.0f} ms), no partition offline, "
-          f"the group read all of them", flush=True)
+          f"the group read all of them, the topic holds each exactly once; per node (SIGTERM to back in "
+          f"every ISR): {', '.join(f'{t:.1f} s' for t in per_node)}", flush=True)
+
+
+def read_back_once(cluster, acked):
+    """Reads the whole topic from its start to the high watermarks: every acknowledged record
+    is there exactly once (the producer is idempotent: a retry across a broker's restart must
+    not write it twice)."""
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"read-back-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False})
+    ends = {}
+    for p in range(PARTITIONS):
+        _, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)
+        ends[p] = high
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    counts = {}
+    done = {p for p, high in ends.items() if high == 0}
+    deadline = time.time() + 120
+    while len(done) < PARTITIONS and time.time() < deadline:
+        message = consumer.poll(0.5)
+        if message is None or message.error():
+            continue
+        value = message.value().decode()
+        counts[value] = counts.get(value, 0) + 1
+        if message.offset() + 1 >= ends[message.partition()]:
+            done.add(message.partition())
+    consumer.close()
+    if len(done) < PARTITIONS:
+        fail(f"reading the topic back: partitions {sorted(set(range(PARTITIONS)) - done)} not read to {ends}")
+    missing = [v for v in acked if counts.get(v, 0) == 0]
+    twice = {v: n for v, n in counts.items() if n > 1}
+    if missing or twice:
+        fail(f"read back: {len(missing)} acknowledged records missing ({missing[:3]}), "
+             f"{len(twice)} written more than once ({list(twice.items())[:3]})")
 
 
 if __name__ == "__main__":

@@ -139,6 +139,8 @@ class Cluster:
         self.node_extra = dict(node_extra or {})
         # Environment variables of one node's next start ({node: {name: value}}).
         self.node_env = {}
+        # The binary of one node's next start, when not `binary` (another release).
+        self.node_binary = {}
         self.procs = {}
         self.stopped = set()  # SIGSTOPped
         self.voters = ",".join(f"{n}@{network.host(n)}:{self.controller_base + n - 1}" for n in self.voter_ids)
@@ -170,7 +172,8 @@ class Cluster:
             *self.extra,
             *self.node_extra.get(node, ()),
         ]
-        return self.net.wrap(node, [self.binary, *[a for o in overrides for a in ("--override", o)]])
+        binary = self.node_binary.get(node, self.binary)
+        return self.net.wrap(node, [binary, *[a for o in overrides for a in ("--override", o)]])
 
     def start(self, node):
         with open(os.path.join(self.work, f"node-{node}.log"), "ab") as out:

@@ -78,6 +78,17 @@ pub const RELEASES: &[Release] = &[
         ],
         protocol: 2,
     },
+    Release {
+        // Rolls onto 0.2.0 (the upgrade suites run the two side by side).
+        version: "0.3.0",
+        max_levels: &[
+            ("group.version", 1),
+            ("kraft.version", 1),
+            ("metadata.version", 25),
+            ("transaction.version", 2),
+        ],
+        protocol: 2,
+    },
 ];
 
 /// The release named `version`, when this operator knows it.
