@@ -67,6 +67,11 @@ describe_paged() {
 }
 expect "describe pages through DescribeTopicPartitions (one partition per answer)" \
   "^partitions=3 requests=3$" describe_paged
+# kafka-configs looks a client-metrics resource up with ListConfigResources (KIP-1142) before
+# describing it; Oxbow has none, and says so as Kafka does.
+expect "ListConfigResources: an unknown client-metrics resource" \
+  "The client-metric 'probe' doesn't exist and doesn't have dynamic config" \
+  "$tools/kafka-configs" "${bootstrap[@]}" --describe --entity-type client-metrics --entity-name probe
 expect "shrinking is refused" "InvalidPartitionsException" \
   "$tools/kafka-topics" "${bootstrap[@]}" --alter --topic jt --partitions 2
 expect "describe the topic's own configs with synonyms" \

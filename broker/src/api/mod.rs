@@ -49,6 +49,7 @@ mod init_producer_id;
 mod join_group;
 mod leader_hints;
 mod leave_group;
+mod list_config_resources;
 mod list_groups;
 mod list_offsets;
 mod list_partition_reassignments;
@@ -296,6 +297,7 @@ pub fn routes(fetch_session_slots: usize) -> Routes {
         Box::new(incremental_alter_configs::IncrementalAlterConfigsApi),
         Box::new(describe_cluster::DescribeClusterApi),
         Box::new(describe_topic_partitions::DescribeTopicPartitionsApi),
+        Box::new(list_config_resources::ListConfigResourcesApi),
         Box::new(delete_records::DeleteRecordsApi),
         Box::new(describe_log_dirs::DescribeLogDirsApi),
         Box::new(alter_replica_log_dirs::AlterReplicaLogDirsApi),
