@@ -49,7 +49,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("log.retention.bytes", "-1", Kind::Long, "size retention per partition"),
     BrokerKey::new("log.index.interval.bytes", "4096", Kind::Int, "bytes between index entries"),
     BrokerKey::new("log.index.size.max.bytes", "10485760", Kind::Int, "preallocated index size"),
-    BrokerKey::new("log.cleanup.policy", "delete", Kind::List, "how a log drops old data: by retention, by key (keeping the latest value of each), or both")
+    BrokerKey::new("log.cleanup.policy", "delete", Kind::List, "how a log drops old data: by retention, by key (keeping the latest value of each), both, or neither (empty: every record kept, as Kafka 4.2+)")
         .choices(CLEANUP_POLICIES),
     BrokerKey::new("log.cleaner.delete.retention.ms", "86400000", Kind::Long, "tombstone retention"),
     BrokerKey::new("log.segment.delete.delay.ms", "60000", Kind::Long, "a deleted segment's files stay this long, renamed `.deleted`"),

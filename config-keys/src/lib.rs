@@ -58,8 +58,9 @@ impl Kind {
     }
 }
 
-/// `cleanup.policy` values.
-pub const CLEANUP_POLICIES: &[&str] = &["delete", "compact", "delete,compact", "compact,delete"];
+/// `cleanup.policy` values (empty: neither, every record kept — Kafka 4.2+, KIP-1161).
+pub const CLEANUP_POLICIES: &[&str] =
+    &["delete", "compact", "delete,compact", "compact,delete", ""];
 /// `message.timestamp.type` values.
 pub const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
 /// `compression.type` values.

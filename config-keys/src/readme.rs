@@ -25,7 +25,17 @@ pub fn markdown_table() -> String {
             meaning.push_str("; dynamic only");
         }
         if !key.choices.is_empty() {
-            let choices: Vec<String> = key.choices.iter().map(|c| format!("`{c}`")).collect();
+            let choices: Vec<String> = key
+                .choices
+                .iter()
+                .map(|c| {
+                    if c.is_empty() {
+                        "empty".to_string()
+                    } else {
+                        format!("`{c}`")
+                    }
+                })
+                .collect();
             meaning.push_str(&format!("; one of {}", choices.join(", ")));
         }
         let topics: Vec<String> = TOPIC_KEYS

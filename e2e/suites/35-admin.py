@@ -308,7 +308,9 @@ def incremental_alter_refused(broker, admin):
         (op("cleanup.policy", "shred", AlterConfigOpType.SET), KafkaError.INVALID_CONFIG),
         (op("message.timestamp.type", "Foo", AlterConfigOpType.SET), KafkaError.INVALID_CONFIG),
         (op("retention.ms", "5", AlterConfigOpType.APPEND), KafkaError.INVALID_CONFIG),
-        (op("cleanup.policy", "delete", AlterConfigOpType.SUBTRACT), KafkaError.INVALID_CONFIG),
+        # Kafka 4.2+ (KIP-1161): a list naming a value twice is refused.
+        (op("cleanup.policy", "delete,delete", AlterConfigOpType.SET), KafkaError.INVALID_CONFIG),
+        (op("cleanup.policy", "delete,", AlterConfigOpType.SET), KafkaError.INVALID_CONFIG),
     ]
     for entry, code in refused:
         error = expect_error(incremental(admin, "guarded", entry), code,
@@ -364,6 +366,29 @@ def live_retention_ms(broker, admin):
     result_of(incremental(admin, "aging", op("retention.ms", str(86400 * 1000), AlterConfigOpType.SET)))
     wait_for(lambda: watermarks(broker.bootstrap, "aging")[0] >= 10, TIMEOUT,
              "retention.ms to delete the old segments")
+
+
+@check("Live: an empty cleanup.policy keeps every record (Kafka 4.2+), DeleteRecords still deletes")
+def live_empty_cleanup_policy(broker, admin):
+    two_days_ago = int(time.time() * 1000) - 2 * 86400 * 1000
+    day = str(86400 * 1000)
+    create(admin, "kept", config={"segment.bytes": "1000", "retention.ms": day})
+    # SUBTRACT of the only policy leaves the list empty: infinite retention (Kafka 4.1 refused it).
+    result_of(incremental(admin, "kept", op("cleanup.policy", "delete", AlterConfigOpType.SUBTRACT)))
+    assert topic_configs(admin, "kept")["cleanup.policy"].value == ""
+    produce(broker.bootstrap, "kept", [b"x" * 300] * 10, timestamp=two_days_ago, batch_each=True)
+    produce(broker.bootstrap, "kept", [b"y" * 300] * 4, batch_each=True)
+    # A topic written after it, with the same retention and the default policy: once
+    # retention has deleted its old segments, it has visited `kept` too.
+    create(admin, "expiring", config={"segment.bytes": "1000", "retention.ms": day})
+    produce(broker.bootstrap, "expiring", [b"x" * 300] * 10, timestamp=two_days_ago, batch_each=True)
+    produce(broker.bootstrap, "expiring", [b"y" * 300] * 4, batch_each=True)
+    wait_for(lambda: watermarks(broker.bootstrap, "expiring")[0] >= 10, TIMEOUT,
+             "retention.ms to delete the old segments of the topic beside it")
+    assert watermarks(broker.bootstrap, "kept") == (0, 14), watermarks(broker.bootstrap, "kept")
+    deleted = result_of(only(admin.delete_records([TopicPartition("kept", 0, 5)])))
+    assert deleted.low_watermark == 5, deleted.low_watermark
+    assert watermarks(broker.bootstrap, "kept")[0] == 5
 
 
 @check("Live: max.message.bytes, message.timestamp.type, min.insync.replicas")

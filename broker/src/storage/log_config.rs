@@ -35,7 +35,9 @@ pub const LOCAL_RETENTION_FOLLOWS_RETENTION: i64 = -2;
 /// Smallest segment Kafka accepts for `segment.bytes`.
 pub const MIN_SEGMENT_BYTES: u64 = 14;
 
-/// What happens to old data: deleted by retention, compacted by key, or both.
+/// What happens to old data: deleted by retention, compacted by key, both, or neither —
+/// an empty `cleanup.policy` keeps everything (Kafka 4.2, KIP-1161: as `retention.ms` and
+/// `retention.bytes` -1; DeleteRecords still deletes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CleanupPolicy {
     pub delete: bool,
@@ -52,26 +54,43 @@ impl CleanupPolicy {
         compact: true,
     };
 
-    pub fn parse(value: &str) -> Option<Self> {
+    /// A comma-separated list of `delete` and `compact`, possibly empty; a repeated value
+    /// counts once (a new config with one is refused by [`CleanupPolicy::duplicated`]).
+    pub fn parse(value: &str) -> Result<Self, &'static str> {
         let mut policy = Self {
             delete: false,
             compact: false,
         };
+        if value.trim().is_empty() {
+            return Ok(policy);
+        }
         for part in value.split(',').map(str::trim) {
             match part {
                 "delete" => policy.delete = true,
                 "compact" => policy.compact = true,
-                _ => return None,
+                "" => return Err("values must not be empty"),
+                _ => return Err("String must be one of: compact, delete"),
             }
         }
-        (policy.delete || policy.compact).then_some(policy)
+        Ok(policy)
+    }
+
+    /// Whether `value` names a policy twice, which Kafka (4.2+, KIP-1161) refuses in a new
+    /// config; one already stored is read as if named once.
+    pub fn duplicated(value: &str) -> bool {
+        let parts: Vec<&str> = value.split(',').map(str::trim).collect();
+        parts
+            .iter()
+            .enumerate()
+            .any(|(i, part)| parts[..i].contains(part))
     }
 
     pub fn as_kafka_value(&self) -> &'static str {
         match (self.delete, self.compact) {
             (true, true) => "compact,delete",
             (false, true) => "compact",
-            _ => "delete",
+            (true, false) => "delete",
+            (false, false) => "",
         }
     }
 }
@@ -338,6 +357,26 @@ impl LogConfig {
         Ok(config)
     }
 
+    /// [`LogConfig::with_topic_configs`] for configs a user sets now: also refuses what
+    /// Kafka refuses in a new value but reads in a stored one (a list naming a value twice).
+    pub fn with_new_topic_configs<'a>(
+        &self,
+        configs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, LogConfigError> {
+        let mut config = self.clone();
+        for (key, value) in configs {
+            if key == "cleanup.policy" && CleanupPolicy::duplicated(value) {
+                return Err(LogConfigError::InvalidValue {
+                    key: key.to_string(),
+                    value: value.to_string(),
+                    reason: "values must not be duplicated".to_string(),
+                });
+            }
+            config.set(key, value)?;
+        }
+        Ok(config)
+    }
+
     /// Applies one topic config.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), LogConfigError> {
         let invalid = |reason: &str| LogConfigError::InvalidValue {
@@ -428,8 +467,7 @@ impl LogConfig {
                 }
             }
             "cleanup.policy" => {
-                self.cleanup_policy = CleanupPolicy::parse(value)
-                    .ok_or_else(|| invalid("expected delete, compact or compact,delete"))?;
+                self.cleanup_policy = CleanupPolicy::parse(value).map_err(invalid)?
             }
             "message.timestamp.before.max.ms" => self.message_timestamp_before_max_ms = long(0)?,
             "message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms = long(0)?,

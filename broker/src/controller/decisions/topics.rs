@@ -35,7 +35,7 @@ pub(super) fn set_topic_configs(
     known_topic(image, name)?;
     inputs
         .log_defaults
-        .with_topic_configs(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        .with_new_topic_configs(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
     let records = if validate_only {
         Vec::new()
     } else {
@@ -200,7 +200,7 @@ pub(super) fn create_topic(
     }
     inputs
         .log_defaults
-        .with_topic_configs(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        .with_new_topic_configs(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
     let assignments = if assignments.is_empty() {
         place_partitions(
             &candidates(image, inputs),

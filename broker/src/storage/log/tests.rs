@@ -209,6 +209,26 @@ fn retention_deletes_old_sealed_segments_only() {
 }
 
 #[test]
+fn an_empty_cleanup_policy_keeps_everything_but_delete_records_still_deletes() {
+    let t = test_log(LogConfig {
+        retention_ms: 10_000,
+        retention_bytes: 1000,
+        cleanup_policy: CleanupPolicy::parse("").unwrap(),
+        ..small_config()
+    });
+    for i in 0..30 {
+        t.log.append(&batch(1, 500, START_MS + i), 0).unwrap();
+    }
+    let segments = t.log.segment_count();
+    t.clock.advance(1_000_000);
+    assert_eq!(t.log.apply_retention().unwrap().deleted_segments, 0);
+    assert_eq!(t.log.segment_count(), segments);
+    assert_eq!(t.log.log_start_offset(), 0);
+    // DeleteRecords' own refusal is for compact-only policies (replication/partition).
+    assert_eq!(t.log.advance_log_start_offset(10).unwrap(), 10);
+}
+
+#[test]
 fn retention_by_bytes_keeps_the_newest_within_the_limit() {
     let t = test_log(LogConfig {
         retention_bytes: 5000,

@@ -1,6 +1,45 @@
 use super::*;
 
 #[test]
+fn cleanup_policy_may_be_empty_and_a_new_one_may_not_repeat_itself() {
+    let none = LogConfig::default()
+        .with_new_topic_configs([("cleanup.policy", "")])
+        .unwrap();
+    assert_eq!(
+        none.cleanup_policy,
+        CleanupPolicy {
+            delete: false,
+            compact: false
+        }
+    );
+    assert_eq!(none.to_topic_configs()["cleanup.policy"], "");
+    // Kafka 4.2+ refuses a repeated value in a new config, and reads a stored one.
+    let repeated = [("cleanup.policy", "delete, delete")];
+    let error = LogConfig::default()
+        .with_new_topic_configs(repeated)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("values must not be duplicated"),
+        "{error}"
+    );
+    assert_eq!(
+        LogConfig::default()
+            .with_topic_configs(repeated)
+            .unwrap()
+            .cleanup_policy,
+        CleanupPolicy::DELETE
+    );
+    for bad in ["delete,", ",compact", "delete,,compact", "none"] {
+        assert!(
+            LogConfig::default()
+                .with_topic_configs([("cleanup.policy", bad)])
+                .is_err(),
+            "{bad:?} accepted"
+        );
+    }
+}
+
+#[test]
 fn topic_configs_override_defaults_and_reject_bad_values() {
     let config = LogConfig::default()
         .with_topic_configs([
