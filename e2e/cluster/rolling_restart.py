@@ -20,8 +20,9 @@ upgrade a new topic is created, a transaction commits and is read back by read_c
 partition is reassigned (Kafka's tool) and a second consumer joins a group (a rebalance
 that splits the partitions); with the cluster mixed, the feature upgrade is refused (a node
 still runs the previous release's levels); after the roll it finalizes metadata.version
-4.0-IV3 and group.version 1, and only then does ConsumerGroupHeartbeat appear and a KIP-848
-consumer read; a node of the previous release started on the upgraded cluster stops with
+4.0-IV3 and group.version 1 (before that, one node is rolled back to the previous release
+and forward again: going back works until the levels are raised), and only then does
+ConsumerGroupHeartbeat appear and a KIP-848 consumer read; a node of the previous release started on the upgraded cluster stops with
 one line naming the level. Asserts: no produce failed, no partition was ever seen without a
 leader, the group saw every acknowledged record, a read of the whole topic afterwards finds
 each acknowledged record exactly once, the brokers reported under-replicated partitions
@@ -226,6 +227,29 @@ def too_old(cluster, isr_full, previous):
           f"'{line}'), and rejoined as the new release", flush=True)
 
 
+def roll_back_one(cluster, isr_full, previous):
+    """Before the levels are raised the roll can be undone: one node goes back to the
+    previous release, rejoins every ISR under the load, and is rolled forward again."""
+    node = cluster.nodes[0]
+    for binary, env, release in ((previous, dict(PREVIOUS), "the previous release"), (None, None, "the new release")):
+        problems = cluster.terminate([node])
+        if problems:
+            fail(f"controlled shutdown of node {node}: {problems}")
+        if env is None:
+            cluster.node_env.pop(node, None)
+        else:
+            cluster.node_env[node] = env
+        if binary:
+            cluster.node_binary[node] = binary
+        else:
+            cluster.node_binary.pop(node, None)
+        cluster.start(node)
+        wait_for(lambda: cluster.ready(node), 60, f"node {node} ready as {release}")
+        wait_for(isr_full, 60, f"every replica in sync with node {node} on {release}")
+    print(f"ok before the levels were raised, node-{node} went back to the previous release, "
+          f"rejoined every ISR, and was rolled forward again", flush=True)
+
+
 def roll(cluster, work, previous):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"}),
@@ -283,6 +307,7 @@ def roll(cluster, work, previous):
               f"{', the feature upgrade refused (mixed releases)' if mixed else ''}",
               flush=True)
         time.sleep(2)
+    roll_back_one(cluster, isr_full, previous)
     expect_tool(r"metadata.version was upgraded to 25\.", *features, "upgrade", "--release-version", "4.0")
     output = expect_tool(r"Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.0-IV3\t"
                          r"FinalizedVersionLevel: 4.0-IV3", *features, "describe")

@@ -7,7 +7,8 @@
 # every ISR; at every step a topic is created, a transaction commits, a partition is
 # reassigned and a consumer group rebalances, and while mixed `kafka-features upgrade` is
 # refused; after the roll it finalizes 4.0-IV3 and group.version 1 and a KIP-848 consumer
-# reads, and a node of the previous release refuses to start with one line naming the
+# reads (before that one node goes back to the previous release and forward again), and a
+# node of the previous release refuses to start with one line naming the
 # level. No produce fails, no partition is ever without a leader, the group reads every
 # record, the topic holds each acknowledged record exactly once, and the under-replicated
 # metric rises while a broker is away and returns to 0.
