@@ -235,10 +235,12 @@ newest_levels() {
     && case "$(status '{.status.pendingFeatures}')" in ""|"{}") true ;; *) false ;; esac
 }
 until_true 120 newest_levels || fail "the levels were not finalized: finalized $(finalized), pending $(status '{.status.pendingFeatures}'), FeaturesFinalized $(cond FeaturesFinalized message)"
-# One successful UpdateFeatures is one FeaturesFinalized occurrence (the Event's series
-# count: kube-runtime's recorder folds a repeat of the reason into the first Event, note
-# and all); what it asked for is the operator's log line of it.
+# One successful UpdateFeatures is one FeaturesFinalized occurrence, and its Event tells
+# what it finalized (a repeat is counted into an Event only when its note is the same);
+# what it asked for is the operator's log line of it too.
 [ "$(( $(events_of FeaturesFinalized) - finalized_before ))" = 1 ] || fail "$(( $(events_of FeaturesFinalized) - finalized_before )) FeaturesFinalized occurrences for one change"
+notes="$(kubectl -n "$NS" get events.events.k8s.io --field-selector reason=FeaturesFinalized -o jsonpath='{range .items[*]}{.note}{"\n"}{end}')"
+grep -q "metadata.version 25" <<<"$notes" || fail "no FeaturesFinalized Event tells of metadata.version 25: $notes"
 told="$(sed 's/\x1b\[[0-9;]*m//g' "$OXBOW_K8S_STATE"/pods/"$NS".oxbow-*/operator.log | grep 'Finalized feature levels' | grep -o 'levels=.*')"
 [ "$told" = "$(printf 'levels=group.version 0, metadata.version 21\nlevels=group.version 1, metadata.version 25')" ] \
   || fail "the operator's UpdateFeatures requests: $told"
