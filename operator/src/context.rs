@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::admin::AdminPool;
 use crate::bootstrap::Reach;
 use crate::cluster::build::BuildSettings;
 use crate::crd::{Cluster, Topic};
+use crate::events::EventRecorder;
 use crate::metrics::Metrics;
 
 /// Shared state of the controllers.
@@ -21,7 +21,7 @@ pub struct Context {
     pub client: Client,
     pub settings: BuildSettings,
     pub metrics: Metrics,
-    recorder: Recorder,
+    recorder: EventRecorder,
     /// `namespace/cluster` → `host:port` used instead of the bootstrap Service address
     /// (for an operator running outside the Kubernetes network, e.g. in tests).
     pub bootstrap_overrides: BTreeMap<String, String>,
@@ -60,12 +60,8 @@ impl Context {
         bootstrap_overrides: BTreeMap<String, String>,
         instance: Option<String>,
     ) -> Self {
-        let reporter = Reporter {
-            controller: "oxbow-operator".to_string(),
-            instance,
-        };
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: EventRecorder::new(client.clone(), "oxbow-operator", instance),
             client,
             settings,
             metrics,
@@ -121,18 +117,11 @@ impl Context {
         action: &str,
         note: String,
     ) {
-        let event = Event {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: reason.to_string(),
-            note: Some(note),
-            action: action.to_string(),
-            secondary: None,
-        };
-        if let Err(error) = self.recorder.publish(&event, object).await {
+        if let Err(error) = self
+            .recorder
+            .publish(object, warning, reason, action, note)
+            .await
+        {
             tracing::warn!(%error, reason, "Publishing an event failed");
         }
     }

@@ -34,6 +34,7 @@ pub mod cluster;
 pub mod context;
 pub mod controller;
 pub mod crd;
+mod events;
 pub mod leader;
 pub mod metrics;
 pub mod rack;
