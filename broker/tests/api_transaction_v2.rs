@@ -104,7 +104,7 @@ fn txn_offset_commit(client: &mut RawClient, producer: (i64, i16), offset: i64) 
         .with_group_id(GroupId(StrBytes::from_static_str(GROUP)))
         .with_producer_id(ProducerId(producer.0))
         .with_producer_epoch(producer.1)
-        .with_generation_id(-1)
+        .with_generation_id_or_member_epoch(-1)
         .with_topics(vec![
             txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
                 .with_name(name("w"))

@@ -3,6 +3,7 @@
 use bytes::Bytes;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse};
+use kafka_protocol::protocol::VersionRange;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::security::acl::{Operation, ResourceType};
@@ -13,6 +14,11 @@ pub struct DeleteGroupsApi;
 impl Api for DeleteGroupsApi {
     fn key(&self) -> ApiKey {
         ApiKey::DeleteGroups
+    }
+
+    /// v3 adds per-group error messages and GROUP_DELETION_FAILED (KIP-1331): not yet.
+    fn versions(&self) -> VersionRange {
+        super::up_to(self.key(), 2)
     }
 
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {

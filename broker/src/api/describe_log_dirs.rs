@@ -16,7 +16,7 @@ use kafka_protocol::messages::describe_log_dirs_response::{
 use kafka_protocol::messages::{
     ApiKey, DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName,
 };
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use super::{Api, HandlerFuture, RequestContext, errors};
 use crate::model::TopicPartition;
@@ -31,6 +31,11 @@ const UNKNOWN_VOLUME_BYTES: i64 = -1;
 impl Api for DescribeLogDirsApi {
     fn key(&self) -> ApiKey {
         ApiKey::DescribeLogDirs
+    }
+
+    /// v5 reports cordoned log directories (KIP-1066): not yet.
+    fn versions(&self) -> VersionRange {
+        super::up_to(self.key(), 4)
     }
 
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {

@@ -6,6 +6,7 @@ use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
+use kafka_protocol::protocol::VersionRange;
 
 use super::lookup::leader_partition;
 use super::{Api, HandlerFuture, RequestContext, errors};
@@ -18,6 +19,11 @@ pub struct ListOffsetsApi;
 impl Api for ListOffsetsApi {
     fn key(&self) -> ApiKey {
         ApiKey::ListOffsets
+    }
+
+    /// v11 lists the earliest offset not yet uploaded to tiered storage (KIP-1023), which Oxbow has not got yet.
+    fn versions(&self) -> VersionRange {
+        super::up_to(self.key(), 10)
     }
 
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {

@@ -251,6 +251,15 @@ pub trait Api: Send + Sync + std::fmt::Debug {
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a>;
 }
 
+/// `key`'s versions from the lowest Kafka lists up to `max`: the newest one served, when the
+/// protocol crate decodes newer ones Oxbow does not serve yet.
+fn up_to(key: ApiKey, max: i16) -> VersionRange {
+    VersionRange {
+        min: key.valid_versions().min,
+        max: key.valid_versions().max.min(max),
+    }
+}
+
 /// The route table: every API the broker serves.
 #[derive(Debug)]
 pub struct Routes {

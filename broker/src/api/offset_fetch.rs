@@ -24,13 +24,9 @@ impl Api for OffsetFetchApi {
         ApiKey::OffsetFetch
     }
 
-    /// v10 names topics by id and does not decode with the protocol crate yet; clients
-    /// (franz-go) negotiate down to v9.
+    /// v10 names topics by id (KIP-848): not yet; clients negotiate down to v9.
     fn versions(&self) -> VersionRange {
-        VersionRange {
-            min: ApiKey::OffsetFetch.valid_versions().min,
-            max: 9,
-        }
+        super::up_to(self.key(), 9)
     }
 
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, ApiKey, RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
 };
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{StrBytes, VersionRange};
 use uuid::Uuid;
 
 use super::{Api, HandlerFuture, RequestContext, errors};
@@ -32,6 +32,11 @@ pub struct RemoveRaftVoterApi;
 impl Api for AddRaftVoterApi {
     fn key(&self) -> ApiKey {
         ApiKey::AddRaftVoter
+    }
+
+    /// v1 may answer before the new voter set commits (AckWhenCommitted): not yet.
+    fn versions(&self) -> VersionRange {
+        super::up_to(self.key(), 0)
     }
 
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {

@@ -10,7 +10,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{
     ApiKey, TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use super::offset_commit::committed;
 use super::txn_verification;
@@ -25,6 +25,11 @@ pub struct TxnOffsetCommitApi;
 impl Api for TxnOffsetCommitApi {
     fn key(&self) -> ApiKey {
         ApiKey::TxnOffsetCommit
+    }
+
+    /// v6 names topics by id (KIP-1319): not yet.
+    fn versions(&self) -> VersionRange {
+        super::up_to(self.key(), 5)
     }
 
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
@@ -92,7 +97,7 @@ impl Api for TxnOffsetCommitApi {
                 let member = TxnMember {
                     member_id: request.member_id.as_str(),
                     instance_id: request.group_instance_id.as_deref(),
-                    generation_id: request.generation_id,
+                    generation_id: request.generation_id_or_member_epoch,
                 };
                 let mut results = context.broker.groups.txn_commit_offsets(
                     group,

@@ -13,6 +13,7 @@ use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
 use kafka_protocol::messages::{ApiKey, WriteTxnMarkersRequest, WriteTxnMarkersResponse};
+use kafka_protocol::protocol::VersionRange;
 use tokio::time::Instant;
 
 use super::lookup::leader_partition;
@@ -27,6 +28,11 @@ pub struct WriteTxnMarkersApi;
 impl Api for WriteTxnMarkersApi {
     fn key(&self) -> ApiKey {
         ApiKey::WriteTxnMarkers
+    }
+
+    /// v2 carries each marker's transaction version (KIP-1228): not yet.
+    fn versions(&self) -> VersionRange {
+        super::up_to(self.key(), 1)
     }
 
     fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
