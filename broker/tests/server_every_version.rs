@@ -105,6 +105,40 @@ fn list_offsets() -> ListOffsetsRequest {
         ])
 }
 
+/// ApiVersions v5 (KIP-1242): naming this broker's cluster and node is answered; another
+/// cluster or node is told to rebootstrap; naming only one of them is an invalid request.
+fn api_versions_names_the_node(broker: &BrokerProcess, version: i16) {
+    const INVALID_REQUEST: i16 = 42;
+    const REBOOTSTRAP_REQUIRED: i16 = 129;
+    let metadata: MetadataResponse = broker.client().request(
+        ApiKey::Metadata,
+        12,
+        &MetadataRequest::default().with_topics(Some(vec![])),
+    );
+    let cluster = metadata.cluster_id.expect("the broker's cluster id");
+    let node = metadata.brokers[0].node_id.0;
+    let ask = |cluster: Option<&str>, node: i32| {
+        let request = ApiVersionsRequest::default()
+            .with_cluster_id(
+                cluster.map(|c| kafka_protocol::protocol::StrBytes::from_string(c.to_string())),
+            )
+            .with_node_id(node);
+        let response: ApiVersionsResponse =
+            broker
+                .client()
+                .request(ApiKey::ApiVersions, version, &request);
+        (response.error_code, response.api_keys.is_empty())
+    };
+    assert_eq!(ask(Some(&cluster), node), (0, false));
+    assert_eq!(ask(Some(&cluster), node + 1), (REBOOTSTRAP_REQUIRED, true));
+    assert_eq!(
+        ask(Some("another-cluster"), node),
+        (REBOOTSTRAP_REQUIRED, true)
+    );
+    assert_eq!(ask(Some(&cluster), -1), (INVALID_REQUEST, true));
+    assert_eq!(ask(None, node), (INVALID_REQUEST, true));
+}
+
 #[test]
 fn every_advertised_version_of_every_api_is_answered() {
     let mut broker = BrokerProcess::start_with_known_records(&[]);
@@ -132,6 +166,9 @@ fn every_advertised_version_of_every_api_is_answered() {
                     let request = ApiVersionsRequest::default();
                     let response: ApiVersionsResponse = client.request(key, version, &request);
                     assert_eq!(response.error_code, 0);
+                    if version >= 5 {
+                        api_versions_names_the_node(&broker, version);
+                    }
                 }
                 ApiKey::Metadata => {
                     let all = MetadataRequest::default().with_topics(None);

@@ -17,7 +17,8 @@
 #   Ready, status.version = this release, every broker pod runs this release's image -> no
 #   send failed, every acknowledged record read back at its offset, none twice -> the pins
 #   removed: metadata.version 25 and group.version 1 finalized in one UpdateFeatures (one
-#   more FeaturesFinalized Event occurrence, the operator's one request naming both), the
+#   more FeaturesFinalized Event occurrence, an Event telling of metadata.version 25, the
+#   operator's one request naming both), the
 #   condition, status.finalizedFeatures, nothing pending, kafka-features describe from a pod.
 # Prints each broker's roll (old pod deleted -> new pod Ready), the whole roll, the records
 # acknowledged and the failed sends. Waits are on conditions (kubectl wait, a bounded poll of

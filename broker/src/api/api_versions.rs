@@ -9,12 +9,17 @@
 //! epoch. Kafka 4 clients use transaction version 2 (KIP-890 part 2) only when it is
 //! finalized at 2; below it the transactional APIs' version 2 requests (EndTxn v5,
 //! AddPartitionsToTxn v5, TxnOffsetCommit v5) are not offered.
+//!
+//! v5 (KIP-1242) carries the cluster id and node id the client means to reach, both or
+//! neither: one without the other is INVALID_REQUEST, and ids that are not this node's
+//! REBOOTSTRAP_REQUIRED (its metadata is stale: the address now belongs to another node or
+//! cluster), as Kafka 4.4 answers.
 
 use bytes::Bytes;
 use kafka_protocol::messages::api_versions_response::{
     ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
 };
-use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Api, ApiError, HandlerFuture, RequestContext, errors};
@@ -103,19 +108,54 @@ impl Api for ApiVersionsApi {
         ApiKey::ApiVersions
     }
 
-    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, _body: Bytes) -> HandlerFuture<'a> {
+    fn handle<'a>(&'a self, context: &'a RequestContext<'a>, body: Bytes) -> HandlerFuture<'a> {
         Box::pin(async move {
-            // The body carries only the client's name and version (v3+); nothing to act on.
+            let request: ApiVersionsRequest = context.decode(body)?;
+            let broker = context.broker;
+            if let Some(code) = refusal(
+                &request,
+                context.version,
+                &broker.controller.cluster_id(),
+                broker.config.node_id,
+            ) {
+                tracing::info!(
+                    cluster_id = ?request.cluster_id,
+                    node_id = request.node_id,
+                    code,
+                    "ApiVersions refused: the ids the client names are not this node's"
+                );
+                return context.respond(&ApiVersionsResponse::default().with_error_code(code));
+            }
             context.respond(&response(
                 context.version,
-                &context
-                    .broker
+                &broker
                     .controller
                     .image()
                     .features
-                    .or_bootstrap(context.broker.config.transactions.version),
+                    .or_bootstrap(broker.config.transactions.version),
             ))
         })
+    }
+}
+
+/// Why a v5+ request naming the cluster and node it means to reach is refused, if it is.
+fn refusal(
+    request: &ApiVersionsRequest,
+    version: i16,
+    cluster_id: &str,
+    node_id: i32,
+) -> Option<i16> {
+    if version < 5 {
+        return None;
+    }
+    match &request.cluster_id {
+        None if request.node_id == -1 => None,
+        Some(_) if request.node_id == -1 => Some(errors::INVALID_REQUEST),
+        None => Some(errors::INVALID_REQUEST),
+        Some(asked) if asked.as_str() != cluster_id || request.node_id != node_id => {
+            Some(kafka_protocol::ResponseError::RebootstrapRequired.code())
+        }
+        Some(_) => None,
     }
 }
 
@@ -133,4 +173,36 @@ pub fn unsupported_version_response() -> Result<bytes::BytesMut, ApiError> {
         reason: error.to_string(),
     })?;
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+
+    use super::*;
+
+    fn naming(cluster_id: Option<&str>, node_id: i32) -> ApiVersionsRequest {
+        ApiVersionsRequest::default()
+            .with_cluster_id(cluster_id.map(|c| StrBytes::from_string(c.to_string())))
+            .with_node_id(node_id)
+    }
+
+    #[test]
+    fn v5_refuses_another_nodes_ids_and_half_of_them() {
+        let check = |request: &ApiVersionsRequest| refusal(request, 5, "oxbow-cluster", 2);
+        assert_eq!(check(&naming(None, -1)), None, "naming neither is fine");
+        assert_eq!(check(&naming(Some("oxbow-cluster"), 2)), None);
+        let rebootstrap = kafka_protocol::ResponseError::RebootstrapRequired.code();
+        assert_eq!(check(&naming(Some("oxbow-cluster"), 3)), Some(rebootstrap));
+        assert_eq!(check(&naming(Some("another"), 2)), Some(rebootstrap));
+        assert_eq!(
+            check(&naming(Some("oxbow-cluster"), -1)),
+            Some(errors::INVALID_REQUEST)
+        );
+        assert_eq!(check(&naming(None, 2)), Some(errors::INVALID_REQUEST));
+        // Before v5 the fields do not exist on the wire: nothing to check.
+        assert_eq!(
+            refusal(&naming(Some("another"), 3), 4, "oxbow-cluster", 2),
+            None
+        );
+    }
 }
