@@ -34,6 +34,7 @@ suite ran before a release with the versioned protocol existed).
 
     rolling_restart.py OXBOW_BINARY [PREVIOUS_BINARY]
 """
+import collections
 import json
 import os
 import re
@@ -47,6 +48,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from history import read_back  # noqa: E402
 from kafka_wire import api_keys  # noqa: E402
 from load import Load  # noqa: E402
 from oxbow_cluster import Cluster, Network  # noqa: E402
@@ -351,31 +353,15 @@ def roll(cluster, work, previous):
 
 
 def read_back_once(cluster, acked):
-    """Reads the whole topic from its start to the high watermarks: every acknowledged record
-    is there exactly once (the producer is idempotent: a retry across a broker's restart must
-    not write it twice)."""
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"read-back-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False})
-    ends = {}
-    for p in range(PARTITIONS):
-        _, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)
-        ends[p] = high
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
-    counts = {}
-    done = {p for p, high in ends.items() if high == 0}
-    deadline = time.time() + 120
-    while len(done) < PARTITIONS and time.time() < deadline:
-        message = consumer.poll(0.5)
-        if message is None or message.error():
-            continue
-        value = message.value().decode()
-        counts[value] = counts.get(value, 0) + 1
-        if message.offset() + 1 >= ends[message.partition()]:
-            done.add(message.partition())
-    consumer.close()
-    if len(done) < PARTITIONS:
-        fail(f"reading the topic back: partitions {sorted(set(range(PARTITIONS)) - done)} not read to {ends}")
-    missing = [v for v in acked if counts.get(v, 0) == 0]
+    """Reads the whole topic from its start to the high watermarks (history.read_back):
+    every acknowledged record is there exactly once (the producer is idempotent: a retry
+    across a broker's restart must not write it twice)."""
+    try:
+        partitions = read_back(cluster.bootstrap, TOPIC, PARTITIONS, deadline_s=120)
+    except RuntimeError as error:
+        fail(f"reading the topic back: {error}")
+    counts = collections.Counter(value.decode() for _, _, values in partitions.values() for value in values)
+    missing = [v for v in acked if counts[v] == 0]
     twice = {v: n for v, n in counts.items() if n > 1}
     if missing or twice:
         fail(f"read back: {len(missing)} acknowledged records missing ({missing[:3]}), "
